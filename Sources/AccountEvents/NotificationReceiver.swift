@@ -1,0 +1,131 @@
+import AccountStore
+import AppleSignIn
+import Foundation
+import Logging
+import Metrics
+
+/// Why a notification body was refused: the body itself, or its token.
+public enum Rejection: Error, Sendable, Equatable {
+    case emptyBody
+    case malformedBody
+    case missingPayload
+    case bodyTooLarge(limit: Int)
+    case token(VerificationFailure)
+
+    public var reason: String {
+        switch self {
+        case .emptyBody: "empty_body"
+        case .malformedBody: "malformed_body"
+        case .missingPayload: "missing_payload"
+        case .bodyTooLarge: "body_too_large"
+        case .token(let failure): failure.reason
+        }
+    }
+
+    public var detail: String {
+        switch self {
+        case .emptyBody: "the request body is empty"
+        case .malformedBody: "the body is not a JSON object"
+        case .missingPayload: "the body has no string field \"payload\""
+        case .bodyTooLarge(let limit): "the body is larger than \(limit) bytes"
+        case .token(let failure): failure.detail
+        }
+    }
+}
+
+/// The result of one delivery, for the HTTP layer to turn into a status.
+public enum ReceiveResult: Sendable, Equatable {
+    /// Committed (or a duplicate of something committed): answer 200.
+    case accepted(InboxOutcome, eventType: String)
+    /// Verifiably bad: answer 400 with the reason.
+    case rejected(Rejection)
+    /// Cannot decide now (database or Apple's keys unreachable): answer 503 so Apple retries.
+    case unavailable(String)
+}
+
+/// Verify, route, record: the whole path of one notification, short of HTTP.
+public struct NotificationReceiver: Sendable {
+    let verifier: NotificationVerifier
+    let inbox: InboxWriter
+    let rejections: RejectionLog
+    let metrics: any MetricsFactory
+    let logger: Logger
+
+    public init(verifier: NotificationVerifier, inbox: InboxWriter, rejections: RejectionLog,
+                metrics: any MetricsFactory, logger: Logger) {
+        self.verifier = verifier
+        self.inbox = inbox
+        self.rejections = rejections
+        self.metrics = metrics
+        self.logger = logger
+    }
+
+    public func receive(body: Data) async -> ReceiveResult {
+        let token: String
+        switch Self.payload(of: body) {
+        case .success(let payload): token = payload
+        case .failure(let rejection): return await reject(rejection, body: body)
+        }
+
+        let notification: AppleNotification
+        do {
+            notification = try await verifier.verify(token)
+        } catch let failure as VerificationFailure {
+            return await reject(.token(failure), body: body)
+        } catch {
+            logger.warning("Cannot verify a notification now", metadata: ["error": "\(error)"])
+            count(outcome: "unavailable", type: "none")
+            return .unavailable("Apple's signing keys are unavailable")
+        }
+
+        let type = Self.metricType(notification.event.type)
+        do {
+            let outcome = try await inbox.record(EventRouter.entry(for: notification))
+            let label = outcome == .duplicate ? "duplicate" : "recorded"
+            count(outcome: label, type: type)
+            logger.info("Notification \(label)", metadata: ["jti": "\(notification.jti)", "type": "\(type)"])
+            return .accepted(outcome, eventType: notification.event.type)
+        } catch {
+            count(outcome: "unavailable", type: type)
+            logger.warning("Cannot record a notification now", metadata: ["jti": "\(notification.jti)", "error": "\(error)"])
+            return .unavailable("the database is unavailable")
+        }
+    }
+
+    /// Record a body refused for its size (the part that was read).
+    public func rejectOversized(bodyPrefix: Data, limit: Int) async {
+        _ = await reject(.bodyTooLarge(limit: limit), body: bodyPrefix)
+    }
+
+    /// The `payload` field of `{"payload": "<JWS>"}`.
+    static func payload(of body: Data) -> Result<String, Rejection> {
+        guard body.contains(where: { !($0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09) }) else { return .failure(.emptyBody) }
+        guard let object = (try? JSONSerialization.jsonObject(with: body)) as? [String: Any] else {
+            return .failure(.malformedBody)
+        }
+        guard let payload = object["payload"] as? String, !payload.isEmpty else { return .failure(.missingPayload) }
+        return .success(payload)
+    }
+
+    private func reject(_ rejection: Rejection, body: Data) async -> ReceiveResult {
+        count(outcome: "rejected", type: "none")
+        logger.notice("Notification rejected", metadata: ["reason": "\(rejection.reason)"])
+        do {
+            try await rejections.record(reason: rejection.reason, detail: rejection.detail, body: body, logger: logger)
+        } catch {
+            // The answer is still 400: the rejection does not depend on the database.
+            logger.warning("Could not record a rejection", metadata: ["reason": "\(rejection.reason)", "error": "\(error)"])
+        }
+        return .rejected(rejection)
+    }
+
+    private func count(outcome: String, type: String) {
+        Counter(label: "siwa_notifications_total", dimensions: [("outcome", outcome), ("type", type)], factory: metrics).increment()
+    }
+
+    /// Event types as a metric label: the known ones, else "other" (a
+    /// label must not take arbitrary values from the outside).
+    static func metricType(_ type: String) -> String {
+        AppleEventType(rawValue: type)?.rawValue ?? "other"
+    }
+}

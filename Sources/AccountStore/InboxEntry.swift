@@ -1,0 +1,66 @@
+import Foundation
+
+public enum UserStatus: String, Sendable, Codable, CaseIterable {
+    case active
+    case consentRevoked = "consent_revoked"
+    case deleted
+}
+
+/// What a verified notification does to the store. The domain layer decides
+/// it (by event type); the store applies it, in one statement, with the
+/// ordering rules that make late and duplicate deliveries harmless.
+public struct UserEffect: Sendable, Equatable {
+    /// email-enabled / email-disabled; applied only if newer than the last applied email event.
+    public var emailForwardingEnabled: Bool?
+    public var email: String?
+    public var isPrivateEmail: Bool?
+    /// consent_revoked or deleted; a deleted user is never changed again.
+    public var status: UserStatus?
+    /// Enqueue a `purge_user` job for the sub (one pending job per sub).
+    public var enqueuePurge: Bool
+
+    public init(emailForwardingEnabled: Bool? = nil, email: String? = nil, isPrivateEmail: Bool? = nil,
+                status: UserStatus? = nil, enqueuePurge: Bool = false) {
+        self.emailForwardingEnabled = emailForwardingEnabled
+        self.email = email
+        self.isPrivateEmail = isPrivateEmail
+        self.status = status
+        self.enqueuePurge = enqueuePurge
+    }
+
+    public static let none = UserEffect()
+}
+
+/// One verified notification, ready to be recorded.
+public struct InboxEntry: Sendable {
+    public var jti: String
+    public var eventType: String
+    public var appleSub: String
+    /// Milliseconds since the epoch, as Apple sends it.
+    public var eventTime: Int64
+    public var audience: String
+    public var issuedAt: Date
+    /// The verified claims (JSON text).
+    public var claimsJSON: String
+    public var effect: UserEffect
+
+    public init(jti: String, eventType: String, appleSub: String, eventTime: Int64, audience: String,
+                issuedAt: Date, claimsJSON: String, effect: UserEffect) {
+        self.jti = jti
+        self.eventType = eventType
+        self.appleSub = appleSub
+        self.eventTime = eventTime
+        self.audience = audience
+        self.issuedAt = issuedAt
+        self.claimsJSON = claimsJSON
+        self.effect = effect
+    }
+}
+
+public enum InboxOutcome: Sendable, Equatable {
+    /// First delivery: recorded, effects applied. `purgeJobID` is set when this
+    /// notification enqueued a new purge job (nil if one was already pending).
+    case recorded(notificationID: Int64, purgeJobID: Int64?)
+    /// The jti was recorded before; nothing changed.
+    case duplicate
+}

@@ -1,0 +1,156 @@
+import Foundation
+import Logging
+import PostgresNIO
+import Synchronization
+
+/// Records verified notifications with group commit.
+///
+/// A durable commit costs a disk flush; one notification per transaction tops
+/// out at a few thousand per second. Here callers queue their entries and a
+/// few writer tasks each take everything that is waiting (up to `maxBatch`)
+/// into one transaction. No artificial delay: an idle writer takes a lone
+/// entry at once, and entries pile up only while the writers are busy
+/// committing, which is exactly when batching pays. Each caller is answered
+/// after its own batch commits. If a batch fails (a deadlock, a lost
+/// connection), its entries are retried one transaction each, so one bad
+/// entry never fails the others.
+public final class InboxWriter: Sendable {
+    public struct Options: Sendable {
+        public var writers: Int = 4
+        public var maxBatch: Int = 64
+        /// How long a caller waits for its commit before giving up (the HTTP
+        /// layer answers 503 and Apple retries; a late commit is harmless,
+        /// the retry is then a duplicate).
+        public var timeout: Duration = .seconds(10)
+        public init() {}
+    }
+
+    struct Pending: Sendable {
+        let entry: InboxEntry
+        let result: OneShot<InboxOutcome>
+        let enqueued: ContinuousClock.Instant
+    }
+
+    private struct State {
+        var queue: [Pending] = []
+        var idle: [CheckedContinuation<[Pending]?, Never>] = []
+        var closed = false
+    }
+
+    private let client: PostgresClient
+    private let options: Options
+    private let logger: Logger
+    private let state = Mutex(State())
+
+    public init(client: PostgresClient, options: Options = .init(), logger: Logger) {
+        self.client = client
+        self.options = options
+        self.logger = logger
+    }
+
+    /// Record one entry; returns once its transaction has committed.
+    /// Throws `InboxUnavailable` when the database cannot be reached in time.
+    public func record(_ entry: InboxEntry) async throws -> InboxOutcome {
+        let pending = Pending(entry: entry, result: OneShot(), enqueued: .now)
+        let handOff = state.withLock { state -> (CheckedContinuation<[Pending]?, Never>?, Bool) in
+            if state.closed { return (nil, false) }
+            if let writer = state.idle.popLast() { return (writer, true) }
+            state.queue.append(pending)
+            return (nil, true)
+        }
+        guard handOff.1 else { throw InboxUnavailable(reason: "shutting down") }
+        handOff.0?.resume(returning: [pending])
+
+        let timeout = options.timeout
+        let timer = Task {
+            try await Task.sleep(for: timeout)
+            pending.result.complete(.failure(InboxUnavailable(reason: "no commit within \(timeout)")))
+        }
+        defer { timer.cancel() }
+        return try await pending.result.wait()
+    }
+
+    /// Run the writers until `close()` is called and the queue is drained.
+    public func run() async {
+        await withDiscardingTaskGroup { group in
+            for _ in 0..<max(1, options.writers) {
+                group.addTask {
+                    while let batch = await self.nextBatch() { await self.commit(batch) }
+                }
+            }
+        }
+    }
+
+    /// Stop accepting entries; writers finish what is queued, then `run()` returns.
+    public func close() {
+        let idle = state.withLock { state -> [CheckedContinuation<[Pending]?, Never>] in
+            state.closed = true
+            defer { state.idle = [] }
+            return state.queue.isEmpty ? state.idle : []
+        }
+        for writer in idle { writer.resume(returning: nil) }
+    }
+
+    private func nextBatch() async -> [Pending]? {
+        await withCheckedContinuation { continuation in
+            let ready = state.withLock { state -> [Pending]?? in
+                if !state.queue.isEmpty {
+                    let batch = Array(state.queue.prefix(options.maxBatch))
+                    state.queue.removeFirst(batch.count)
+                    return .some(batch)
+                }
+                if state.closed { return .some(nil) }
+                state.idle.append(continuation)
+                return .none
+            }
+            if let ready { continuation.resume(returning: ready) }
+        }
+    }
+
+    private func commit(_ batch: [Pending]) async {
+        // Skip entries whose caller already gave up: their sender retries.
+        let live = batch.filter { ContinuousClock.now - $0.enqueued < options.timeout }
+        for pending in batch where ContinuousClock.now - pending.enqueued >= options.timeout {
+            pending.result.complete(.failure(InboxUnavailable(reason: "queued too long")))
+        }
+        guard !live.isEmpty else { return }
+        do {
+            let outcomes = try await client.withTransaction(logger: logger) { connection in
+                var outcomes: [InboxOutcome] = []
+                outcomes.reserveCapacity(live.count)
+                for pending in live {
+                    outcomes.append(try await Self.record(pending.entry, on: connection, logger: logger))
+                }
+                return outcomes
+            }
+            for (pending, outcome) in zip(live, outcomes) { pending.result.complete(.success(outcome)) }
+        } catch {
+            logger.warning("Batch commit failed; retrying its entries one by one",
+                           metadata: ["batch": "\(live.count)", "error": "\(String(reflecting: error).prefix(300))"])
+            for pending in live {
+                do {
+                    let outcome = try await client.withTransaction(logger: logger) { connection in
+                        try await Self.record(pending.entry, on: connection, logger: logger)
+                    }
+                    pending.result.complete(.success(outcome))
+                } catch {
+                    pending.result.complete(.failure(InboxUnavailable(reason: "database error")))
+                }
+            }
+        }
+    }
+
+    static func record(_ entry: InboxEntry, on connection: PostgresConnection, logger: Logger) async throws -> InboxOutcome {
+        var row: RecordNotificationStatement.Row?
+        for try await result in try await connection.execute(RecordNotificationStatement(entry: entry), logger: logger) {
+            row = result
+        }
+        return RecordNotificationStatement.outcome(of: row)
+    }
+}
+
+/// The inbox could not record the entry now; the sender should retry.
+public struct InboxUnavailable: Error, Sendable, CustomStringConvertible {
+    public let reason: String
+    public var description: String { "the notification inbox is unavailable: \(reason)" }
+}

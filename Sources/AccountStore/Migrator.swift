@@ -1,0 +1,158 @@
+import Crypto
+import Foundation
+import Logging
+import PostgresNIO
+
+/// One numbered SQL file from `sql/`.
+public struct Migration: Sendable, Equatable {
+    public let version: Int
+    public let name: String
+    public let sql: String
+    public var checksum: String { SHA256.hash(data: Data(sql.utf8)).map { String(format: "%02x", $0) }.joined() }
+}
+
+public enum MigrationError: Error, CustomStringConvertible, Sendable {
+    case directoryNotFound(String)
+    case badFileName(String)
+    case duplicateVersion(Int)
+    case editedAfterApply(version: Int, name: String)
+    case unknownApplied(version: Int, name: String)
+    case pending([String])
+
+    public var description: String {
+        switch self {
+        case .directoryNotFound(let path): "migrations directory not found: \(path) (set SIWA_MIGRATIONS_DIR)"
+        case .badFileName(let name): "migration file \(name) must be named NNN_description.sql"
+        case .duplicateVersion(let version): "two migration files have the number \(version)"
+        case .editedAfterApply(let version, let name):
+            "migration \(version) (\(name)) was changed after it was applied; never edit an applied migration, add a new one"
+        case .unknownApplied(let version, let name):
+            "the database has migration \(version) (\(name)) that this siwa does not know; is this an older binary?"
+        case .pending(let names): "the database schema is behind (pending: \(names.joined(separator: ", "))); run `siwa migrate`"
+        }
+    }
+}
+
+/// Applies `sql/NNN_*.sql` in order, each in its own transaction, and records
+/// each with its checksum in `siwa.schema_migrations`. An advisory lock keeps
+/// two `siwa migrate` runs from interleaving.
+public struct Migrator: Sendable {
+    public let migrations: [Migration]
+    static let lockKey: Int64 = 0x5157_4100_0001
+
+    public init(migrations: [Migration]) { self.migrations = migrations.sorted { $0.version < $1.version } }
+
+    public init(directory: URL) throws {
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: directory.path, isDirectory: &isDirectory), isDirectory.boolValue else {
+            throw MigrationError.directoryNotFound(directory.path)
+        }
+        let files = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0.hasSuffix(".sql") }
+        var seen = Set<Int>()
+        var migrations: [Migration] = []
+        for file in files {
+            guard let version = Int(file.prefix(while: \.isNumber)), file.first?.isNumber == true else {
+                throw MigrationError.badFileName(file)
+            }
+            guard seen.insert(version).inserted else { throw MigrationError.duplicateVersion(version) }
+            let sql = try String(contentsOf: directory.appendingPathComponent(file), encoding: .utf8)
+            migrations.append(Migration(version: version, name: String(file.dropLast(4)), sql: sql))
+        }
+        self.init(migrations: migrations)
+    }
+
+    /// Where the SQL files are: `SIWA_MIGRATIONS_DIR`, else `share/siwa/sql`
+    /// beside the binary's prefix (an installed siwa), else the source tree's
+    /// `sql/` (development and tests).
+    public static func defaultDirectory(environment: [String: String] = ProcessInfo.processInfo.environment) -> URL {
+        if let dir = environment["SIWA_MIGRATIONS_DIR"], !dir.isEmpty { return URL(fileURLWithPath: dir) }
+        let executable = URL(fileURLWithPath: CommandLine.arguments.first ?? "").resolvingSymlinksInPath()
+        let installed = executable.deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("share/siwa/sql")
+        if FileManager.default.fileExists(atPath: installed.path) { return installed }
+        // Sources/AccountStore/Migrator.swift -> repository root
+        return URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("sql")
+    }
+
+    /// Apply what is pending; returns the names applied.
+    @discardableResult
+    public func migrate(client: PostgresClient, logger: Logger) async throws -> [String] {
+        try await client.withConnection { connection in
+            try await connection.query("SELECT pg_advisory_lock(\(Self.lockKey))", logger: logger)
+            do {
+                let applied = try await bootstrapAndCheck(connection, logger: logger)
+                var done: [String] = []
+                for migration in migrations where applied[migration.version] == nil {
+                    try await connection.withTransaction(logger: logger) { tx in
+                        for statement in SQLScript.statements(migration.sql) {
+                            try await tx.query(PostgresQuery(unsafeSQL: statement), logger: logger)
+                        }
+                        try await tx.query("""
+                            INSERT INTO siwa.schema_migrations (version, name, checksum)
+                            VALUES (\(migration.version), \(migration.name), \(migration.checksum))
+                            """, logger: logger)
+                    }
+                    logger.info("Applied migration", metadata: ["migration": "\(migration.name)"])
+                    done.append(migration.name)
+                }
+                try await connection.query("SELECT pg_advisory_unlock(\(Self.lockKey))", logger: logger)
+                return done
+            } catch {
+                _ = try? await connection.query("SELECT pg_advisory_unlock(\(Self.lockKey))", logger: logger)
+                throw error
+            }
+        }
+    }
+
+    /// Throws unless every known migration is applied unchanged (start-up check of `serve` and `worker`).
+    public func checkUpToDate(client: PostgresClient, logger: Logger) async throws {
+        let applied = try await appliedMigrations(client: client, logger: logger)
+        try verify(applied: applied)
+        let pending = migrations.filter { applied[$0.version] == nil }.map(\.name)
+        if !pending.isEmpty { throw MigrationError.pending(pending) }
+    }
+
+    public func appliedMigrations(client: PostgresClient, logger: Logger) async throws -> [Int: (name: String, checksum: String)] {
+        let exists = try await client.query("SELECT to_regclass('siwa.schema_migrations') IS NOT NULL", logger: logger)
+        var hasTable = false
+        for try await (value) in exists.decode(Bool.self) { hasTable = value }
+        guard hasTable else { return [:] }
+        var applied: [Int: (name: String, checksum: String)] = [:]
+        let rows = try await client.query("SELECT version, name, checksum FROM siwa.schema_migrations", logger: logger)
+        for try await (version, name, checksum) in rows.decode((Int, String, String).self) {
+            applied[version] = (name, checksum)
+        }
+        return applied
+    }
+
+    private func bootstrapAndCheck(_ connection: PostgresConnection, logger: Logger) async throws -> [Int: (name: String, checksum: String)] {
+        // siwa's own bookkeeping, created by the migrator itself (never by `serve`).
+        try await connection.query("CREATE SCHEMA IF NOT EXISTS siwa", logger: logger)
+        try await connection.query("""
+            CREATE TABLE IF NOT EXISTS siwa.schema_migrations (
+                version integer PRIMARY KEY,
+                name text NOT NULL,
+                checksum text NOT NULL,
+                applied_at timestamptz NOT NULL DEFAULT now()
+            )
+            """, logger: logger)
+        var applied: [Int: (name: String, checksum: String)] = [:]
+        let rows = try await connection.query("SELECT version, name, checksum FROM siwa.schema_migrations", logger: logger)
+        for try await (version, name, checksum) in rows.decode((Int, String, String).self) {
+            applied[version] = (name, checksum)
+        }
+        try verify(applied: applied)
+        return applied
+    }
+
+    private func verify(applied: [Int: (name: String, checksum: String)]) throws {
+        let known = Dictionary(uniqueKeysWithValues: migrations.map { ($0.version, $0) })
+        for (version, record) in applied.sorted(by: { $0.key < $1.key }) {
+            guard let migration = known[version] else { throw MigrationError.unknownApplied(version: version, name: record.name) }
+            guard migration.checksum == record.checksum else {
+                throw MigrationError.editedAfterApply(version: version, name: record.name)
+            }
+        }
+    }
+}

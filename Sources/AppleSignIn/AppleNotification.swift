@@ -1,0 +1,115 @@
+import Foundation
+
+/// The event types Apple sends. The deletion event is `account-delete` in
+/// Apple's older documentation and `account-deleted` in the current one.
+public enum AppleEventType: String, Sendable, CaseIterable, Codable {
+    case emailDisabled = "email-disabled"
+    case emailEnabled = "email-enabled"
+    case consentRevoked = "consent-revoked"
+    case accountDelete = "account-delete"
+    case accountDeleted = "account-deleted"
+}
+
+/// The decoded `events` claim of a notification.
+public struct AppleEvent: Sendable, Equatable, Codable {
+    /// As Apple sent it; may be a type this version does not know.
+    public let type: String
+    public let sub: String
+    /// Milliseconds since the epoch.
+    public let eventTime: Int64
+    public let email: String?
+    public let isPrivateEmail: Bool?
+
+    public var knownType: AppleEventType? { AppleEventType(rawValue: type) }
+
+    public init(type: String, sub: String, eventTime: Int64, email: String? = nil, isPrivateEmail: Bool? = nil) {
+        self.type = type
+        self.sub = sub
+        self.eventTime = eventTime
+        self.email = email
+        self.isPrivateEmail = isPrivateEmail
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case type, sub, email
+        case eventTime = "event_time"
+        case isPrivateEmail = "is_private_email"
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        type = try c.decode(String.self, forKey: .type)
+        sub = try c.decode(String.self, forKey: .sub)
+        // Apple sends an integer; tolerate a float spelling of the same number.
+        if let ms = try? c.decode(Int64.self, forKey: .eventTime) {
+            eventTime = ms
+        } else {
+            let ms = try c.decode(Double.self, forKey: .eventTime)
+            guard ms.isFinite, abs(ms) < 1e15 else {
+                throw DecodingError.dataCorruptedError(forKey: .eventTime, in: c, debugDescription: "out of range")
+            }
+            eventTime = Int64(ms)
+        }
+        email = try c.decodeIfPresent(String.self, forKey: .email)
+        isPrivateEmail = try c.decodeIfPresent(FlexibleBool.self, forKey: .isPrivateEmail)?.value
+        guard !type.isEmpty else { throw DecodingError.dataCorruptedError(forKey: .type, in: c, debugDescription: "empty") }
+        guard !sub.isEmpty, sub.utf8.count <= 255 else {
+            throw DecodingError.dataCorruptedError(forKey: .sub, in: c, debugDescription: "empty or too long")
+        }
+    }
+}
+
+/// A server-to-server notification whose signature and claims were verified.
+public struct AppleNotification: Sendable {
+    public let jti: String
+    public let audience: String
+    public let issuedAt: Date
+    public let expiresAt: Date
+    public let event: AppleEvent
+    /// The verified claims as JSON, `events` decoded into an object.
+    public let claimsJSON: Data
+}
+
+/// Verifies Apple's signed server-to-server notifications.
+public struct NotificationVerifier: Sendable {
+    let base: AppleTokenVerifier
+
+    public init(keys: AppleKeySet, policy: VerificationPolicy) {
+        base = AppleTokenVerifier(keys: keys, policy: policy)
+    }
+
+    /// Throws `VerificationFailure` (the sender's fault) or
+    /// `AppleKeysUnavailable` (ours: try again later).
+    public func verify(_ token: String) async throws -> AppleNotification {
+        let verified = try await base.verify(token)
+        guard let jti = verified.claims.jti, !jti.isEmpty else { throw VerificationFailure.missingJTI }
+        guard jti.utf8.count <= 255 else { throw VerificationFailure.malformedClaims("jti is too long") }
+
+        guard var object = (try? JSONSerialization.jsonObject(with: verified.payload)) as? [String: Any] else {
+            throw VerificationFailure.malformedClaims("not a JSON object")
+        }
+        // `events` is a JSON string that must be parsed a second time (that is
+        // what Apple sends); accept an object too.
+        let eventsData: Data
+        switch object["events"] {
+        case let text as String: eventsData = Data(text.utf8)
+        case let inner as [String: Any]:
+            guard let data = try? JSONSerialization.data(withJSONObject: inner) else {
+                throw VerificationFailure.malformedEvents("not a JSON object")
+            }
+            eventsData = data
+        case nil: throw VerificationFailure.malformedEvents("events is missing")
+        default: throw VerificationFailure.malformedEvents("events is neither a JSON string nor an object")
+        }
+        let event: AppleEvent
+        do { event = try JSONDecoder().decode(AppleEvent.self, from: eventsData) } catch {
+            throw VerificationFailure.malformedEvents(AppleTokenVerifier.describe(error))
+        }
+        object["events"] = try? JSONSerialization.jsonObject(with: eventsData)
+        let claimsJSON = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? verified.payload
+        return AppleNotification(
+            jti: jti, audience: verified.audience, issuedAt: verified.issuedAt,
+            expiresAt: verified.expiresAt, event: event, claimsJSON: claimsJSON
+        )
+    }
+}

@@ -1,0 +1,87 @@
+import Crypto
+import CryptoExtras
+import Foundation
+
+/// What every Apple token must satisfy, for notifications and identity tokens.
+public struct VerificationPolicy: Sendable {
+    public static let appleIssuer = "https://appleid.apple.com"
+
+    /// Accepted `aud` values: the app's client ids (bundle id, services id).
+    public var audiences: Set<String>
+    /// Clock skew tolerated on `exp` and `iat`.
+    public var leeway: TimeInterval
+    /// The clock; injected so the genuine (expired) Apple tokens can be checked.
+    public var now: @Sendable () -> Date
+
+    public init(audiences: Set<String>, leeway: TimeInterval = 60, now: @escaping @Sendable () -> Date = { Date() }) {
+        self.audiences = audiences
+        self.leeway = leeway
+        self.now = now
+    }
+}
+
+/// A token whose signature and registered claims have been checked.
+struct VerifiedJWS: Sendable {
+    let payload: Data
+    let claims: RegisteredClaims
+    let audience: String
+    let issuedAt: Date
+    let expiresAt: Date
+}
+
+/// The machinery both verifiers share: RS256 only, Apple's key for the
+/// `kid`, then `iss`, `aud`, `exp`, `iat`.
+struct AppleTokenVerifier: Sendable {
+    let keys: AppleKeySet
+    let policy: VerificationPolicy
+
+    func verify(_ token: String) async throws -> VerifiedJWS {
+        let jws = try CompactJWS(token)
+        guard let alg = jws.header.alg else { throw VerificationFailure.malformedHeader("alg is missing") }
+        // Apple signs with RS256 and nothing else. Checking the header first
+        // closes the classic holes: `none`, and HS256 keyed with the public key.
+        guard alg == "RS256" else { throw VerificationFailure.unsupportedAlgorithm(String(alg.prefix(16))) }
+        guard let kid = jws.header.kid, !kid.isEmpty else { throw VerificationFailure.missingKeyID }
+        guard kid.utf8.count <= 64 else { throw VerificationFailure.malformedHeader("kid is too long") }
+
+        let key = try await keys.key(for: kid)
+        let signature = _RSA.Signing.RSASignature(rawRepresentation: jws.signature)
+        let digest = SHA256.hash(data: jws.signingInput)
+        guard key.isValidSignature(signature, for: digest, padding: .insecurePKCS1v1_5) else {
+            throw VerificationFailure.badSignature
+        }
+
+        let claims: RegisteredClaims
+        do { claims = try JSONDecoder().decode(RegisteredClaims.self, from: jws.payload) } catch {
+            throw VerificationFailure.malformedClaims(Self.describe(error))
+        }
+        guard claims.iss == VerificationPolicy.appleIssuer else { throw VerificationFailure.wrongIssuer }
+        guard let audiences = claims.aud?.values, !audiences.isEmpty else { throw VerificationFailure.missingAudience }
+        guard let audience = audiences.first(where: policy.audiences.contains) else { throw VerificationFailure.wrongAudience }
+        guard let exp = claims.exp else { throw VerificationFailure.missingExpiry }
+        guard let iat = claims.iat else { throw VerificationFailure.missingIssuedAt }
+        let now = policy.now().timeIntervalSince1970
+        guard now <= exp + policy.leeway else { throw VerificationFailure.expired }
+        guard iat <= now + policy.leeway else { throw VerificationFailure.issuedInFuture }
+        return VerifiedJWS(
+            payload: jws.payload, claims: claims, audience: audience,
+            issuedAt: Date(timeIntervalSince1970: iat), expiresAt: Date(timeIntervalSince1970: exp)
+        )
+    }
+
+    /// A decoding error in a few words: which field, never the value.
+    static func describe(_ error: any Error) -> String {
+        guard let error = error as? DecodingError else { return "not a JSON object" }
+        func path(_ context: DecodingError.Context) -> String {
+            let keys = context.codingPath.map(\.stringValue).filter { !$0.isEmpty }
+            return keys.isEmpty ? "document" : keys.joined(separator: ".")
+        }
+        switch error {
+        case .typeMismatch(_, let context): return "\(path(context)) has the wrong type"
+        case .valueNotFound(_, let context): return "\(path(context)) is null"
+        case .keyNotFound(let key, _): return "\(key.stringValue) is missing"
+        case .dataCorrupted(let context): return context.codingPath.isEmpty ? "not a JSON object" : "\(path(context)) is invalid"
+        @unknown default: return "not a JSON object"
+        }
+    }
+}

@@ -1,0 +1,162 @@
+import Foundation
+import Hummingbird
+import Logging
+import NIOCore
+import ServiceLifecycle
+import Synchronization
+
+/// A stand-in for Apple on loopback, for tests, `siwa demo` and `siwa bench`:
+/// its own RSA keys, a JWKS endpoint (`GET /auth/keys`), signed
+/// notifications and identity tokens, and a `POST` sender that delivers a
+/// notification to a siwa server the way Apple does.
+public final class AppleSimulator: Sendable {
+    private struct State {
+        var published: [SimulatedKey]
+        var jwksRequests = 0
+        var jwksFailing = false
+    }
+
+    private let state: Mutex<State>
+    public let signer = TokenSigner()
+
+    /// - Parameter keyCount: keys published at the start (Apple publishes 3 to 5).
+    public init(keyCount: Int = 2) throws {
+        state = Mutex(State(published: try (0..<keyCount).map { try SimulatedKey(kid: "SIM\($0)" + Self.randomKid(4)) }))
+    }
+
+    public var keys: [SimulatedKey] { state.withLock { $0.published } }
+    public var currentKey: SimulatedKey { state.withLock { $0.published[0] } }
+    /// How many times `/auth/keys` was requested.
+    public var jwksRequests: Int { state.withLock { $0.jwksRequests } }
+
+    /// Make `/auth/keys` answer 503 (Apple unreachable) or recover.
+    public func setJWKSFailing(_ failing: Bool) { state.withLock { $0.jwksFailing = failing } }
+
+    /// Publish a new key first in the set (Apple rotates without notice); returns it.
+    @discardableResult
+    public func rotate() throws -> SimulatedKey {
+        let key = try SimulatedKey(kid: "ROT" + Self.randomKid(7))
+        state.withLock { $0.published.insert(key, at: 0) }
+        return key
+    }
+
+    /// Sign with a key that is not (yet) published.
+    public func unpublishedKey() throws -> SimulatedKey { try SimulatedKey(kid: "NEW" + Self.randomKid(7)) }
+
+    public func publish(_ key: SimulatedKey) { state.withLock { $0.published.insert(key, at: 0) } }
+
+    public var jwksJSON: Data {
+        let keys = state.withLock { $0.published.map(\.jwk) }
+        return (try? JSONSerialization.data(withJSONObject: ["keys": keys], options: [.sortedKeys])) ?? Data()
+    }
+
+    /// A signed notification, as Apple would send it.
+    public func notification(
+        type: String, sub: String, audience: String, jti: String = UUID().uuidString,
+        issuedAt: Date = Date(), eventTime: Date? = nil, email: String? = nil, isPrivateEmail: Bool? = nil,
+        key: SimulatedKey? = nil
+    ) throws -> String {
+        let key = key ?? currentKey
+        let claims = TokenSigner.notificationClaims(type: type, sub: sub, audience: audience, jti: jti, issuedAt: issuedAt,
+                                                    eventTime: eventTime, email: email, isPrivateEmail: isPrivateEmail)
+        return try signer.sign(header: ["kid": key.kid, "alg": "RS256"], claims: claims, key: key)
+    }
+
+    /// A signed identity token.
+    public func identityToken(sub: String, audience: String, issuedAt: Date = Date(), email: String? = nil,
+                              nonce: String? = nil, key: SimulatedKey? = nil) throws -> String {
+        let key = key ?? currentKey
+        let claims = TokenSigner.identityClaims(sub: sub, audience: audience, issuedAt: issuedAt, email: email, nonce: nonce)
+        return try signer.sign(header: ["kid": key.kid, "alg": "RS256"], claims: claims, key: key)
+    }
+
+    /// The body Apple POSTs: `{"payload": "<JWS>"}`.
+    public static func body(for token: String) -> Data {
+        (try? JSONSerialization.data(withJSONObject: ["payload": token])) ?? Data()
+    }
+
+    static func randomKid(_ length: Int) -> String {
+        let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")
+        return String((0..<length).map { _ in alphabet.randomElement() ?? "A" })
+    }
+
+    // MARK: HTTP
+
+    func router() -> Router<BasicRequestContext> {
+        let router = Router(context: BasicRequestContext.self)
+        router.get("/auth/keys") { _, _ -> Response in
+            let failing = self.state.withLock { state -> Bool in
+                state.jwksRequests += 1
+                return state.jwksFailing
+            }
+            if failing { return Response(status: .serviceUnavailable) }
+            var headers = HTTPFields()
+            headers[.contentType] = "application/json"
+            return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: self.jwksJSON)))
+        }
+        return router
+    }
+
+    /// Serve on `127.0.0.1:port` (0 picks a free port) until `stop()`.
+    public func start(port: Int = 0, logger: Logger = Logger(label: "apple-simulator")) async throws -> RunningServer {
+        try await RunningServer.start(router: router(), port: port, logger: logger)
+    }
+}
+
+/// A Hummingbird server running in a task, with the port it bound.
+public final class RunningServer: Sendable {
+    public let port: Int
+    private let task: Task<Void, any Error>
+
+    init(port: Int, task: Task<Void, any Error>) {
+        self.port = port
+        self.task = task
+    }
+
+    public var baseURL: String { "http://127.0.0.1:\(port)" }
+
+    public static func start(router: Router<BasicRequestContext>, port: Int, logger: Logger) async throws -> RunningServer {
+        let bound = OneShotPort()
+        let app = Application(
+            router: router,
+            configuration: .init(address: .hostname("127.0.0.1", port: port), serverName: "apple-simulator"),
+            onServerRunning: { channel in bound.set(channel.localAddress?.port ?? port) },
+            logger: logger
+        )
+        let task = Task {
+            let group = ServiceGroup(services: [app], gracefulShutdownSignals: [], logger: logger)
+            try await group.run()
+        }
+        return RunningServer(port: try await bound.value(), task: task)
+    }
+
+    public func stop() async {
+        task.cancel()
+        _ = try? await task.value
+    }
+}
+
+/// The port a server bound, delivered once.
+final class OneShotPort: Sendable {
+    private let state = Mutex<(Int?, [CheckedContinuation<Int, Never>])>((nil, []))
+
+    func set(_ port: Int) {
+        let waiters = state.withLock { state -> [CheckedContinuation<Int, Never>] in
+            state.0 = port
+            defer { state.1 = [] }
+            return state.1
+        }
+        for waiter in waiters { waiter.resume(returning: port) }
+    }
+
+    func value() async throws -> Int {
+        await withCheckedContinuation { continuation in
+            let port = state.withLock { state -> Int? in
+                if let port = state.0 { return port }
+                state.1.append(continuation)
+                return nil
+            }
+            if let port { continuation.resume(returning: port) }
+        }
+    }
+}

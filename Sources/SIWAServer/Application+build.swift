@@ -1,0 +1,54 @@
+import AccountEvents
+import AccountStore
+import AppleSignIn
+import Foundation
+import Hummingbird
+import Logging
+import Metrics
+import Prometheus
+import ServiceLifecycle
+
+/// What the HTTP layer needs; built by `siwa serve` (or a test).
+public struct ServerDependencies: Sendable {
+    public var receiver: NotificationReceiver
+    public var keys: AppleKeySet
+    public var queries: AccountQueries
+    public var registry: PrometheusCollectorRegistry
+    public var metrics: any MetricsFactory
+    public var maxBodyBytes: Int
+
+    public init(receiver: NotificationReceiver, keys: AppleKeySet, queries: AccountQueries,
+                registry: PrometheusCollectorRegistry, metrics: any MetricsFactory, maxBodyBytes: Int) {
+        self.receiver = receiver
+        self.keys = keys
+        self.queries = queries
+        self.registry = registry
+        self.metrics = metrics
+        self.maxBodyBytes = maxBodyBytes
+    }
+}
+
+public func buildRouter(_ dependencies: ServerDependencies, logger: Logger) -> Router<BasicRequestContext> {
+    let router = Router(context: BasicRequestContext.self)
+    NotificationRoutes(receiver: dependencies.receiver, maxBodyBytes: dependencies.maxBodyBytes,
+                       metrics: dependencies.metrics).register(on: router)
+    HealthRoutes(keys: dependencies.keys, queries: dependencies.queries,
+                 registry: dependencies.registry, logger: logger).register(on: router)
+    return router
+}
+
+/// The HTTP application. `services` run before the server starts and stop
+/// after it has drained (ServiceGroup stops in reverse order), so pass the
+/// Postgres client first, then the inbox writer.
+public func buildApplication(
+    host: String, port: Int, dependencies: ServerDependencies, services: [any Service], logger: Logger,
+    onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
+) -> Application<RouterResponder<BasicRequestContext>> {
+    Application(
+        router: buildRouter(dependencies, logger: logger),
+        configuration: .init(address: .hostname(host, port: port), serverName: "siwa"),
+        services: services,
+        onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? port) },
+        logger: logger
+    )
+}

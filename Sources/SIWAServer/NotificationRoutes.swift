@@ -1,0 +1,67 @@
+import AccountEvents
+import AccountStore
+import Foundation
+import Hummingbird
+import Metrics
+
+/// `POST /apple/notifications`: Apple's server-to-server notifications.
+///
+/// 200 only after the commit (new, duplicate, or a verified event of an
+/// unknown type); 400 with a reason for what is verifiably bad; 413 over the
+/// size cap; 503 when we cannot decide now, so Apple retries. Never 500.
+struct NotificationRoutes: Sendable {
+    let receiver: NotificationReceiver
+    let maxBodyBytes: Int
+    let metrics: any MetricsFactory
+
+    func register(on router: Router<BasicRequestContext>) {
+        router.post("/apple/notifications") { request, _ in
+            let start = ContinuousClock.now
+            let response = await handle(request)
+            let elapsed = ContinuousClock.now - start
+            Timer(label: "siwa_notification_request_duration_seconds",
+                  dimensions: [("status", String(response.status.code))], factory: metrics)
+                .recordNanoseconds(elapsed.components.seconds * 1_000_000_000 + elapsed.components.attoseconds / 1_000_000_000)
+            return response
+        }
+    }
+
+    func handle(_ request: Request) async -> Response {
+        // Refuse an announced oversize body before reading it.
+        if let length = request.headers[.contentLength].flatMap(Int.init), length > maxBodyBytes {
+            await receiver.rejectOversized(bodyPrefix: Data(), limit: maxBodyBytes)
+            return tooLarge()
+        }
+        var body = Data()
+        do {
+            for try await chunk in request.body {
+                guard body.count + chunk.readableBytes <= maxBodyBytes else {
+                    await receiver.rejectOversized(bodyPrefix: body, limit: maxBodyBytes)
+                    return tooLarge()
+                }
+                body.append(contentsOf: chunk.readableBytesView)
+            }
+        } catch {
+            return JSONResponse.error(.badRequest, reason: "unreadable_body", detail: "the request body could not be read")
+        }
+
+        switch await receiver.receive(body: body) {
+        case .accepted(let outcome, let type):
+            let status = switch outcome {
+            case .recorded: "recorded"
+            case .duplicate: "duplicate"
+            }
+            return JSONResponse.make(.ok, ["status": status, "event_type": String(type.prefix(64))])
+        case .rejected(let rejection):
+            return JSONResponse.error(.badRequest, reason: rejection.reason, detail: rejection.detail)
+        case .unavailable(let why):
+            var response = JSONResponse.error(.serviceUnavailable, reason: "unavailable", detail: "\(why); retry later")
+            response.headers[.retryAfter] = "5"
+            return response
+        }
+    }
+
+    private func tooLarge() -> Response {
+        JSONResponse.error(.contentTooLarge, reason: "body_too_large", detail: "the body is larger than \(maxBodyBytes) bytes")
+    }
+}

@@ -1,0 +1,65 @@
+import AccountEvents
+import AccountStore
+import AppleSignIn
+import AsyncHTTPClient
+import Foundation
+import Hummingbird
+import Logging
+import Metrics
+import PostgresNIO
+import Prometheus
+
+/// Wires `siwa serve` from its settings: Postgres client, Apple key set,
+/// verifier, group-commit inbox, HTTP routes. The executable and the tests
+/// build the server the same way.
+public enum ServerAssembly {
+    public static func makeApplication(
+        settings: ServerSettings,
+        httpClient: HTTPClient = .shared,
+        registry: PrometheusCollectorRegistry = PrometheusCollectorRegistry(),
+        migrations: Migrator? = nil,
+        logger: Logger,
+        onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
+    ) throws -> Application<RouterResponder<BasicRequestContext>> {
+        let database = try DatabaseConfiguration(url: settings.databaseURL, maximumConnections: settings.databaseMaxConnections)
+        let client = PostgresClient(configuration: database.postgresClientConfiguration,
+                                    backgroundLogger: Logger(label: "siwa.postgres"))
+        let metrics = PrometheusMetricsFactory(registry: registry)
+        let keys = AppleKeySet(
+            source: HTTPJWKSSource(url: settings.jwksURL, httpClient: httpClient),
+            refetchCooldown: .milliseconds(Int64(settings.jwksRefetchCooldown * 1000)),
+            logger: Logger(label: "siwa.apple-keys")
+        )
+        let verifier = NotificationVerifier(keys: keys, policy: VerificationPolicy(audiences: settings.clientIDs))
+        var inboxOptions = InboxWriter.Options()
+        inboxOptions.writers = settings.ingestWriters
+        inboxOptions.maxBatch = settings.ingestMaxBatch
+        inboxOptions.timeout = .milliseconds(Int64(settings.ingestTimeout * 1000))
+        let inbox = InboxWriter(client: client, options: inboxOptions, logger: Logger(label: "siwa.inbox"))
+        let receiver = NotificationReceiver(
+            verifier: verifier, inbox: inbox, rejections: RejectionLog(client: client),
+            metrics: metrics, logger: Logger(label: "siwa.notifications")
+        )
+        let dependencies = ServerDependencies(
+            receiver: receiver, keys: keys, queries: AccountQueries(client: client),
+            registry: registry, metrics: metrics, maxBodyBytes: settings.maxBodyBytes
+        )
+        var app = buildApplication(
+            host: settings.host, port: settings.port, dependencies: dependencies,
+            services: [
+                client,
+                InboxWriterService(writer: inbox),
+                KeyRefreshService(keys: keys, interval: .milliseconds(Int64(settings.jwksRefreshInterval * 1000))),
+            ],
+            logger: logger,
+            onServerRunning: onServerRunning
+        )
+        let migrator = migrations
+        app.beforeServerStarts {
+            logger.info("Database", metadata: ["database": "\(database.redactedDescription)"])
+            // Refuse to serve against a schema that is behind or was edited.
+            if let migrator { try await migrator.checkUpToDate(client: client, logger: logger) }
+        }
+        return app
+    }
+}

@@ -1,0 +1,15 @@
+import ArgumentParser
+
+@main
+struct SIWACommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "siwa",
+        abstract: "Sign in with Apple account-lifecycle server.",
+        discussion: """
+            Receives Apple's server-to-server notifications, records them in PostgreSQL \
+            and enqueues data-purge jobs. Settings come from SIWA_* environment variables \
+            (see `siwa serve --help` and README.md).
+            """,
+        subcommands: [Serve.self, Migrate.self, Verify.self, Demo.self]
+    )
+}

@@ -1,0 +1,85 @@
+import AppleSignIn
+import ArgumentParser
+import Foundation
+import Logging
+
+struct Verify: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Verify an Apple notification or identity token offline.",
+        discussion: """
+            Prints the verified claims as JSON (a notification's events decoded) and exits 0, \
+            or prints why the token is refused and exits 1. Notifications (with a jti and \
+            events) and identity tokens are told apart automatically.
+
+            Example: siwa verify "$TOKEN" --jwks apple-keys.json --at 1630085413 --client-id com.example.app
+            """
+    )
+
+    @Argument(help: "The compact JWS (header.payload.signature), or - to read it from stdin.")
+    var token: String
+
+    @Option(help: "A JWKS file with Apple's keys (default: fetch SIWA_APPLE_JWKS_URL or Apple's).")
+    var jwks: String?
+
+    @Option(help: "Check exp/iat as of this Unix time (seconds), e.g. iat + 1 for an old token.")
+    var at: Double?
+
+    @Option(name: .customLong("client-id"), help: "Accepted audience; repeatable (default: SIWA_APPLE_CLIENT_IDS, else the token's own aud).")
+    var clientIDs: [String] = []
+
+    func run() async throws {
+        let token = self.token == "-" ? (readLine(strippingNewline: true) ?? "") : self.token
+        let logger = Logger(label: "siwa.verify", factory: { _ in SwiftLogNoOpLogHandler() })
+        let keys: AppleKeySet
+        if let jwks {
+            guard let data = FileManager.default.contents(atPath: jwks) else { Startup.fail("cannot read \(jwks)", code: 1) }
+            do { keys = try AppleKeySet(jwks: data, logger: logger) } catch { Startup.fail("\(jwks): \(error)", code: 1) }
+        } else {
+            let url = ProcessInfo.processInfo.environment["SIWA_APPLE_JWKS_URL"] ?? "https://appleid.apple.com/auth/keys"
+            keys = AppleKeySet(source: HTTPJWKSSource(url: url, httpClient: .shared), logger: logger)
+        }
+        let audiences = Set(clientIDs.isEmpty ? Self.defaultAudiences(token) : clientIDs)
+        let instant = at.map { Date(timeIntervalSince1970: $0) }
+        let policy = VerificationPolicy(audiences: audiences, now: { instant ?? Date() })
+
+        do {
+            let claims: Data
+            if Self.looksLikeNotification(token) {
+                claims = try await NotificationVerifier(keys: keys, policy: policy).verify(token).claimsJSON
+            } else {
+                claims = try await IdentityTokenVerifier(keys: keys, policy: policy).verify(token).claimsJSON
+            }
+            let object = try JSONSerialization.jsonObject(with: claims)
+            let pretty = try JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys])
+            print(String(decoding: pretty, as: UTF8.self))
+        } catch let failure as VerificationFailure {
+            print("refused: \(failure.reason): \(failure.detail)")
+            throw ExitCode(1)
+        } catch {
+            print("cannot verify: \(error)")
+            throw ExitCode(1)
+        }
+    }
+
+    /// Without --client-id or SIWA_APPLE_CLIENT_IDS, accept the token's own
+    /// audience (offline inspection); `aud` is still required to be present.
+    static func defaultAudiences(_ token: String) -> [String] {
+        if let ids = ProcessInfo.processInfo.environment["SIWA_APPLE_CLIENT_IDS"], !ids.isEmpty {
+            return ids.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+        }
+        guard let claims = unverifiedClaims(token) else { return [] }
+        if let aud = claims["aud"] as? String { return [aud] }
+        return (claims["aud"] as? [String]) ?? []
+    }
+
+    static func looksLikeNotification(_ token: String) -> Bool {
+        guard let claims = unverifiedClaims(token) else { return false }
+        return claims["events"] != nil
+    }
+
+    private static func unverifiedClaims(_ token: String) -> [String: Any]? {
+        let parts = token.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 3, let data = Base64URL.decode(parts[1]) else { return nil }
+        return (try? JSONSerialization.jsonObject(with: data)) as? [String: Any]
+    }
+}
