@@ -14,6 +14,9 @@ public final class AppleSimulator: Sendable {
         var published: [SimulatedKey]
         var jwksRequests = 0
         var jwksFailing = false
+        /// When set, `/auth/keys` serves this document instead of our keys
+        /// (Apple's real historical key sets, for rotation tests).
+        var servedDocument: Data?
     }
 
     private let state: Mutex<State>
@@ -44,6 +47,9 @@ public final class AppleSimulator: Sendable {
     public func unpublishedKey() throws -> SimulatedKey { try SimulatedKey(kid: "NEW" + Self.randomKid(7)) }
 
     public func publish(_ key: SimulatedKey) { state.withLock { $0.published.insert(key, at: 0) } }
+
+    /// Serve a given JWKS document (e.g. one of Apple's real snapshots), or nil for our own keys.
+    public func serve(document: Data?) { state.withLock { $0.servedDocument = document } }
 
     public var jwksJSON: Data {
         let keys = state.withLock { $0.published.map(\.jwk) }
@@ -85,14 +91,14 @@ public final class AppleSimulator: Sendable {
     func router() -> Router<BasicRequestContext> {
         let router = Router(context: BasicRequestContext.self)
         router.get("/auth/keys") { _, _ -> Response in
-            let failing = self.state.withLock { state -> Bool in
+            let (failing, document) = self.state.withLock { state -> (Bool, Data?) in
                 state.jwksRequests += 1
-                return state.jwksFailing
+                return (state.jwksFailing, state.servedDocument)
             }
             if failing { return Response(status: .serviceUnavailable) }
             var headers = HTTPFields()
             headers[.contentType] = "application/json"
-            return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: self.jwksJSON)))
+            return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: document ?? self.jwksJSON)))
         }
         return router
     }
