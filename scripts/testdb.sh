@@ -98,14 +98,15 @@ ensure_runas_user() {
 }
 
 # Run a command as the cluster's owner, from a directory that owner can enter.
+# fd 9 (our lock) is closed so a started postmaster does not hold it forever.
 as_pg() {
     if [[ -z "$RUNAS" ]]; then
-        (cd / && "$@")
+        (cd / && exec 9<&- && "$@")
     elif command -v runuser >/dev/null 2>&1; then
-        (cd / && runuser -u "$RUNAS" -- "$@")
+        (cd / && exec 9<&- && runuser -u "$RUNAS" -- "$@")
     else
         local q; q="$(printf '%q ' "$@")"
-        (cd / && su "$RUNAS" -s /bin/sh -c "$q")
+        (cd / && exec 9<&- && su "$RUNAS" -s /bin/sh -c "$q")
     fi
 }
 

@@ -1,0 +1,51 @@
+# siwa: build, test, demo and benchmark entry points.
+# PostgreSQL clusters are throwaway ones from scripts/testdb.sh
+# (in $${SIWA_PG_ROOT:-/tmp/siwa-pg}; installed with apt-get when run as root).
+#
+#   make build | test | demo | bench | clean-db
+#   make test SWIFT_TEST_FLAGS='--filter NotificationEndpointTests'
+
+SHELL := /bin/bash
+.SHELLFLAGS := -euo pipefail -c
+
+# Swift lives in /opt/swift on our machines; use it when swift is not on PATH.
+ifeq ($(shell command -v swift 2>/dev/null),)
+  ifneq ($(wildcard /opt/swift/usr/bin/swift),)
+    export PATH := /opt/swift/usr/bin:$(PATH)
+  endif
+endif
+
+TESTDB := $(CURDIR)/scripts/testdb.sh
+SWIFT_TEST_FLAGS ?=
+
+.PHONY: build test demo bench clean-db check-swift
+
+check-swift:
+	@command -v swift >/dev/null 2>&1 || { \
+	  echo "error: swift is not on PATH (and /opt/swift/usr/bin/swift does not exist)." >&2; \
+	  echo "Install a Swift 6 toolchain from https://www.swift.org/install/ and add its usr/bin to PATH." >&2; \
+	  exit 1; }
+
+build: check-swift
+	swift build
+
+# swift build first: some tests run the siwa executable itself.
+test: check-swift
+	swift build
+	test_url="$$($(TESTDB) start test)"; \
+	fault_url="$$($(TESTDB) start fault)"; \
+	SIWA_TEST_DATABASE_URL="$$test_url" \
+	SIWA_TEST_FAULT_DATABASE_URL="$$fault_url" \
+	SIWA_TEST_PG_SCRIPT="$(TESTDB)" \
+	swift test $(SWIFT_TEST_FLAGS)
+
+demo: check-swift
+	swift build
+	url="$$($(TESTDB) start demo)"; SIWA_DATABASE_URL="$$url" scripts/demo.sh
+
+bench: check-swift
+	swift build -c release
+	url="$$($(TESTDB) start bench)"; SIWA_DATABASE_URL="$$url" scripts/bench.sh
+
+clean-db:
+	for name in $$($(TESTDB) list); do $(TESTDB) destroy "$$name"; done

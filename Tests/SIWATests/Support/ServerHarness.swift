@@ -1,0 +1,124 @@
+import AccountStore
+import AppleSimulator
+import AsyncHTTPClient
+import Foundation
+import Hummingbird
+import Logging
+import NIOCore
+import NIOHTTP1
+import SIWAServer
+import ServiceLifecycle
+
+/// quiet logs for the whole test process
+let quietLogging: Void = {
+    LoggingSystem.bootstrap { label in
+        var handler = StreamLogHandler.standardError(label: label)
+        handler.logLevel = ProcessInfo.processInfo.environment["SIWA_TEST_LOG_LEVEL"].flatMap { Logger.Level(rawValue: $0) } ?? .critical
+        return handler
+    }
+}()
+
+/// siwa serve, in-process, on a free loopback port, against its own fresh
+/// database and an Apple simulator: real HTTP, real PostgreSQL, real RSA.
+final class ServerHarness: Sendable {
+    static let clientID = "com.example.siwa.tests"
+
+    let simulator: AppleSimulator
+    let appleServer: RunningServer
+    let database: TestDatabase
+    let port: Int
+    private let task: Task<Void, any Error>
+
+    private init(simulator: AppleSimulator, appleServer: RunningServer, database: TestDatabase, port: Int, task: Task<Void, any Error>) {
+        self.simulator = simulator
+        self.appleServer = appleServer
+        self.database = database
+        self.port = port
+        self.task = task
+    }
+
+    static func start(database: TestDatabase? = nil, settings extra: [String: String] = [:]) async throws -> ServerHarness {
+        _ = quietLogging
+        let simulator = try AppleSimulator()
+        let appleServer = try await simulator.start()
+        let database = if let database { database } else { try await TestDatabase.create() }
+        var values = [
+            "SIWA_DATABASE_URL": database.url,
+            "SIWA_HTTP_PORT": "0",
+            "SIWA_APPLE_CLIENT_IDS": clientID,
+            "SIWA_APPLE_JWKS_URL": appleServer.baseURL + "/auth/keys",
+        ]
+        values.merge(extra) { $1 }
+        let settings = try ServerSettings(environment: Environment(values))
+        let port = OneShot<Int>()
+        let app = try ServerAssembly.makeApplication(
+            settings: settings,
+            migrations: try Migrator(directory: TestEnvironment.repositoryRoot.appendingPathComponent("sql")),
+            logger: Logger(label: "siwa.test-server")
+        ) { bound in port.complete(.success(bound)) }
+        let task = Task {
+            try await ServiceGroup(services: [app], gracefulShutdownSignals: [], logger: Logger(label: "test")).run()
+        }
+        let harness = ServerHarness(simulator: simulator, appleServer: appleServer, database: database,
+                                    port: try await port.wait(), task: task)
+        try await harness.waitUntilKeysLoaded()
+        return harness
+    }
+
+    func stop() async {
+        task.cancel()
+        _ = try? await task.value
+        await appleServer.stop()
+    }
+
+    var baseURL: String { "http://127.0.0.1:\(port)" }
+
+    /// POST a raw body to /apple/notifications.
+    func post(body: Data, headers: [(String, String)] = [("Content-Type", "application/json")]) async throws -> HTTPAnswer {
+        try await HTTPAnswer.send(method: .POST, url: baseURL + "/apple/notifications", body: body, headers: headers)
+    }
+
+    /// POST a token the way Apple does: {"payload": "<JWS>"}.
+    func post(token: String) async throws -> HTTPAnswer {
+        try await post(body: AppleSimulator.body(for: token))
+    }
+
+    func get(_ path: String) async throws -> HTTPAnswer {
+        try await HTTPAnswer.send(method: .GET, url: baseURL + path, body: nil, headers: [])
+    }
+
+    /// A notification signed by the simulator for the test client id.
+    func notification(_ type: String, sub: String, jti: String = UUID().uuidString, eventTime: Date = Date(),
+                      email: String? = nil) throws -> String {
+        try simulator.notification(type: type, sub: sub, audience: Self.clientID, jti: jti, eventTime: eventTime,
+                                   email: email, isPrivateEmail: email.map { _ in true })
+    }
+
+    private func waitUntilKeysLoaded() async throws {
+        for _ in 0..<100 {
+            if let ready = try? await get("/readyz"), ready.status == 200 { return }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        throw TestSetupError("siwa did not become ready")
+    }
+}
+
+struct HTTPAnswer: Sendable {
+    let status: Int
+    let body: Data
+
+    var json: [String: Any] { (try? JSONSerialization.jsonObject(with: body)) as? [String: Any] ?? [:] }
+    var reason: String? { json["error"] as? String }
+    var text: String { String(decoding: body, as: UTF8.self) }
+
+    static func send(method: HTTPMethod, url: String, body: Data?, headers: [(String, String)],
+                     timeout: TimeAmount = .seconds(30)) async throws -> HTTPAnswer {
+        var request = HTTPClientRequest(url: url)
+        request.method = method
+        for (name, value) in headers { request.headers.add(name: name, value: value) }
+        if let body { request.body = .bytes(ByteBuffer(bytes: body)) }
+        let response = try await HTTPClient.shared.execute(request, timeout: timeout)
+        let data = try await response.body.collect(upTo: 4 * 1024 * 1024)
+        return HTTPAnswer(status: Int(response.status.code), body: Data(data.readableBytesView))
+    }
+}
