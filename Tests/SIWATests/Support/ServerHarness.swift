@@ -95,7 +95,8 @@ final class ServerHarness: Sendable {
     }
 
     private func waitUntilKeysLoaded() async throws {
-        for _ in 0..<100 {
+        let deadline = ContinuousClock.now + .seconds(15)
+        while ContinuousClock.now < deadline {
             if let ready = try? await get("/readyz"), ready.status == 200 { return }
             try await Task.sleep(for: .milliseconds(50))
         }

@@ -65,7 +65,9 @@ struct TestDatabase: Sendable {
             try await migrator.migrate(client: client, logger: TestEnvironment.logger)
         }
         let base = try TestEnvironment.require(serverURL == nil ? "SIWA_TEST_DATABASE_URL" : "SIWA_TEST_FAULT_DATABASE_URL")
-        let url = base.replacingOccurrences(of: "/\(server.database)", with: "/\(name)", options: .backwards)
+        var components = URLComponents(string: base)!
+        components.path = "/\(name)"
+        let url = components.string!
         return TestDatabase(url: url, configuration: configuration)
     }
 
