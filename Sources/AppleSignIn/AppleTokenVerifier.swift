@@ -41,6 +41,7 @@ struct AppleTokenVerifier: Sendable {
         // Apple signs with RS256 and nothing else. Checking the header first
         // closes the classic holes: `none`, and HS256 keyed with the public key.
         guard alg == "RS256" else { throw VerificationFailure.unsupportedAlgorithm(String(alg.prefix(16))) }
+        guard !jws.signature.isEmpty else { throw VerificationFailure.badSignature }
         guard let kid = jws.header.kid, !kid.isEmpty else { throw VerificationFailure.missingKeyID }
         guard kid.utf8.count <= 64 else { throw VerificationFailure.malformedHeader("kid is too long") }
 

@@ -27,7 +27,6 @@ struct CompactJWS: Sendable {
         guard let headerData = Base64URL.decode(parts[0]) else { throw .malformedToken("header is not base64url") }
         guard let payload = Base64URL.decode(parts[1]), !payload.isEmpty else { throw .malformedToken("payload is not base64url") }
         guard let signature = Base64URL.decode(parts[2]) else { throw .malformedToken("signature is not base64url") }
-        guard !signature.isEmpty else { throw .malformedToken("signature is empty") }
         do {
             self.header = try JSONDecoder().decode(Header.self, from: headerData)
         } catch {
