@@ -110,11 +110,14 @@ public struct NotificationReceiver: Sendable {
     private func reject(_ rejection: Rejection, body: Data) async -> ReceiveResult {
         count(outcome: "rejected", type: "none")
         logger.notice("Notification rejected", metadata: ["reason": "\(rejection.reason)"])
-        do {
+        // The answer is 400 whatever happens here: a rejection does not
+        // depend on the database, so do not wait long for it.
+        let (rejections, logger) = (self.rejections, self.logger)
+        let recorded: Void? = await withDeadline(.seconds(2)) {
             try await rejections.record(reason: rejection.reason, detail: rejection.detail, body: body, logger: logger)
-        } catch {
-            // The answer is still 400: the rejection does not depend on the database.
-            logger.warning("Could not record a rejection", metadata: ["reason": "\(rejection.reason)", "error": "\(error)"])
+        }
+        if recorded == nil {
+            logger.warning("Could not record a rejection", metadata: ["reason": "\(rejection.reason)"])
         }
         return .rejected(rejection)
     }

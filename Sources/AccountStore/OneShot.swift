@@ -38,3 +38,20 @@ public final class OneShot<Value: Sendable>: Sendable {
         waiter?.resume(with: result)
     }
 }
+
+/// Runs `work`, but stops waiting for it after `limit`: returns its value, or
+/// nil if it failed or took too long. The work itself is cancelled when the
+/// limit passes (and may finish later; its result is then dropped).
+public func withDeadline<T: Sendable>(_ limit: Duration, _ work: @escaping @Sendable () async throws -> T) async -> T? {
+    let result = OneShot<T?>()
+    let worker = Task {
+        do { result.complete(.success(try await work())) } catch { result.complete(.success(nil)) }
+    }
+    let timer = Task {
+        try await Task.sleep(for: limit)
+        result.complete(.success(nil))
+        worker.cancel()
+    }
+    defer { timer.cancel() }
+    return (try? await result.wait()) ?? nil
+}

@@ -27,7 +27,9 @@ public final class AppleKeySet: Sendable {
 
     private struct RefreshState {
         var inFlight: Task<Void, Never>?
-        var lastAttempt: ContinuousClock.Instant?
+        /// When the last refetch for an unknown kid started (the cooldown
+        /// is counted from it; scheduled reloads do not count).
+        var lastUnknownKidFetch: ContinuousClock.Instant?
         var lastAttemptFailed = false
         var fetchCount = 0
     }
@@ -92,7 +94,8 @@ public final class AppleKeySet: Sendable {
     private func refreshForUnknownKey() async {
         let task = refresh.withLock { state -> Task<Void, Never>? in
             if let running = state.inFlight { return running }
-            if let last = state.lastAttempt, ContinuousClock.now - last < refetchCooldown { return nil }
+            if let last = state.lastUnknownKidFetch, ContinuousClock.now - last < refetchCooldown { return nil }
+            state.lastUnknownKidFetch = .now
             let task = Task { await self.fetchAndInstall() }
             state.inFlight = task
             return task
@@ -101,10 +104,7 @@ public final class AppleKeySet: Sendable {
     }
 
     private func fetchAndInstall() async {
-        refresh.withLock {
-            $0.lastAttempt = .now
-            $0.fetchCount += 1
-        }
+        refresh.withLock { $0.fetchCount += 1 }
         var failed = false
         do {
             let data = try await source.fetchJWKS()

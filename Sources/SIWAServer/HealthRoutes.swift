@@ -24,7 +24,7 @@ struct HealthRoutes: Sendable {
     }
 
     func readiness() async -> Response {
-        let database = await withTimeout(.seconds(2)) { try await queries.ping(logger: logger) }
+        let database = await withDeadline(.seconds(2)) { try await queries.ping(logger: logger) } != nil
         let keysLoaded = keys.isLoaded
         let ready = database && keysLoaded
         return JSONResponse.make(ready ? .ok : .serviceUnavailable, [
@@ -33,19 +33,4 @@ struct HealthRoutes: Sendable {
             "apple_keys": keysLoaded ? "loaded" : "not_loaded",
         ])
     }
-}
-
-/// True if `work` finished without error within `limit`.
-func withTimeout(_ limit: Duration, _ work: @escaping @Sendable () async throws -> Void) async -> Bool {
-    let result = OneShot<Bool>()
-    let worker = Task {
-        do { try await work(); result.complete(.success(true)) } catch { result.complete(.success(false)) }
-    }
-    let timer = Task {
-        try await Task.sleep(for: limit)
-        result.complete(.success(false))
-        worker.cancel()
-    }
-    defer { timer.cancel() }
-    return (try? await result.wait()) ?? false
 }

@@ -5,12 +5,12 @@ import Testing
 @Suite("siwa verify")
 struct VerifyCommandTests {
     @Test(arguments: RealAppleTokenTests.tokens)
-    func verifiesEveryGenuineToken(_ token: Fixtures.RealToken) throws {
+    func verifiesEveryGenuineToken(_ token: Fixtures.RealToken) async throws {
         let jwks = FileManager.default.temporaryDirectory.appendingPathComponent("jwks-\(UUID().uuidString).json")
         try token.jwks.write(to: jwks)
         defer { try? FileManager.default.removeItem(at: jwks) }
 
-        let ok = try runSIWA(["verify", token.token, "--jwks", jwks.path, "--at", String(Int(token.iat) + 1), "--client-id", token.aud])
+        let ok = try await runSIWA(["verify", token.token, "--jwks", jwks.path, "--at", String(Int(token.iat) + 1), "--client-id", token.aud])
         #expect(ok.status == 0, "\(ok.output)")
         let claims = try JSONSerialization.jsonObject(with: Data(ok.output.utf8)) as? [String: Any]
         #expect(claims?["aud"] as? String == token.aud)
@@ -20,12 +20,12 @@ struct VerifyCommandTests {
             #expect(events?["type"] as? String == token.eventType)
         }
 
-        let forged = try runSIWA(["verify", RealAppleTokenTests.flipSignatureByte(token.token), "--jwks", jwks.path,
+        let forged = try await runSIWA(["verify", RealAppleTokenTests.flipSignatureByte(token.token), "--jwks", jwks.path,
                                   "--at", String(Int(token.iat) + 1), "--client-id", token.aud])
         #expect(forged.status == 1)
         #expect(forged.output.contains("bad_signature"))
 
-        let expired = try runSIWA(["verify", token.token, "--jwks", jwks.path, "--at", String(Int(token.exp) + 3600),
+        let expired = try await runSIWA(["verify", token.token, "--jwks", jwks.path, "--at", String(Int(token.exp) + 3600),
                                    "--client-id", token.aud])
         #expect(expired.status == 1)
         #expect(expired.output.contains("expired"))
@@ -35,24 +35,18 @@ struct VerifyCommandTests {
 struct ProcessResult {
     let status: Int32
     let output: String
-    let error: String
 }
 
-func runSIWA(_ arguments: [String], environment: [String: String] = [:]) throws -> ProcessResult {
-    let process = Process()
-    process.executableURL = try TestEnvironment.siwaBinary
-    process.arguments = arguments
+/// Run the siwa executable to completion; output is stdout and stderr together.
+func runSIWA(_ arguments: [String], environment: [String: String] = [:]) async throws -> ProcessResult {
     var env = ProcessInfo.processInfo.environment
     env.removeValue(forKey: "SIWA_APPLE_CLIENT_IDS")
     for (key, value) in environment { env[key] = value }
-    process.environment = env
-    let out = Pipe(), err = Pipe()
-    process.standardOutput = out
-    process.standardError = err
-    try process.run()
-    let output = out.fileHandleForReading.readDataToEndOfFile()
-    let error = err.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    return ProcessResult(status: process.terminationStatus, output: String(decoding: output, as: UTF8.self),
-                         error: String(decoding: error, as: UTF8.self))
+    let outputFile = FileManager.default.temporaryDirectory.appendingPathComponent("siwa-run-\(UUID().uuidString)").path
+    defer { try? FileManager.default.removeItem(atPath: outputFile) }
+    let child = try ChildProcess(executable: try TestEnvironment.siwaBinary.path, arguments: arguments,
+                                 environment: env, outputFile: outputFile)
+    let status = await child.wait()
+    let output = (try? String(contentsOfFile: outputFile, encoding: .utf8)) ?? ""
+    return ProcessResult(status: status, output: output)
 }
