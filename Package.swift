@@ -82,6 +82,16 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
+        // `make bench`: load generator and pgbench ceiling, in one run.
+        .executableTarget(
+            name: "siwa-bench",
+            dependencies: [
+                "AccountStore", "AppleSimulator", "SIWAServer",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            path: "Sources/SIWABench"
+        ),
         .testTarget(
             name: "SIWATests",
             dependencies: [

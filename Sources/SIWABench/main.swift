@@ -1,0 +1,115 @@
+import AccountStore
+import AppleSimulator
+import AsyncHTTPClient
+import Foundation
+import Logging
+import NIOCore
+import SIWAServer
+import ServiceLifecycle
+
+// `make bench`: siwa's committed notifications/s and latency over real HTTP,
+// against the ceiling of pgbench running the same SQL, in the same run, on
+// the same throwaway PostgreSQL. Signing happens before the clock starts.
+
+func setting(_ name: String, _ fallback: Int) -> Int {
+    ProcessInfo.processInfo.environment[name].flatMap(Int.init) ?? fallback
+}
+
+let databaseURL = ProcessInfo.processInfo.environment["SIWA_DATABASE_URL"] ?? ""
+guard !databaseURL.isEmpty else {
+    FileHandle.standardError.write(Data("siwa-bench: SIWA_DATABASE_URL is required (make bench sets it)\n".utf8))
+    exit(2)
+}
+let rounds = setting("BENCH_ROUNDS", 3)
+let perRound = setting("BENCH_NOTIFICATIONS", 6000)
+let concurrency = setting("BENCH_CONCURRENCY", 64)
+let pgbenchSeconds = setting("BENCH_PGBENCH_SECONDS", 5)
+let offeredRate = setting("BENCH_OFFERED_RATE", 1000)
+let openLoopCount = offeredRate * setting("BENCH_OPEN_LOOP_SECONDS", 5)
+
+LoggingSystem.bootstrap { label in
+    var handler = StreamLogHandler.standardError(label: label)
+    handler.logLevel = .error
+    return handler
+}
+let logger = Logger(label: "siwa-bench")
+
+// Apple stand-in and siwa serve (in this process, release build).
+let apple = try AppleSimulator()
+let appleServer = try await apple.start(logger: logger)
+let clientID = "com.example.siwa.bench"
+let settings = try ServerSettings(environment: Environment([
+    "SIWA_DATABASE_URL": databaseURL, "SIWA_HTTP_PORT": "0", "SIWA_APPLE_CLIENT_IDS": clientID,
+    "SIWA_APPLE_JWKS_URL": appleServer.baseURL + "/auth/keys", "SIWA_DATABASE_MAX_CONNECTIONS": "20",
+]))
+let port = OneShot<Int>()
+let app = try ServerAssembly.makeApplication(settings: settings, logger: logger) { port.complete(.success($0)) }
+let server = Task { try await ServiceGroup(services: [app], gracefulShutdownSignals: [], logger: logger).run() }
+let siwaURL = "http://127.0.0.1:\(try await port.wait())/apple/notifications"
+
+var httpConfiguration = HTTPClient.Configuration()
+httpConfiguration.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = concurrency
+let http = HTTPClient(eventLoopGroupProvider: .singleton, configuration: httpConfiguration)
+let load = LoadGenerator(url: siwaURL, client: http)
+
+// Pre-sign everything (RSA signing is Apple's cost, not ours).
+let total = rounds * perRound + openLoopCount
+print("signing \(total) notifications (not timed)…")
+let runID = UUID().uuidString.prefix(8)
+let bodies: [Data] = try await withThrowingTaskGroup(of: (Int, [Data]).self) { group in
+    let chunk = 2000
+    for start in stride(from: 0, to: total, by: chunk) {
+        group.addTask {
+            let slice = try (start..<min(total, start + chunk)).map { i in
+                AppleSimulator.body(for: try apple.notification(
+                    type: i % 2 == 0 ? "email-enabled" : "email-disabled", sub: "bench-sub-\(i % 5000)",
+                    audience: clientID, jti: "bench-\(runID)-\(i)", email: "bench@privaterelay.appleid.com"))
+            }
+            return (start, slice)
+        }
+    }
+    var chunks: [(Int, [Data])] = []
+    for try await chunk in group { chunks.append(chunk) }
+    return chunks.sorted { $0.0 < $1.0 }.flatMap(\.1)
+}
+
+// Warm up connections, prepared statements and caches.
+_ = await load.closedLoop(bodies: Array(bodies.prefix(500)), concurrency: concurrency)
+
+var siwaRates: [Double] = []
+var pgbenchRates: [Double] = []
+var closedP50: [Double] = []
+var closedP99: [Double] = []
+for round in 0..<rounds {
+    let slice = Array(bodies[(500 + round * perRound)..<min(bodies.count, 500 + (round + 1) * perRound)])
+    let result = await load.closedLoop(bodies: slice, concurrency: concurrency)
+    let ceiling = try PgbenchCeiling.run(databaseURL: databaseURL, clients: concurrency, seconds: pgbenchSeconds)
+    siwaRates.append(result.rate)
+    pgbenchRates.append(ceiling)
+    closedP50.append(result.percentile(0.5))
+    closedP99.append(result.percentile(0.99))
+    print(String(format: "round %d: siwa %.0f notifications/s (p50 %.1f ms, p99 %.1f ms, %d failed) | pgbench ceiling %.0f tps | ratio %.2f",
+                 round + 1, result.rate, result.percentile(0.5), result.percentile(0.99), result.failed, ceiling, result.rate / ceiling))
+}
+
+let openBodies = Array(bodies.suffix(openLoopCount))
+let open = await load.openLoop(bodies: openBodies, rate: Double(offeredRate))
+
+func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
+let ratios = zip(siwaRates, pgbenchRates).map { $0 / $1 }
+print("")
+print("== siwa ingest benchmark (release build, \(ProcessInfo.processInfo.activeProcessorCount) cores, \(concurrency) concurrent connections)")
+print(String(format: "committed notifications/s   median %.0f   (rounds: %@)", median(siwaRates),
+             siwaRates.map { String(format: "%.0f", $0) }.joined(separator: ", ")))
+print(String(format: "closed-loop latency         p50 %.1f ms   p99 %.1f ms   (medians over rounds)", median(closedP50), median(closedP99)))
+print(String(format: "ceiling: pgbench, same SQL  median %.0f tps   (one notification per transaction, %d clients)",
+             median(pgbenchRates), concurrency))
+print(String(format: "ratio siwa / ceiling        median %.2f   (target >= 1.0; rounds: %@)", median(ratios),
+             ratios.map { String(format: "%.2f", $0) }.joined(separator: ", ")))
+print(String(format: "open loop at %d/s offered    achieved %.0f/s   p50 %.1f ms   p99 %.1f ms   failed %d   (target p99 <= 25 ms)",
+             offeredRate, open.rate, open.percentile(0.5), open.percentile(0.99), open.failed))
+
+_ = try? await http.shutdown().get()
+server.cancel()
+_ = try? await server.value
+await appleServer.stop()
