@@ -11,6 +11,12 @@ import ServiceLifecycle
 // against the ceiling of pgbench running the same SQL, in the same run, on
 // the same throwaway PostgreSQL. Signing happens before the clock starts.
 
+
+/// A line on stdout now (print is block-buffered into a pipe).
+func say(_ line: String = "") {
+    FileHandle.standardOutput.write(Data((line + "\n").utf8))
+}
+
 func setting(_ name: String, _ fallback: Int) -> Int {
     ProcessInfo.processInfo.environment[name].flatMap(Int.init) ?? fallback
 }
@@ -54,7 +60,7 @@ let load = LoadGenerator(url: siwaURL, client: http)
 
 // Pre-sign everything (RSA signing is Apple's cost, not ours).
 let total = rounds * perRound + openLoopCount
-print("signing \(total) notifications (not timed)…")
+say("signing \(total) notifications (not timed)…")
 let runID = UUID().uuidString.prefix(8)
 let bodies: [Data] = try await withThrowingTaskGroup(of: (Int, [Data]).self) { group in
     let chunk = 2000
@@ -88,7 +94,7 @@ for round in 0..<rounds {
     pgbenchRates.append(ceiling)
     closedP50.append(result.percentile(0.5))
     closedP99.append(result.percentile(0.99))
-    print(String(format: "round %d: siwa %.0f notifications/s (p50 %.1f ms, p99 %.1f ms, %d failed) | pgbench ceiling %.0f tps | ratio %.2f",
+    say(String(format: "round %d: siwa %.0f notifications/s (p50 %.1f ms, p99 %.1f ms, %d failed) | pgbench ceiling %.0f tps | ratio %.2f",
                  round + 1, result.rate, result.percentile(0.5), result.percentile(0.99), result.failed, ceiling, result.rate / ceiling))
 }
 
@@ -97,16 +103,16 @@ let open = await load.openLoop(bodies: openBodies, rate: Double(offeredRate))
 
 func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
 let ratios = zip(siwaRates, pgbenchRates).map { $0 / $1 }
-print("")
-print("== siwa ingest benchmark (release build, \(ProcessInfo.processInfo.activeProcessorCount) cores, \(concurrency) concurrent connections)")
-print(String(format: "committed notifications/s   median %.0f   (rounds: %@)", median(siwaRates),
+say("")
+say("== siwa ingest benchmark (release build, \(ProcessInfo.processInfo.activeProcessorCount) cores, \(concurrency) concurrent connections)")
+say(String(format: "committed notifications/s   median %.0f   (rounds: %@)", median(siwaRates),
              siwaRates.map { String(format: "%.0f", $0) }.joined(separator: ", ")))
-print(String(format: "closed-loop latency         p50 %.1f ms   p99 %.1f ms   (medians over rounds)", median(closedP50), median(closedP99)))
-print(String(format: "ceiling: pgbench, same SQL  median %.0f tps   (one notification per transaction, %d clients)",
+say(String(format: "closed-loop latency         p50 %.1f ms   p99 %.1f ms   (medians over rounds)", median(closedP50), median(closedP99)))
+say(String(format: "ceiling: pgbench, same SQL  median %.0f tps   (one notification per transaction, %d clients)",
              median(pgbenchRates), concurrency))
-print(String(format: "ratio siwa / ceiling        median %.2f   (target >= 1.0; rounds: %@)", median(ratios),
+say(String(format: "ratio siwa / ceiling        median %.2f   (target >= 1.0; rounds: %@)", median(ratios),
              ratios.map { String(format: "%.2f", $0) }.joined(separator: ", ")))
-print(String(format: "open loop at %d/s offered    achieved %.0f/s   p50 %.1f ms   p99 %.1f ms   failed %d   (target p99 <= 25 ms)",
+say(String(format: "open loop at %d/s offered    achieved %.0f/s   p50 %.1f ms   p99 %.1f ms   failed %d   (target p99 <= 25 ms)",
              offeredRate, open.rate, open.percentile(0.5), open.percentile(0.99), open.failed))
 
 _ = try? await http.shutdown().get()

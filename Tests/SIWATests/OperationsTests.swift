@@ -1,0 +1,58 @@
+import AppleSimulator
+import Foundation
+import Testing
+
+/// What an operator sees: start-up errors, logs, shutdown.
+@Suite("Operations")
+struct OperationsTests {
+    @Test(arguments: [
+        (["SIWA_APPLE_CLIENT_IDS": "app"], "SIWA_DATABASE_URL"),
+        (["SIWA_DATABASE_URL": "postgres://siwa@127.0.0.1/siwa"], "SIWA_APPLE_CLIENT_IDS"),
+        (["SIWA_DATABASE_URL": "mysql://x@y/z", "SIWA_APPLE_CLIENT_IDS": "app"], "SIWA_DATABASE_URL"),
+        (["SIWA_DATABASE_URL": "postgres://siwa@127.0.0.1/siwa", "SIWA_APPLE_CLIENT_IDS": "app", "SIWA_HTTP_PORT": "eighty"], "SIWA_HTTP_PORT"),
+        (["SIWA_DATABASE_URL": "postgres://siwa@127.0.0.1/siwa", "SIWA_APPLE_CLIENT_IDS": "app", "SIWA_LOG_FORMAT": "xml"], "SIWA_LOG_FORMAT"),
+        (["SIWA_DATABASE_URL": "postgres://siwa@127.0.0.1/siwa", "SIWA_APPLE_CLIENT_IDS": "app", "SIWA_APPLE_JWKS_URL": "ftp://x"], "SIWA_APPLE_JWKS_URL"),
+    ])
+    func badSettingsStopStartUpWithOneLineNamingThem(_ environment: [String: String], _ name: String) async throws {
+        var env = environment
+        for key in ["SIWA_DATABASE_URL", "SIWA_APPLE_CLIENT_IDS", "SIWA_HTTP_PORT", "SIWA_LOG_FORMAT", "SIWA_APPLE_JWKS_URL"]
+        where env[key] == nil { env[key] = "" }
+        let result = try await runSIWA(["serve"], environment: env)
+        #expect(result.status == 2)
+        let lines = result.output.split(separator: "\n")
+        #expect(lines.count == 1, "\(result.output)")
+        #expect(lines.first?.hasPrefix("siwa: \(name)") == true, "\(result.output)")
+    }
+
+    /// Debug-level JSON logs of a real `siwa serve` carry no token, no email address.
+    @Test func logsNeverContainATokenOrAnEmail() async throws {
+        let database = try await TestDatabase.create()
+        let apple = try AppleSimulator()
+        let appleServer = try await apple.start()
+        defer { Task { await appleServer.stop() } }
+        let siwa = try SIWAProcess(port: try freePort(), environment: [
+            "SIWA_DATABASE_URL": database.url, "SIWA_APPLE_CLIENT_IDS": ServerHarness.clientID,
+            "SIWA_APPLE_JWKS_URL": appleServer.baseURL + "/auth/keys", "SIWA_LOG_LEVEL": "trace", "SIWA_LOG_FORMAT": "json",
+        ])
+        try await siwa.waitUntilReady()
+        let url = "http://127.0.0.1:\(siwa.port)/apple/notifications"
+        let email = "secret.person@privaterelay.appleid.com"
+        let good = try apple.notification(type: "email-enabled", sub: "log.sub", audience: ServerHarness.clientID, email: email)
+        let forged = try apple.notification(type: "email-enabled", sub: "log.sub", audience: ServerHarness.clientID, email: email,
+                                            key: try apple.unpublishedKey())
+        for token in [good, forged, good] {
+            _ = try await HTTPAnswer.send(method: .POST, url: url, body: AppleSimulator.body(for: token),
+                                          headers: [("Content-Type", "application/json")])
+        }
+        #expect(await siwa.terminate() == 0)
+        let log = siwa.log
+        #expect(log.contains("\"level\""), "JSON log lines expected")
+        #expect(!log.contains("eyJ"), "a token (or part of one) was logged")
+        #expect(!log.contains(email))
+        #expect(!log.contains("privaterelay"))
+        // Every line is one JSON object.
+        for line in log.split(separator: "\n") where !line.isEmpty {
+            #expect((try? JSONSerialization.jsonObject(with: Data(line.utf8))) is [String: Any], "\(line)")
+        }
+    }
+}
