@@ -100,10 +100,8 @@ public struct NotificationReceiver: Sendable {
     /// The `payload` field of `{"payload": "<JWS>"}`.
     static func payload(of body: Data) -> Result<String, Rejection> {
         guard body.contains(where: { !($0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09) }) else { return .failure(.emptyBody) }
-        guard let object = (try? JSONSerialization.jsonObject(with: body)) as? [String: Any] else {
-            return .failure(.malformedBody)
-        }
-        guard let payload = object["payload"] as? String, !payload.isEmpty else { return .failure(.missingPayload) }
+        guard let decoded = try? JSONDecoder().decode(NotificationBody.self, from: body) else { return .failure(.malformedBody) }
+        guard let payload = decoded.payload, !payload.isEmpty else { return .failure(.missingPayload) }
         return .success(payload)
     }
 
@@ -130,5 +128,16 @@ public struct NotificationReceiver: Sendable {
     /// label must not take arbitrary values from the outside).
     static func metricType(_ type: String) -> String {
         AppleEventType(rawValue: type)?.rawValue ?? "other"
+    }
+}
+
+/// Apple's body: `{"payload": "<JWS>"}`. A JSON object whose `payload` is
+/// missing or not a string decodes with `payload == nil`.
+struct NotificationBody: Decodable {
+    let payload: String?
+    enum CodingKeys: String, CodingKey { case payload }
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        payload = try? container.decode(String.self, forKey: .payload)
     }
 }

@@ -85,31 +85,64 @@ public struct NotificationVerifier: Sendable {
         guard let jti = verified.claims.jti, !jti.isEmpty else { throw VerificationFailure.missingJTI }
         guard jti.utf8.count <= 255 else { throw VerificationFailure.malformedClaims("jti is too long") }
 
-        guard var object = (try? JSONSerialization.jsonObject(with: verified.payload)) as? [String: Any] else {
-            throw VerificationFailure.malformedClaims("not a JSON object")
-        }
         // `events` is a JSON string that must be parsed a second time (that is
         // what Apple sends); accept an object too.
-        let eventsData: Data
-        switch object["events"] {
-        case let text as String: eventsData = Data(text.utf8)
-        case let inner as [String: Any]:
-            guard let data = try? JSONSerialization.data(withJSONObject: inner) else {
-                throw VerificationFailure.malformedEvents("not a JSON object")
-            }
-            eventsData = data
-        case nil: throw VerificationFailure.malformedEvents("events is missing")
-        default: throw VerificationFailure.malformedEvents("events is neither a JSON string nor an object")
-        }
         let event: AppleEvent
-        do { event = try JSONDecoder().decode(AppleEvent.self, from: eventsData) } catch {
+        do {
+            switch try JSONDecoder().decode(EventsClaim.self, from: verified.payload) {
+            case .missing: throw VerificationFailure.malformedEvents("events is missing")
+            case .text(let text): event = try JSONDecoder().decode(AppleEvent.self, from: Data(text.utf8))
+            case .object(let object): event = object
+            }
+        } catch let failure as VerificationFailure {
+            throw failure
+        } catch {
             throw VerificationFailure.malformedEvents(AppleTokenVerifier.describe(error))
         }
-        object["events"] = try? JSONSerialization.jsonObject(with: eventsData)
-        let claimsJSON = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? verified.payload
+        let stored = StoredNotificationClaims(
+            iss: VerificationPolicy.appleIssuer, aud: verified.audience, iat: verified.claims.iat ?? 0,
+            exp: verified.claims.exp ?? 0, jti: jti, events: event
+        )
+        let claimsJSON = (try? JSONEncoder().encode(stored)) ?? verified.payload
         return AppleNotification(
             jti: jti, audience: verified.audience, issuedAt: verified.issuedAt,
             expiresAt: verified.expiresAt, event: event, claimsJSON: claimsJSON
         )
     }
+}
+
+/// The `events` claim: a JSON string (as Apple sends it) or an object.
+enum EventsClaim: Decodable {
+    case missing
+    case text(String)
+    case object(AppleEvent)
+
+    enum CodingKeys: String, CodingKey { case events }
+
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        guard container.contains(.events), try !container.decodeNil(forKey: .events) else {
+            self = .missing
+            return
+        }
+        if let text = try? container.decode(String.self, forKey: .events) {
+            self = .text(text)
+        } else if let nested = try? container.nestedContainer(keyedBy: AppleEvent.CodingKeys.self, forKey: .events) {
+            _ = nested
+            self = .object(try container.decode(AppleEvent.self, forKey: .events))
+        } else {
+            throw VerificationFailure.malformedEvents("events is neither a JSON string nor an object")
+        }
+    }
+}
+
+/// The verified claims as siwa stores them: `events` decoded into an object.
+struct StoredNotificationClaims: Encodable {
+    let iss: String
+    let aud: String
+    let iat: Double
+    let exp: Double
+    let jti: String
+    let events: AppleEvent
+
 }

@@ -19,10 +19,16 @@ struct CompactJWS: Sendable {
     static let maximumLength = 16 * 1024
 
     init(_ token: String) throws(VerificationFailure) {
-        let token = token.trimmingCharacters(in: .whitespacesAndNewlines)
-        guard !token.isEmpty else { throw .malformedToken("empty") }
-        guard token.utf8.count <= Self.maximumLength else { throw .malformedToken("longer than \(Self.maximumLength) bytes") }
-        let parts = token.split(separator: ".", omittingEmptySubsequences: false)
+        // Trim ASCII white space by hand: Foundation's trimming bridges to NSString.
+        let isSpace: (Character) -> Bool = { $0 == " " || $0 == "\n" || $0 == "\r" || $0 == "\t" }
+        var start = token.startIndex
+        var end = token.endIndex
+        while start < end, isSpace(token[start]) { start = token.index(after: start) }
+        while end > start, isSpace(token[token.index(before: end)]) { end = token.index(before: end) }
+        let trimmed = token[start..<end]
+        guard !trimmed.isEmpty else { throw .malformedToken("empty") }
+        guard trimmed.utf8.count <= Self.maximumLength else { throw .malformedToken("longer than \(Self.maximumLength) bytes") }
+        let parts = trimmed.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 3 else { throw .malformedToken("expected 3 segments, found \(parts.count)") }
         guard let headerData = Base64URL.decode(parts[0]) else { throw .malformedToken("header is not base64url") }
         guard let payload = Base64URL.decode(parts[1]), !payload.isEmpty else { throw .malformedToken("payload is not base64url") }

@@ -79,6 +79,8 @@ let bodies: [Data] = try await withThrowingTaskGroup(of: (Int, [Data]).self) { g
     return chunks.sorted { $0.0 < $1.0 }.flatMap(\.1)
 }
 
+say("signed; warming up, then \(rounds) rounds of \(perRound) at \(concurrency) concurrent connections")
+
 // Warm up connections, prepared statements and caches.
 _ = await load.closedLoop(bodies: Array(bodies.prefix(500)), concurrency: concurrency)
 
