@@ -15,32 +15,38 @@ public enum Base64URL {
     }()
 
     public static func decode(_ text: Substring) -> Data? {
-        var utf8 = text.utf8
-        if let decoded = utf8.withContiguousStorageIfAvailable({ decode(bytes: $0) }) { return decoded }
-        utf8 = Substring(String(text)).utf8
-        return utf8.withContiguousStorageIfAvailable { decode(bytes: $0) } ?? nil
+        var text = text
+        return text.withUTF8 { decode(bytes: $0) }
     }
 
     public static func decode(_ text: String) -> Data? { decode(text[...]) }
 
     static func decode(bytes: UnsafeBufferPointer<UInt8>) -> Data? {
         guard bytes.count % 4 != 1 else { return nil }
-        var output = Data(capacity: bytes.count * 3 / 4)
-        var accumulator: UInt32 = 0
-        var bits = 0
-        for byte in bytes {
-            let value = table[Int(byte)]
-            guard value != 0xFF else { return nil }
-            accumulator = (accumulator << 6) | UInt32(value)
-            bits += 6
-            if bits >= 8 {
-                bits -= 8
-                output.append(UInt8(truncatingIfNeeded: accumulator >> UInt32(bits)))
+        let outputCount = bytes.count * 3 / 4
+        var output = [UInt8](repeating: 0, count: outputCount)
+        let valid = table.withUnsafeBufferPointer { table in
+            output.withUnsafeMutableBufferPointer { out -> Bool in
+                var accumulator: UInt32 = 0
+                var bits: UInt32 = 0
+                var written = 0
+                for byte in bytes {
+                    let value = table[Int(byte)]
+                    guard value != 0xFF else { return false }
+                    accumulator = (accumulator << 6) | UInt32(value)
+                    bits += 6
+                    if bits >= 8 {
+                        bits -= 8
+                        out[written] = UInt8(truncatingIfNeeded: accumulator >> bits)
+                        written += 1
+                        accumulator &= (1 << bits) - 1
+                    }
+                }
+                // Leftover bits must be zero (canonical encoding).
+                return accumulator == 0 && written == outputCount
             }
         }
-        // Leftover bits must be zero (canonical encoding).
-        guard accumulator & ((1 << UInt32(bits)) - 1) == 0 else { return nil }
-        return output
+        return valid ? Data(output) : nil
     }
 
     public static func encode(_ data: some DataProtocol) -> String {

@@ -1,0 +1,49 @@
+import AppleSignIn
+import AppleSimulator
+import Foundation
+import Logging
+import Testing
+
+/// Identity tokens from the simulator: nonce, real_user_status, flexible booleans.
+@Suite("Identity tokens")
+struct IdentityTokenTests {
+    let apple: AppleSimulator
+    let keys: AppleKeySet
+    let verifier: IdentityTokenVerifier
+
+    init() throws {
+        apple = try AppleSimulator()
+        keys = try AppleKeySet(jwks: apple.jwksJSON, logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }))
+        verifier = IdentityTokenVerifier(keys: keys, policy: VerificationPolicy(audiences: ["com.example.app"]))
+    }
+
+    @Test func verifiesClaimsAndNonce() async throws {
+        let token = try apple.identityToken(sub: "001.abc.002", audience: "com.example.app",
+                                            email: "x@privaterelay.appleid.com", nonce: "n0nce-hash")
+        let verified = try await verifier.verify(token, expectedNonce: "n0nce-hash")
+        #expect(verified.claims.sub == "001.abc.002")
+        #expect(verified.claims.emailVerified == true)
+        #expect(verified.claims.isPrivateEmail == true)
+        #expect(verified.claims.nonceSupported == true)
+        #expect(verified.claims.realUserStatus == .likelyReal)
+        await #expect(throws: VerificationFailure.nonceMismatch) {
+            try await verifier.verify(token, expectedNonce: "another")
+        }
+    }
+
+    @Test func aTokenWithoutNonceFailsWhenOneIsExpected() async throws {
+        let token = try apple.identityToken(sub: "s", audience: "com.example.app")
+        _ = try await verifier.verify(token)
+        await #expect(throws: VerificationFailure.nonceMismatch) { try await verifier.verify(token, expectedNonce: "n") }
+    }
+
+    @Test func badClaimTypesAreRefused() async throws {
+        var claims = TokenSigner.identityClaims(sub: "s", audience: "com.example.app")
+        claims["real_user_status"] = 7
+        let token = try apple.signer.sign(header: ["kid": apple.currentKey.kid, "alg": "RS256"], claims: claims, key: apple.currentKey)
+        await #expect(throws: VerificationFailure.self) { try await verifier.verify(token) }
+        claims = TokenSigner.identityClaims(sub: "", audience: "com.example.app")
+        let empty = try apple.signer.sign(header: ["kid": apple.currentKey.kid, "alg": "RS256"], claims: claims, key: apple.currentKey)
+        await #expect(throws: VerificationFailure.missingSubject) { try await verifier.verify(empty) }
+    }
+}
