@@ -48,7 +48,7 @@ public struct NotificationReceiver: Sendable {
     let verifier: NotificationVerifier
     let inbox: InboxWriter
     let rejections: RejectionLog
-    let metrics: any MetricsFactory
+    let metrics: NotificationMetrics
     let logger: Logger
 
     public init(verifier: NotificationVerifier, inbox: InboxWriter, rejections: RejectionLog,
@@ -56,7 +56,7 @@ public struct NotificationReceiver: Sendable {
         self.verifier = verifier
         self.inbox = inbox
         self.rejections = rejections
-        self.metrics = metrics
+        self.metrics = NotificationMetrics(factory: metrics)
         self.logger = logger
     }
 
@@ -121,7 +121,7 @@ public struct NotificationReceiver: Sendable {
     }
 
     private func count(outcome: String, type: String) {
-        Counter(label: "siwa_notifications_total", dimensions: [("outcome", outcome), ("type", type)], factory: metrics).increment()
+        metrics.count(outcome: outcome, type: type)
     }
 
     /// Event types as a metric label: the known ones, else "other" (a

@@ -41,6 +41,9 @@ public final class InboxWriter: Sendable {
     private let options: Options
     private let logger: Logger
     private let state = Mutex(State())
+    /// Callers still waiting, so the sweeper can answer those past their
+    /// deadline (one timer for all, rather than one task per request).
+    private let waiting = Mutex([ObjectIdentifier: Pending]())
 
     public init(client: PostgresClient, options: Options = .init(), logger: Logger) {
         self.client = client
@@ -61,22 +64,37 @@ public final class InboxWriter: Sendable {
         guard handOff.1 else { throw InboxUnavailable(reason: "shutting down") }
         handOff.0?.resume(returning: [pending])
 
-        let timeout = options.timeout
-        let timer = Task {
-            try await Task.sleep(for: timeout)
-            pending.result.complete(.failure(InboxUnavailable(reason: "no commit within \(timeout)")))
-        }
-        defer { timer.cancel() }
+        let key = ObjectIdentifier(pending.result)
+        waiting.withLock { $0[key] = pending }
+        defer { _ = waiting.withLock { $0.removeValue(forKey: key) } }
         return try await pending.result.wait()
     }
 
     /// Run the writers until `close()` is called and the queue is drained.
     public func run() async {
-        await withDiscardingTaskGroup { group in
-            for _ in 0..<max(1, options.writers) {
-                group.addTask {
-                    while let batch = await self.nextBatch() { await self.commit(batch) }
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { await self.answerOverdueCallers() }
+            await withDiscardingTaskGroup { writers in
+                for _ in 0..<max(1, options.writers) {
+                    writers.addTask {
+                        while let batch = await self.nextBatch() { await self.commit(batch) }
+                    }
                 }
+            }
+            group.cancelAll()
+        }
+    }
+
+    /// Answers callers whose commit did not come within the timeout (the
+    /// database hangs or is down); ten checks per timeout period.
+    private func answerOverdueCallers() async {
+        let timeout = options.timeout
+        while !Task.isCancelled {
+            try? await Task.sleep(for: timeout / 10)
+            let now = ContinuousClock.now
+            let overdue = waiting.withLock { $0.values.filter { now - $0.enqueued >= timeout } }
+            for pending in overdue {
+                pending.result.complete(.failure(InboxUnavailable(reason: "no commit within \(timeout)")))
             }
         }
     }
