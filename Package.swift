@@ -88,6 +88,7 @@ let package = Package(
             dependencies: [
                 "AccountStore", "AppleSimulator", "SIWAServer",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             path: "Sources/SIWABench"

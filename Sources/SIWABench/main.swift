@@ -2,6 +2,7 @@ import AccountStore
 import AppleSimulator
 import AsyncHTTPClient
 import Foundation
+import Hummingbird
 import Logging
 import NIOCore
 import SIWAServer
@@ -58,6 +59,17 @@ httpConfiguration.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = co
 let http = HTTPClient(eventLoopGroupProvider: .singleton, configuration: httpConfiguration)
 let load = LoadGenerator(url: siwaURL, client: http)
 
+// A second ceiling: the bare HTTP stack. The same load generator against a
+// Hummingbird route that reads the body and answers 200 with no work at all,
+// on the same two cores: what any Swift HTTP service could do here.
+let bareRouter = Router(context: BasicRequestContext.self)
+bareRouter.post("/apple/notifications") { request, _ -> Response in
+    _ = try await request.body.collect(upTo: 64 * 1024)
+    return Response(status: .ok, body: .init(byteBuffer: ByteBuffer(string: #"{"status":"recorded"}"#)))
+}
+let bareServer = try await RunningServer.start(router: bareRouter, port: 0, logger: logger)
+let bare = LoadGenerator(url: bareServer.baseURL + "/apple/notifications", client: http)
+
 // Pre-sign everything (RSA signing is Apple's cost, not ours).
 let total = rounds * perRound + openLoopCount
 say("signing \(total) notifications (not timed)…")
@@ -84,6 +96,7 @@ say("signed; warming up, then \(rounds) rounds of \(perRound) at \(concurrency) 
 // Warm up connections, prepared statements and caches.
 _ = await load.closedLoop(bodies: Array(bodies.prefix(500)), concurrency: concurrency)
 
+var bareRates: [Double] = []
 var siwaRates: [Double] = []
 var pgbenchRates: [Double] = []
 var closedP50: [Double] = []
@@ -92,12 +105,15 @@ for round in 0..<rounds {
     let slice = Array(bodies[(500 + round * perRound)..<min(bodies.count, 500 + (round + 1) * perRound)])
     let result = await load.closedLoop(bodies: slice, concurrency: concurrency)
     let ceiling = try PgbenchCeiling.run(databaseURL: databaseURL, clients: concurrency, seconds: pgbenchSeconds)
+    let bareResult = await bare.closedLoop(bodies: slice, concurrency: concurrency)
+    bareRates.append(bareResult.rate)
     siwaRates.append(result.rate)
     pgbenchRates.append(ceiling)
     closedP50.append(result.percentile(0.5))
     closedP99.append(result.percentile(0.99))
-    say(String(format: "round %d: siwa %.0f notifications/s (p50 %.1f ms, p99 %.1f ms, %d failed) | pgbench ceiling %.0f tps | ratio %.2f",
-                 round + 1, result.rate, result.percentile(0.5), result.percentile(0.99), result.failed, ceiling, result.rate / ceiling))
+    say(String(format: "round %d: siwa %.0f notifications/s (p50 %.1f ms, p99 %.1f ms, %d failed) | pgbench ceiling %.0f tps | ratio %.2f | bare HTTP %.0f/s",
+                 round + 1, result.rate, result.percentile(0.5), result.percentile(0.99), result.failed, ceiling, result.rate / ceiling,
+                 bareResult.rate))
 }
 
 let openBodies = Array(bodies.suffix(openLoopCount))
@@ -114,6 +130,8 @@ say(String(format: "ceiling: pgbench, same SQL  median %.0f tps   (one notificat
              median(pgbenchRates), concurrency))
 say(String(format: "ratio siwa / ceiling        median %.2f   (target >= 1.0; rounds: %@)", median(ratios),
              ratios.map { String(format: "%.2f", $0) }.joined(separator: ", ")))
+say(String(format: "ceiling: bare HTTP route     median %.0f/s   (same load generator, no verification, no database)", median(bareRates)))
+say(String(format: "ratio siwa / bare HTTP       median %.2f", median(zip(siwaRates, bareRates).map { $0 / $1 })))
 say(String(format: "open loop at %d/s offered    achieved %.0f/s   p50 %.1f ms   p99 %.1f ms   failed %d   (target p99 <= 25 ms)",
              offeredRate, open.rate, open.percentile(0.5), open.percentile(0.99), open.failed))
 
@@ -121,3 +139,4 @@ _ = try? await http.shutdown().get()
 server.cancel()
 _ = try? await server.value
 await appleServer.stop()
+await bareServer.stop()
