@@ -47,7 +47,9 @@ let appleServer = try await apple.start(logger: logger)
 let clientID = "com.example.siwa.bench"
 let settings = try ServerSettings(environment: Environment([
     "SIWA_DATABASE_URL": databaseURL, "SIWA_HTTP_PORT": "0", "SIWA_APPLE_CLIENT_IDS": clientID,
-    "SIWA_APPLE_JWKS_URL": appleServer.baseURL + "/auth/keys", "SIWA_DATABASE_MAX_CONNECTIONS": "20",
+    "SIWA_APPLE_JWKS_URL": appleServer.baseURL + "/auth/keys", "SIWA_DATABASE_MAX_CONNECTIONS": "40",
+    "SIWA_INGEST_WRITERS": String(setting("SIWA_INGEST_WRITERS", 4)),
+    "SIWA_INGEST_MAX_BATCH": String(setting("SIWA_INGEST_MAX_BATCH", 64)),
 ]))
 let port = OneShot<Int>()
 let app = try ServerAssembly.makeApplication(settings: settings, logger: logger) { port.complete(.success($0)) }
