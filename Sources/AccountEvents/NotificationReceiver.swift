@@ -10,6 +10,7 @@ public enum Rejection: Error, Sendable, Equatable {
     case malformedBody
     case missingPayload
     case bodyTooLarge(limit: Int)
+    case unreadableBody
     case token(VerificationFailure)
 
     public var reason: String {
@@ -18,6 +19,7 @@ public enum Rejection: Error, Sendable, Equatable {
         case .malformedBody: "malformed_body"
         case .missingPayload: "missing_payload"
         case .bodyTooLarge: "body_too_large"
+        case .unreadableBody: "unreadable_body"
         case .token(let failure): failure.reason
         }
     }
@@ -28,6 +30,7 @@ public enum Rejection: Error, Sendable, Equatable {
         case .malformedBody: "the body is not a JSON object"
         case .missingPayload: "the body has no string field \"payload\""
         case .bodyTooLarge(let limit): "the body is larger than \(limit) bytes"
+        case .unreadableBody: "the request body could not be read"
         case .token(let failure): failure.detail
         }
     }
@@ -87,14 +90,17 @@ public struct NotificationReceiver: Sendable {
             return .accepted(outcome, eventType: notification.event.type)
         } catch {
             count(outcome: "unavailable", type: type)
-            logger.warning("Cannot record a notification now", metadata: ["jti": "\(notification.jti)", "error": "\(error)"])
-            return .unavailable("the database is unavailable")
+            let why = (error as? InboxUnavailable)?.reason ?? "database error"
+            logger.warning("Cannot record a notification now", metadata: ["jti": "\(notification.jti)", "reason": "\(why)"])
+            return .unavailable("the notification could not be recorded now (\(why))")
         }
     }
 
-    /// Record a body refused for its size (the part that was read).
-    public func rejectOversized(bodyPrefix: Data, limit: Int) async {
-        _ = await reject(.bodyTooLarge(limit: limit), body: bodyPrefix)
+    /// Record a body refused before it was read whole: too large (the hash
+    /// covers the part read; `announcedBytes` is the Content-Length when the
+    /// body was refused unread), or unreadable.
+    public func rejectUnread(_ rejection: Rejection, bodyPrefix: Data, announcedBytes: Int? = nil) async {
+        _ = await reject(rejection, body: bodyPrefix, byteCount: announcedBytes)
     }
 
     /// The `payload` field of `{"payload": "<JWS>"}`.
@@ -105,14 +111,15 @@ public struct NotificationReceiver: Sendable {
         return .success(payload)
     }
 
-    private func reject(_ rejection: Rejection, body: Data) async -> ReceiveResult {
+    private func reject(_ rejection: Rejection, body: Data, byteCount: Int? = nil) async -> ReceiveResult {
         count(outcome: "rejected", type: "none")
         logger.notice("Notification rejected", metadata: ["reason": "\(rejection.reason)"])
         // The answer is 400 whatever happens here: a rejection does not
         // depend on the database, so do not wait long for it.
         let (rejections, logger) = (self.rejections, self.logger)
         let recorded: Void? = await withDeadline(.seconds(2)) {
-            try await rejections.record(reason: rejection.reason, detail: rejection.detail, body: body, logger: logger)
+            try await rejections.record(reason: rejection.reason, detail: rejection.detail, body: body,
+                                        byteCount: byteCount, logger: logger)
         }
         if recorded == nil {
             logger.warning("Could not record a rejection", metadata: ["reason": "\(rejection.reason)"])

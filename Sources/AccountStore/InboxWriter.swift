@@ -104,7 +104,7 @@ public final class InboxWriter: Sendable {
         let idle = state.withLock { state -> [CheckedContinuation<[Pending]?, Never>] in
             state.closed = true
             defer { state.idle = [] }
-            return state.queue.isEmpty ? state.idle : []
+            return state.idle
         }
         for writer in idle { writer.resume(returning: nil) }
     }
@@ -127,8 +127,9 @@ public final class InboxWriter: Sendable {
 
     private func commit(_ batch: [Pending]) async {
         // Skip entries whose caller already gave up: their sender retries.
-        let live = batch.filter { ContinuousClock.now - $0.enqueued < options.timeout }
-        for pending in batch where ContinuousClock.now - pending.enqueued >= options.timeout {
+        let now = ContinuousClock.now
+        let live = batch.filter { now - $0.enqueued < options.timeout }
+        for pending in batch where now - pending.enqueued >= options.timeout {
             pending.result.complete(.failure(InboxUnavailable(reason: "queued too long")))
         }
         guard !live.isEmpty else { return }
@@ -144,7 +145,7 @@ public final class InboxWriter: Sendable {
             for (pending, outcome) in zip(live, outcomes) { pending.result.complete(.success(outcome)) }
         } catch {
             logger.warning("Batch commit failed; retrying its entries one by one",
-                           metadata: ["batch": "\(live.count)", "error": "\(String(reflecting: error).prefix(300))"])
+                           metadata: ["batch": "\(live.count)", "error": "\(Self.safeDescription(error))"])
             for pending in live {
                 do {
                     let outcome = try await client.withTransaction(logger: logger) { connection in
@@ -156,6 +157,14 @@ public final class InboxWriter: Sendable {
                 }
             }
         }
+    }
+
+    /// An error for the log without values: a PSQLError's reflection can
+    /// quote a failing row, and this statement carries email addresses.
+    static func safeDescription(_ error: any Error) -> String {
+        guard let error = error as? PSQLError else { return "\(type(of: error))" }
+        let state = error.serverInfo?[.sqlState] ?? "-"
+        return "PSQLError \(error.code) sqlstate \(state)"
     }
 
     static func record(_ entry: InboxEntry, on connection: PostgresConnection, logger: Logger) async throws -> InboxOutcome {

@@ -40,8 +40,8 @@ public final class OneShot<Value: Sendable>: Sendable {
 }
 
 /// Runs `work`, but stops waiting for it after `limit`: returns its value, or
-/// nil if it failed or took too long. The work itself is cancelled when the
-/// limit passes (and may finish later; its result is then dropped).
+/// nil if it failed or took too long. The work is cancelled when the limit
+/// passes or the caller is cancelled (a late result is dropped).
 public func withDeadline<T: Sendable>(_ limit: Duration, _ work: @escaping @Sendable () async throws -> T) async -> T? {
     let result = OneShot<T?>()
     let worker = Task {
@@ -52,6 +52,9 @@ public func withDeadline<T: Sendable>(_ limit: Duration, _ work: @escaping @Send
         result.complete(.success(nil))
         worker.cancel()
     }
-    defer { timer.cancel() }
+    defer {
+        timer.cancel()
+        worker.cancel()  // a no-op when it finished; stops it when the caller gave up
+    }
     return (try? await result.wait()) ?? nil
 }

@@ -11,7 +11,7 @@ import PostgresNIO
 /// The purge job is unique while pending (see `jobs_one_pending_purge_idx`);
 /// `pg_notify` wakes the worker when the transaction commits.
 ///
-/// `siwa bench` runs this same text under pgbench to measure the ceiling.
+/// `siwa-bench` (`make bench`) runs this same text under pgbench to measure the ceiling.
 public struct RecordNotificationStatement: PostgresPreparedStatement {
     public static let name = "siwa_record_notification_v1"
 

@@ -60,11 +60,13 @@ public final class AppleKeySet: Sendable {
     /// The key for `kid`, refetching once if it is unknown.
     public func key(for kid: String) async throws -> _RSA.Signing.PublicKey {
         if let key = snapshot.withLock({ $0.keys[kid] }) { return key }
-        await refreshForUnknownKey()
+        let refetched = await refreshForUnknownKey()
         if let key = snapshot.withLock({ $0.keys[kid] }) { return key }
-        let (failed, loaded) = (refresh.withLock { $0.lastAttemptFailed }, isLoaded)
-        if !loaded || failed {
-            throw AppleKeysUnavailable(loaded ? "the refetch for an unknown kid failed" : "no key set has been loaded yet")
+        guard isLoaded else { throw AppleKeysUnavailable("no key set has been loaded yet") }
+        // Only a refetch this call waited for, and that failed, means "cannot
+        // decide now"; inside the cooldown an unknown kid is simply unknown.
+        if refetched, refresh.withLock({ $0.lastAttemptFailed }) {
+            throw AppleKeysUnavailable("the refetch for an unknown kid failed")
         }
         throw VerificationFailure.unknownKeyID
     }
@@ -91,7 +93,8 @@ public final class AppleKeySet: Sendable {
         }
     }
 
-    private func refreshForUnknownKey() async {
+    /// Returns whether a fetch ran (or was joined) for this call.
+    private func refreshForUnknownKey() async -> Bool {
         let task = refresh.withLock { state -> Task<Void, Never>? in
             if let running = state.inFlight { return running }
             if let last = state.lastUnknownKidFetch, ContinuousClock.now - last < refetchCooldown { return nil }
@@ -100,7 +103,9 @@ public final class AppleKeySet: Sendable {
             state.inFlight = task
             return task
         }
-        await task?.value
+        guard let task else { return false }
+        await task.value
+        return true
     }
 
     private func fetchAndInstall() async {

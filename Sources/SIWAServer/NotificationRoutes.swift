@@ -32,20 +32,21 @@ struct NotificationRoutes: Sendable {
     func handle(_ request: Request) async -> Response {
         // Refuse an announced oversize body before reading it.
         if let length = request.headers[.contentLength].flatMap(Int.init), length > maxBodyBytes {
-            await receiver.rejectOversized(bodyPrefix: Data(), limit: maxBodyBytes)
+            await receiver.rejectUnread(.bodyTooLarge(limit: maxBodyBytes), bodyPrefix: Data(), announcedBytes: length)
             return tooLarge()
         }
         var body = Data()
         do {
             for try await chunk in request.body {
                 guard body.count + chunk.readableBytes <= maxBodyBytes else {
-                    await receiver.rejectOversized(bodyPrefix: body, limit: maxBodyBytes)
+                    await receiver.rejectUnread(.bodyTooLarge(limit: maxBodyBytes), bodyPrefix: body)
                     return tooLarge()
                 }
                 body.append(contentsOf: chunk.readableBytesView)
             }
         } catch {
-            return JSONResponse.error(.badRequest, reason: "unreadable_body", detail: "the request body could not be read")
+            await receiver.rejectUnread(.unreadableBody, bodyPrefix: body)
+            return JSONResponse.error(.badRequest, reason: Rejection.unreadableBody.reason, detail: Rejection.unreadableBody.detail)
         }
 
         switch await receiver.receive(body: body) {
