@@ -64,6 +64,8 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
+        // posix_spawn children (demo, bench, tests); no siwa layer depends on it.
+        .target(name: "ChildProcesses"),
         .target(
             name: "AppleSimulator",
             dependencies: [
@@ -76,7 +78,7 @@ let package = Package(
         .executableTarget(
             name: "siwa",
             dependencies: [
-                "AppleSignIn", "AccountStore", "AccountEvents", "SIWAServer", "AppleSimulator",
+                "AppleSignIn", "AccountStore", "AccountEvents", "SIWAServer", "AppleSimulator", "ChildProcesses",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -86,7 +88,7 @@ let package = Package(
         .executableTarget(
             name: "siwa-bench",
             dependencies: [
-                "AccountStore", "AppleSimulator", "SIWAServer",
+                "AccountStore", "AppleSimulator", "SIWAServer", "ChildProcesses",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -96,7 +98,7 @@ let package = Package(
         .testTarget(
             name: "SIWATests",
             dependencies: [
-                "AppleSignIn", "AccountStore", "AccountEvents", "SIWAServer", "AppleSimulator",
+                "AppleSignIn", "AccountStore", "AccountEvents", "SIWAServer", "AppleSimulator", "ChildProcesses",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
             ],

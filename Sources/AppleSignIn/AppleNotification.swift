@@ -127,8 +127,8 @@ enum EventsClaim: Decodable {
         }
         if let text = try? container.decode(String.self, forKey: .events) {
             self = .text(text)
-        } else if let nested = try? container.nestedContainer(keyedBy: AppleEvent.CodingKeys.self, forKey: .events) {
-            _ = nested
+        } else if (try? container.nestedContainer(keyedBy: AppleEvent.CodingKeys.self, forKey: .events)) != nil {
+            // An object: decode it for real so a bad field gets its own error.
             self = .object(try container.decode(AppleEvent.self, forKey: .events))
         } else {
             throw VerificationFailure.malformedEvents("events is neither a JSON string nor an object")
@@ -144,5 +144,4 @@ struct StoredNotificationClaims: Encodable {
     let exp: Double
     let jti: String
     let events: AppleEvent
-
 }

@@ -1,4 +1,5 @@
 import AccountStore
+import ChildProcesses
 import Foundation
 
 /// The ceiling: pgbench running the very statement siwa runs per
@@ -36,11 +37,11 @@ enum PgbenchCeiling {
     }
 
     /// Runs pgbench for `seconds` with `clients`; returns transactions per second.
-    static func run(databaseURL: String, clients: Int, seconds: Int) throws -> Double {
+    static func run(databaseURL: String, clients: Int, seconds: Int) async throws -> Double {
         let scriptFile = FileManager.default.temporaryDirectory.appendingPathComponent("siwa-pgbench-\(getpid()).sql")
         try script().write(to: scriptFile, atomically: true, encoding: .utf8)
         defer { try? FileManager.default.removeItem(at: scriptFile) }
-        let output = try Shell.run("pgbench", ["-n", "-M", "prepared", "-c", String(clients), "-j", "2", "-T", String(seconds),
+        let output = try await Shell.run("pgbench", ["-n", "-M", "prepared", "-c", String(clients), "-j", "2", "-T", String(seconds),
                                               "-f", scriptFile.path, databaseURL])
         // "tps = 4567.123456 (without initial connection time)"
         guard let line = output.split(separator: "\n").first(where: { $0.hasPrefix("tps = ") }),
@@ -60,33 +61,12 @@ struct BenchError: Error, CustomStringConvertible {
 
 enum Shell {
     /// Run a program from PATH to completion; returns stdout+stderr.
-    /// (posix_spawn and waitpid: Foundation's Process on Linux can miss a
-    /// child's exit and wait forever.)
-    static func run(_ program: String, _ arguments: [String]) throws -> String {
-        let output = FileManager.default.temporaryDirectory.appendingPathComponent("siwa-bench-\(getpid())-\(UUID().uuidString).out").path
+    static func run(_ program: String, _ arguments: [String]) async throws -> String {
+        let output = FileManager.default.temporaryDirectory.appendingPathComponent("siwa-bench-\(UUID().uuidString).out").path
         defer { try? FileManager.default.removeItem(atPath: output) }
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 1, output, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
-        posix_spawn_file_actions_adddup2(&actions, 1, 2)
-        let words: [String] = [program] + arguments
-        let argv: [UnsafeMutablePointer<CChar>?] = words.map { strdup($0) } + [nil]
-        let envp: [UnsafeMutablePointer<CChar>?] = ProcessInfo.processInfo.environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
-        defer { for pointer in argv + envp { free(pointer) } }
-        // The child must not inherit this thread's blocked signals: pgbench
-        // ends a -T run with SIGALRM, and Swift's worker threads block it.
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        var noSignals = sigset_t()
-        sigemptyset(&noSignals)
-        posix_spawnattr_setsigmask(&attributes, &noSignals)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK))
-        var pid: pid_t = 0
-        guard posix_spawnp(&pid, program, &actions, &attributes, argv, envp) == 0 else { throw BenchError("cannot start \(program)") }
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) == -1, errno == EINTR {}
+        let child = try ChildProcess(executable: program, arguments: arguments,
+                                     environment: ProcessInfo.processInfo.environment, outputFile: output)
+        let status = await child.wait()
         let text = (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""
         guard status == 0 else { throw BenchError("\(program) failed (status \(status)):\n\(text)") }
         return text

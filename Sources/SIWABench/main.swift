@@ -106,7 +106,7 @@ var closedP99: [Double] = []
 for round in 0..<rounds {
     let slice = Array(bodies[(500 + round * perRound)..<min(bodies.count, 500 + (round + 1) * perRound)])
     let result = await load.closedLoop(bodies: slice, concurrency: concurrency)
-    let ceiling = try PgbenchCeiling.run(databaseURL: databaseURL, clients: concurrency, seconds: pgbenchSeconds)
+    let ceiling = try await PgbenchCeiling.run(databaseURL: databaseURL, clients: concurrency, seconds: pgbenchSeconds)
     let bareResult = await bare.closedLoop(bodies: slice, concurrency: concurrency)
     bareRates.append(bareResult.rate)
     siwaRates.append(result.rate)

@@ -1,6 +1,7 @@
 import AccountStore
 import AppleSimulator
 import ArgumentParser
+import ChildProcesses
 import AsyncHTTPClient
 import Foundation
 import Logging
@@ -33,17 +34,17 @@ struct Demo: AsyncParsableCommand {
         let apple = try AppleSimulator()
         let appleServer = try await apple.start(logger: quiet)
         let clientID = "com.example.siwa.demo"
-        let servePort = port == 0 ? try Self.freePort() : port
+        let servePort = port == 0 ? try freeLoopbackPort() : port
         print("Apple simulator: \(appleServer.baseURL)/auth/keys (kids \(apple.keys.map(\.kid).joined(separator: ", ")))")
 
         let serve = try Self.spawnServe(port: servePort, environment: [
             "SIWA_DATABASE_URL": databaseURL, "SIWA_APPLE_CLIENT_IDS": clientID,
             "SIWA_APPLE_JWKS_URL": "\(appleServer.baseURL)/auth/keys", "SIWA_LOG_LEVEL": "warning",
         ])
-        defer { Self.stop(serve) }
+        defer { if serve.isRunning { serve.signal(SIGTERM) } }
         let base = "http://127.0.0.1:\(servePort)"
         try await Self.waitUntilReady(base)
-        print("siwa serve: \(base) (pid \(serve))\n")
+        print("siwa serve: \(base) (pid \(serve.pid))\n")
 
         let sub = "001234.demo\(Int(Date().timeIntervalSince1970)).0042"
         let now = Date()
@@ -79,6 +80,8 @@ struct Demo: AsyncParsableCommand {
             }
         }
         await appleServer.stop()
+        serve.signal(SIGTERM)
+        _ = await serve.wait()
     }
 
     static func reports(sub: String) -> [(String, String)] {
@@ -129,37 +132,14 @@ struct Demo: AsyncParsableCommand {
     }
 
     /// `siwa serve` as a child process: the same binary, so the demo shows the real thing.
-    static func spawnServe(port: Int, environment: [String: String]) throws -> pid_t {
+    static func spawnServe(port: Int, environment: [String: String]) throws -> ChildProcess {
         var env = ProcessInfo.processInfo.environment
         env.merge(environment) { $1 }
         env["SIWA_HTTP_PORT"] = String(port)
         env["SIWA_HTTP_HOST"] = "127.0.0.1"
         let executable = URL(fileURLWithPath: CommandLine.arguments[0]).standardizedFileURL.path
-        let arguments: [String] = [executable, "serve"]
-        let argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
-        let envp: [UnsafeMutablePointer<CChar>?] = env.map { strdup("\($0.key)=\($0.value)") } + [nil]
-        defer { for pointer in argv + envp { free(pointer) } }
-        var pid: pid_t = 0
-        guard posix_spawn(&pid, executable, nil, nil, argv, envp) == 0 else { throw ExitCode(1) }
-        return pid
-    }
-
-    static func stop(_ pid: pid_t) {
-        kill(pid, SIGTERM)
-        var status: Int32 = 0
-        waitpid(pid, &status, 0)
-    }
-
-    static func freePort() throws -> Int {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) } }
-        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
-        return Int(UInt16(bigEndian: address.sin_port))
+        return try ChildProcess(executable: executable, arguments: ["serve"], environment: env,
+                                outputFile: "/dev/stderr")
     }
 }
 

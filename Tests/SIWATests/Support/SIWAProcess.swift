@@ -1,55 +1,9 @@
+import ChildProcesses
 import Foundation
 import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
-
-/// A child process started with posix_spawn and reaped with waitpid.
-/// (Foundation's Process on Linux sometimes never notices that a child
-/// exited, leaving a zombie and a waiter that never wakes.)
-final class ChildProcess: Sendable {
-    let pid: pid_t
-    private let exitStatus = Locked<Int32?>(nil)
-
-    init(executable: String, arguments: [String], environment: [String: String], outputFile: String? = nil) throws {
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        let output = outputFile ?? "/dev/null"
-        posix_spawn_file_actions_addopen(&actions, 1, output, O_WRONLY | O_CREAT | O_APPEND, 0o644)
-        posix_spawn_file_actions_adddup2(&actions, 1, 2)
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        let argv = ([executable] + arguments).map { strdup($0) } + [nil]
-        let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
-        defer { for pointer in argv + envp { free(pointer) } }
-        var pid: pid_t = 0
-        let result = posix_spawn(&pid, executable, &actions, nil, argv, envp)
-        guard result == 0 else { throw TestSetupError("posix_spawn \(executable) failed: \(result)") }
-        self.pid = pid
-    }
-
-    /// Exit status once the child has exited (128+signal if killed), else nil.
-    var status: Int32? {
-        if let known = exitStatus.withLock({ $0 }) { return known }
-        var raw: Int32 = 0
-        guard waitpid(pid, &raw, WNOHANG) == pid else { return nil }
-        let signal = raw & 0x7f
-        let code = signal == 0 ? (raw >> 8) & 0xff : 128 + signal
-        exitStatus.withLock { $0 = code }
-        return code
-    }
-
-    var isRunning: Bool { status == nil }
-
-    func wait() async -> Int32 {
-        while true {
-            if let status { return status }
-            try? await Task.sleep(for: .milliseconds(10))
-        }
-    }
-
-    func signal(_ number: Int32) { kill(pid, number) }
-}
 
 /// `siwa serve` as a real child process, for kill -9 and SIGTERM tests.
 final class SIWAProcess: Sendable {
@@ -100,25 +54,7 @@ final class SIWAProcess: Sendable {
 }
 
 /// A loopback TCP port that was free a moment ago.
-func freePort() throws -> Int {
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    guard fd >= 0 else { throw TestSetupError("socket() failed") }
-    defer { close(fd) }
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_port = 0
-    address.sin_addr.s_addr = inet_addr("127.0.0.1")
-    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-    let bound = withUnsafePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) }
-    }
-    guard bound == 0 else { throw TestSetupError("bind() failed") }
-    let named = withUnsafeMutablePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
-    }
-    guard named == 0 else { throw TestSetupError("getsockname() failed") }
-    return Int(UInt16(bigEndian: address.sin_port))
-}
+func freePort() throws -> Int { try freeLoopbackPort() }
 
 /// Runs the throwaway-cluster script (stop/start the fault cluster).
 func pgScript(_ arguments: String...) async throws {

@@ -1,0 +1,95 @@
+import Foundation
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A child process started with posix_spawn and reaped with waitpid, for
+/// `siwa demo`, `make bench` and the tests.
+///
+/// Not Foundation's Process: on Linux it sometimes never notices that a
+/// child exited (a zombie, and a waiter that never wakes). And the child
+/// starts with no blocked signals: Swift's worker threads block some, a
+/// spawned child inherits that mask, and pgbench then never sees the SIGALRM
+/// that ends a `-T` run.
+public final class ChildProcess: Sendable {
+    public let pid: pid_t
+    private let exitStatus = Mutex<Int32?>(nil)
+
+    /// - Parameters:
+    ///   - executable: a path, or a bare name looked up in PATH.
+    ///   - outputFile: where stdout and stderr go (appended); /dev/null if nil.
+    public init(executable: String, arguments: [String], environment: [String: String], outputFile: String? = nil) throws {
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 1, outputFile ?? "/dev/null", O_WRONLY | O_CREAT | O_APPEND, 0o600)
+        posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var noSignals = sigset_t()
+        sigemptyset(&noSignals)
+        posix_spawnattr_setsigmask(&attributes, &noSignals)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK))
+
+        let words: [String] = [executable] + arguments
+        let argv: [UnsafeMutablePointer<CChar>?] = words.map { strdup($0) } + [nil]
+        let envp: [UnsafeMutablePointer<CChar>?] = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer { for pointer in argv + envp { free(pointer) } }
+        var pid: pid_t = 0
+        let result = posix_spawnp(&pid, executable, &actions, &attributes, argv, envp)
+        guard result == 0 else { throw ChildProcessError(description: "cannot start \(executable) (error \(result))") }
+        self.pid = pid
+    }
+
+    /// Exit status once the child has exited (128 + signal if killed), else nil.
+    public var status: Int32? {
+        if let known = exitStatus.withLock({ $0 }) { return known }
+        var raw: Int32 = 0
+        guard waitpid(pid, &raw, WNOHANG) == pid else { return nil }
+        let signal = raw & 0x7f
+        let code = signal == 0 ? (raw >> 8) & 0xff : 128 + signal
+        exitStatus.withLock { $0 = code }
+        return code
+    }
+
+    public var isRunning: Bool { status == nil }
+
+    /// Waits for the exit without holding a thread of the cooperative pool.
+    public func wait() async -> Int32 {
+        while true {
+            if let status { return status }
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+    }
+
+    public func signal(_ number: Int32) { kill(pid, number) }
+}
+
+public struct ChildProcessError: Error, CustomStringConvertible, Sendable {
+    public let description: String
+}
+
+/// A loopback TCP port that was free a moment ago.
+public func freeLoopbackPort() throws -> Int {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    guard fd >= 0 else { throw ChildProcessError(description: "socket() failed") }
+    defer { close(fd) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_port = 0
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    let bound = withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) }
+    }
+    guard bound == 0 else { throw ChildProcessError(description: "bind() failed") }
+    let named = withUnsafeMutablePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+    }
+    guard named == 0 else { throw ChildProcessError(description: "getsockname() failed") }
+    return Int(UInt16(bigEndian: address.sin_port))
+}
