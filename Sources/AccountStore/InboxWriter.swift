@@ -135,12 +135,7 @@ public final class InboxWriter: Sendable {
         guard !live.isEmpty else { return }
         do {
             let outcomes = try await client.withTransaction(logger: logger) { connection in
-                var outcomes: [InboxOutcome] = []
-                outcomes.reserveCapacity(live.count)
-                for pending in live {
-                    outcomes.append(try await Self.record(pending.entry, on: connection, logger: logger))
-                }
-                return outcomes
+                try await Self.record(live.map(\.entry), on: connection, logger: logger)
             }
             for (pending, outcome) in zip(live, outcomes) { pending.result.complete(.success(outcome)) }
         } catch {
@@ -148,10 +143,10 @@ public final class InboxWriter: Sendable {
                            metadata: ["batch": "\(live.count)", "error": "\(Self.safeDescription(error))"])
             for pending in live {
                 do {
-                    let outcome = try await client.withTransaction(logger: logger) { connection in
-                        try await Self.record(pending.entry, on: connection, logger: logger)
+                    let outcomes = try await client.withTransaction(logger: logger) { connection in
+                        try await Self.record([pending.entry], on: connection, logger: logger)
                     }
-                    pending.result.complete(.success(outcome))
+                    pending.result.complete(.success(outcomes[0]))
                 } catch {
                     pending.result.complete(.failure(InboxUnavailable(reason: "database error")))
                 }
@@ -167,15 +162,29 @@ public final class InboxWriter: Sendable {
         return "PSQLError \(error.code) sqlstate \(state)"
     }
 
-    static func record(_ entry: InboxEntry, on connection: PostgresConnection, logger: Logger) async throws -> InboxOutcome {
-        var row: RecordNotificationStatement.Row?
-        for try await result in try await connection.execute(RecordNotificationStatement(entry: entry), logger: logger) {
-            row = result
+    /// Records `entries` in one transaction (the caller's), one statement
+    /// per round; returns their outcomes in order.
+    public static func record(_ entries: [InboxEntry], on connection: PostgresConnection, logger: Logger) async throws -> [InboxOutcome] {
+        var outcomes = [InboxOutcome](repeating: .duplicate, count: entries.count)
+        for round in RecordNotificationStatement.rounds(of: entries) {
+            let statement = RecordNotificationStatement(entries: round.map { entries[$0] })
+            var answered = 0
+            for try await row in try await connection.execute(statement, logger: logger) {
+                outcomes[round[Int(row.0) - 1]] = RecordNotificationStatement.outcome(of: row)
+                answered += 1
+            }
+            guard answered == round.count else { throw InboxStatementMismatch(expected: round.count, got: answered) }
         }
-        return RecordNotificationStatement.outcome(of: row)
+        return outcomes
     }
 }
 
+/// The batch statement answered a different number of rows than it was
+/// given: a bug, never a reason to acknowledge a notification.
+struct InboxStatementMismatch: Error {
+    let expected: Int
+    let got: Int
+}
 /// The inbox could not record the entry now; the sender should retry.
 public struct InboxUnavailable: Error, Sendable, CustomStringConvertible {
     public let reason: String

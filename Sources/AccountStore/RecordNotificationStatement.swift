@@ -1,8 +1,10 @@
 import Foundation
 import PostgresNIO
 
-/// The one statement that records a notification and applies its effects.
+/// The one statement that records a batch of notifications and applies their
+/// effects: one round trip for a whole group-commit batch.
 ///
+/// The entries arrive as parallel arrays (`unnest ... WITH ORDINALITY`).
 /// Every step hangs off the inbox insert's RETURNING, so a duplicate `jti`
 /// (ON CONFLICT DO NOTHING returns no row) changes nothing at all. The user
 /// upsert applies the rules that make late delivery harmless: an email state
@@ -11,92 +13,134 @@ import PostgresNIO
 /// The purge job is unique while pending (see `jobs_one_pending_purge_idx`);
 /// `pg_notify` wakes the worker when the transaction commits.
 ///
-/// `siwa-bench` (`make bench`) runs this same text under pgbench to measure the ceiling.
+/// One statement cannot touch the same row twice (ON CONFLICT DO UPDATE
+/// refuses), so a batch must not repeat a `jti` or a `sub`:
+/// `RecordNotificationStatement.rounds(of:)` splits a batch into such rounds.
+///
+/// PostgresNIO binds no NULL inside an array, so optional values travel as
+/// text with '' for "absent" (an email is never empty).
+///
+/// `siwa-bench` (`make bench`) runs this same text under pgbench, one
+/// notification per transaction, to measure the ceiling.
 public struct RecordNotificationStatement: PostgresPreparedStatement {
-    public static let name = "siwa_record_notification_v1"
+    public static let name = "siwa_record_notifications_v2"
 
     public static let sql = """
-        WITH inbox AS (
+        WITH input AS (
+            SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::text[], $6::timestamptz[],
+                                 $7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $12::boolean[])
+                WITH ORDINALITY AS i(jti, event_type, apple_sub, event_time, audience, issued_at,
+                                     claims, forwarding, email, is_private_email, status, purge, ord)
+        ), inbox AS (
             INSERT INTO siwa.notifications (jti, event_type, apple_sub, event_time, audience, issued_at, claims)
-            VALUES ($1::text, $2::text, $3::text, $4::bigint, $5::text, $6::timestamptz, $7::text::jsonb)
+            SELECT jti, event_type, apple_sub, event_time, audience, issued_at, claims::jsonb FROM input ORDER BY ord
             ON CONFLICT (jti) DO NOTHING
-            RETURNING id
+            RETURNING id, jti
+        ), fresh AS (
+            SELECT input.*, inbox.id AS notification_id FROM input JOIN inbox USING (jti)
         ), account AS (
             INSERT INTO siwa.users AS u (apple_sub, status, status_event_time, email, is_private_email,
                                          email_forwarding_enabled, email_event_time)
-            SELECT $3::text, coalesce($11::text, 'active'), CASE WHEN $11::text IS NOT NULL THEN $4::bigint END,
-                   $9::text, $10::boolean, coalesce($8::boolean, true), CASE WHEN $8::boolean IS NOT NULL THEN $4::bigint END
-            FROM inbox
+            SELECT apple_sub, coalesce(nullif(status, ''), 'active'), CASE WHEN status <> '' THEN event_time END,
+                   nullif(email, ''), nullif(is_private_email, '')::boolean,
+                   coalesce(nullif(forwarding, '')::boolean, true), CASE WHEN forwarding <> '' THEN event_time END
+            FROM fresh ORDER BY ord
             ON CONFLICT (apple_sub) DO UPDATE SET
-                email_forwarding_enabled = CASE WHEN $8::boolean IS NOT NULL AND (u.email_event_time IS NULL OR u.email_event_time < $4::bigint)
-                                                THEN $8::boolean ELSE u.email_forwarding_enabled END,
-                email = CASE WHEN $9::text IS NOT NULL AND (u.email_event_time IS NULL OR u.email_event_time < $4::bigint)
-                             THEN $9::text ELSE u.email END,
-                is_private_email = CASE WHEN $10::boolean IS NOT NULL AND (u.email_event_time IS NULL OR u.email_event_time < $4::bigint)
-                                        THEN $10::boolean ELSE u.is_private_email END,
-                email_event_time = CASE WHEN $8::boolean IS NOT NULL AND (u.email_event_time IS NULL OR u.email_event_time < $4::bigint)
-                                        THEN $4::bigint ELSE u.email_event_time END,
-                status = CASE WHEN $11::text = 'deleted' THEN 'deleted'
-                              WHEN $11::text = 'consent_revoked' AND u.status = 'active'
-                                   AND (u.status_event_time IS NULL OR u.status_event_time < $4::bigint) THEN 'consent_revoked'
+                -- excluded.email_event_time is set only by an email event;
+                -- NULL > x is NULL, so other events leave the email state alone.
+                email_forwarding_enabled = CASE WHEN excluded.email_event_time > coalesce(u.email_event_time, -9223372036854775808)
+                                                THEN excluded.email_forwarding_enabled ELSE u.email_forwarding_enabled END,
+                email = CASE WHEN excluded.email_event_time > coalesce(u.email_event_time, -9223372036854775808)
+                             THEN coalesce(excluded.email, u.email) ELSE u.email END,
+                is_private_email = CASE WHEN excluded.email_event_time > coalesce(u.email_event_time, -9223372036854775808)
+                                        THEN coalesce(excluded.is_private_email, u.is_private_email) ELSE u.is_private_email END,
+                email_event_time = greatest(u.email_event_time, excluded.email_event_time),
+                -- excluded.status_event_time is set only by a status event.
+                status = CASE WHEN excluded.status = 'deleted' THEN 'deleted'
+                              WHEN excluded.status = 'consent_revoked' AND u.status = 'active'
+                                   AND excluded.status_event_time > coalesce(u.status_event_time, -9223372036854775808)
+                              THEN 'consent_revoked'
                               ELSE u.status END,
-                status_event_time = CASE WHEN $11::text = 'deleted'
-                                           OR ($11::text = 'consent_revoked' AND u.status = 'active'
-                                               AND (u.status_event_time IS NULL OR u.status_event_time < $4::bigint))
-                                         THEN $4::bigint ELSE u.status_event_time END,
+                status_event_time = CASE WHEN excluded.status = 'deleted'
+                                           OR (excluded.status = 'consent_revoked' AND u.status = 'active'
+                                               AND excluded.status_event_time > coalesce(u.status_event_time, -9223372036854775808))
+                                         THEN excluded.status_event_time ELSE u.status_event_time END,
                 updated_at = now()
             WHERE u.status <> 'deleted'
-            RETURNING u.id
         ), purge AS (
             INSERT INTO siwa.jobs (kind, args)
-            SELECT 'purge_user', jsonb_build_object('apple_sub', $3::text, 'event_type', $2::text, 'jti', $1::text)
-            FROM inbox WHERE $12::boolean
+            SELECT 'purge_user', jsonb_build_object('apple_sub', apple_sub, 'event_type', event_type, 'jti', jti)
+            FROM fresh WHERE purge ORDER BY ord
             ON CONFLICT (kind, (args->>'apple_sub')) WHERE kind = 'purge_user' AND state IN ('available', 'running', 'retryable')
             DO NOTHING
-            RETURNING id
+            RETURNING id, args->>'apple_sub' AS apple_sub
         ), audit AS (
             INSERT INTO siwa.audit_log (actor, action, apple_sub, details)
-            SELECT 'apple', 'notification.recorded', $3::text,
-                   jsonb_build_object('jti', $1::text, 'event_type', $2::text, 'notification_id', inbox.id,
-                                      'event_time', $4::bigint, 'purge_job_id', (SELECT id FROM purge))
-            FROM inbox
+            SELECT 'apple', 'notification.recorded', fresh.apple_sub,
+                   jsonb_build_object('jti', fresh.jti, 'event_type', fresh.event_type, 'notification_id', fresh.notification_id,
+                                      'event_time', fresh.event_time, 'purge_job_id', purge.id)
+            FROM fresh LEFT JOIN purge USING (apple_sub) ORDER BY fresh.ord
+        ), wake AS (
+            SELECT pg_notify('siwa_jobs', 'purge_user') FROM (SELECT FROM purge LIMIT 1) AS any_new_job
         )
-        SELECT (SELECT id FROM inbox) AS notification_id,
-               (SELECT id FROM purge) AS purge_job_id,
-               (SELECT count(pg_notify('siwa_jobs', 'purge_user')) FROM purge) AS notified
+        SELECT input.ord, fresh.notification_id, purge.id, (SELECT count(*) FROM wake)
+        FROM input LEFT JOIN fresh USING (ord) LEFT JOIN purge ON purge.apple_sub = fresh.apple_sub
+        ORDER BY input.ord
         """
 
-    public typealias Row = (Int64?, Int64?)
+    /// Position in the batch (1-based), notification id (nil: duplicate), new purge job id.
+    public typealias Row = (Int64, Int64?, Int64?)
 
-    public var entry: InboxEntry
+    /// No `jti` and no `sub` twice (see `rounds(of:)`).
+    public var entries: [InboxEntry]
 
-    public init(entry: InboxEntry) { self.entry = entry }
+    public init(entries: [InboxEntry]) { self.entries = entries }
 
     public func makeBindings() throws -> PostgresBindings {
         var b = PostgresBindings(capacity: 12)
-        let e = entry
-        b.append(e.jti)
-        b.append(e.eventType)
-        b.append(e.appleSub)
-        b.append(e.eventTime)
-        b.append(e.audience)
-        b.append(e.issuedAt)
-        b.append(e.claimsJSON)
-        b.append(e.effect.emailForwardingEnabled)
-        b.append(e.effect.email)
-        b.append(e.effect.isPrivateEmail)
-        b.append(e.effect.status?.rawValue)
-        b.append(e.effect.enqueuePurge)
+        b.append(entries.map(\.jti))
+        b.append(entries.map(\.eventType))
+        b.append(entries.map(\.appleSub))
+        b.append(entries.map(\.eventTime))
+        b.append(entries.map(\.audience))
+        b.append(entries.map(\.issuedAt))
+        b.append(entries.map(\.claimsJSON))
+        b.append(entries.map { Self.text($0.effect.emailForwardingEnabled) })
+        b.append(entries.map { $0.effect.email ?? "" })
+        b.append(entries.map { Self.text($0.effect.isPrivateEmail) })
+        b.append(entries.map { $0.effect.status?.rawValue ?? "" })
+        b.append(entries.map(\.effect.enqueuePurge))
         return b
     }
 
-    public func decodeRow(_ row: PostgresRow) throws -> Row {
-        let (notificationID, purgeJobID, _) = try row.decode((Int64?, Int64?, Int64).self)
-        return (notificationID, purgeJobID)
+    private static func text(_ flag: Bool?) -> String {
+        flag.map { $0 ? "true" : "false" } ?? ""
     }
 
-    public static func outcome(of row: Row?) -> InboxOutcome {
-        guard let (notificationID, purgeJobID) = row, let notificationID else { return .duplicate }
-        return .recorded(notificationID: notificationID, purgeJobID: purgeJobID)
+    public func decodeRow(_ row: PostgresRow) throws -> Row {
+        let (position, notificationID, purgeJobID, _) = try row.decode((Int64, Int64?, Int64?, Int64).self)
+        return (position, notificationID, purgeJobID)
+    }
+
+    public static func outcome(of row: Row) -> InboxOutcome {
+        guard let notificationID = row.1 else { return .duplicate }
+        return .recorded(notificationID: notificationID, purgeJobID: row.2)
+    }
+
+    /// Splits a batch into rounds that repeat no `jti` and no `sub`, keeping
+    /// arrival order per `sub` (a later event for a sub runs in a later
+    /// round, in the same transaction). Returns indices into `entries`.
+    public static func rounds(of entries: [InboxEntry]) -> [[Int]] {
+        var rounds: [[Int]] = []
+        var nextRoundForSub: [String: Int] = [:]
+        var nextRoundForJTI: [String: Int] = [:]
+        for (index, entry) in entries.enumerated() {
+            let round = max(nextRoundForSub[entry.appleSub, default: 0], nextRoundForJTI[entry.jti, default: 0])
+            if round == rounds.count { rounds.append([]) }
+            rounds[round].append(index)
+            nextRoundForSub[entry.appleSub] = round + 1
+            nextRoundForJTI[entry.jti] = round + 1
+        }
+        return rounds
     }
 }

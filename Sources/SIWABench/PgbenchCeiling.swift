@@ -2,17 +2,18 @@ import AccountStore
 import ChildProcesses
 import Foundation
 
-/// The ceiling: pgbench running the very statement siwa runs per
-/// notification (RecordNotificationStatement.sql), one notification per
-/// transaction, on the same server, in the same run.
+/// The ceiling: pgbench running the very statement siwa runs
+/// (RecordNotificationStatement.sql), one notification per transaction, on
+/// the same server, in the same run.
 enum PgbenchCeiling {
-    /// The statement with its `$n` parameters replaced by pgbench variables
-    /// and constants shaped like the notifications the load test sends.
+    /// The statement with each `$n::type[]` array parameter replaced by a
+    /// one-element array of pgbench variables and constants shaped like the
+    /// notifications the load test sends.
     static func script() -> String {
         var sql = RecordNotificationStatement.sql
         let substitutions: [(String, String)] = [
-            ("$10", "NULL"),
-            ("$11", "NULL"),
+            ("$10", "''"),
+            ("$11", "''"),
             ("$12", "false"),
             ("$1", "('pgb-' || :client_id || '-' || :n)"),
             ("$2", "'email-enabled'"),
@@ -21,10 +22,12 @@ enum PgbenchCeiling {
             ("$5", "'com.example.siwa.bench'"),
             ("$6", "now()"),
             ("$7", #"'{"iss":"https://appleid.apple.com","aud":"com.example.siwa.bench","events":{"type":"email-enabled"}}'"#),
-            ("$8", "(:e = 1)"),
+            ("$8", "(CASE WHEN :e = 1 THEN 'true' ELSE 'false' END)"),
             ("$9", "'bench@privaterelay.appleid.com'"),
         ]
-        for (parameter, value) in substitutions { sql = sql.replacingOccurrences(of: parameter, with: value) }
+        for (parameter, value) in substitutions {
+            sql = sql.replacingOccurrences(of: parameter + "::", with: "ARRAY[" + value + "]::")
+        }
         let oneLine = sql.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }.joined(separator: " ")
         return """
             \\set n random(1, 2000000000)
