@@ -11,7 +11,8 @@ import PostgresNIO
 /// only replaces an older one (by `event_time`), consent revocation only
 /// replaces an older active state, and a deleted user is never touched again.
 /// The purge job is unique while pending (see `jobs_one_pending_purge_idx`);
-/// `pg_notify` wakes the worker when the transaction commits.
+/// its insert trigger wakes the workers when the transaction commits
+/// (sql/002_queue.sql).
 ///
 /// One statement cannot touch the same row twice (ON CONFLICT DO UPDATE
 /// refuses), so a batch must not repeat a `jti` or a `sub`:
@@ -33,7 +34,12 @@ public struct RecordNotificationStatement: PostgresPreparedStatement {
                                      claims, forwarding, email, is_private_email, status, purge, ord)
         ), inbox AS (
             INSERT INTO siwa.notifications (jti, event_type, apple_sub, event_time, audience, issued_at, claims)
-            SELECT jti, event_type, apple_sub, event_time, audience, issued_at, claims::jsonb FROM input ORDER BY ord
+            -- A user who revoked consent or was deleted is (being) purged:
+            -- a late event's email address is not kept.
+            SELECT jti, event_type, apple_sub, event_time, audience, issued_at,
+                   CASE WHEN EXISTS (SELECT FROM siwa.users WHERE users.apple_sub = input.apple_sub AND status <> 'active')
+                        THEN claims::jsonb #- '{events,email}' ELSE claims::jsonb END
+            FROM input ORDER BY ord
             ON CONFLICT (jti) DO NOTHING
             RETURNING id, jti
         ), fresh AS (
@@ -51,8 +57,10 @@ public struct RecordNotificationStatement: PostgresPreparedStatement {
                 email_forwarding_enabled = CASE WHEN excluded.email_event_time > coalesce(u.email_event_time, -9223372036854775808)
                                                 THEN excluded.email_forwarding_enabled ELSE u.email_forwarding_enabled END,
                 email = CASE WHEN excluded.email_event_time > coalesce(u.email_event_time, -9223372036854775808)
+                                  AND u.status = 'active'
                              THEN coalesce(excluded.email, u.email) ELSE u.email END,
                 is_private_email = CASE WHEN excluded.email_event_time > coalesce(u.email_event_time, -9223372036854775808)
+                                             AND u.status = 'active'
                                         THEN coalesce(excluded.is_private_email, u.is_private_email) ELSE u.is_private_email END,
                 email_event_time = greatest(u.email_event_time, excluded.email_event_time),
                 -- excluded.status_event_time is set only by a status event.
@@ -80,10 +88,8 @@ public struct RecordNotificationStatement: PostgresPreparedStatement {
                    jsonb_build_object('jti', fresh.jti, 'event_type', fresh.event_type, 'notification_id', fresh.notification_id,
                                       'event_time', fresh.event_time, 'purge_job_id', purge.id)
             FROM fresh LEFT JOIN purge USING (apple_sub) ORDER BY fresh.ord
-        ), wake AS (
-            SELECT pg_notify('siwa_jobs', 'purge_user') FROM (SELECT FROM purge LIMIT 1) AS any_new_job
         )
-        SELECT input.ord, fresh.notification_id, purge.id, (SELECT count(*) FROM wake)
+        SELECT input.ord, fresh.notification_id, purge.id
         FROM input LEFT JOIN fresh USING (ord) LEFT JOIN purge ON purge.apple_sub = fresh.apple_sub
         ORDER BY input.ord
         """
@@ -118,8 +124,7 @@ public struct RecordNotificationStatement: PostgresPreparedStatement {
     }
 
     public func decodeRow(_ row: PostgresRow) throws -> Row {
-        let (position, notificationID, purgeJobID, _) = try row.decode((Int64, Int64?, Int64?, Int64).self)
-        return (position, notificationID, purgeJobID)
+        try row.decode(Row.self)
     }
 
     public static func outcome(of row: Row) -> InboxOutcome {

@@ -28,7 +28,10 @@ enum PgbenchCeiling {
         for (parameter, value) in substitutions {
             sql = sql.replacingOccurrences(of: parameter + "::", with: "ARRAY[" + value + "]::")
         }
-        let oneLine = sql.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }.joined(separator: " ")
+        // pgbench takes one line per statement: drop `--` comments, join the rest.
+        let oneLine = sql.split(separator: "\n")
+            .map { line in (line.range(of: "--").map { line[..<$0.lowerBound] } ?? line[...]).trimmingCharacters(in: .whitespaces) }
+            .joined(separator: " ")
         return """
             \\set n random(1, 2000000000)
             \\set s random(1, 5000)

@@ -10,6 +10,6 @@ struct SIWACommand: AsyncParsableCommand {
             and enqueues data-purge jobs. Settings come from SIWA_* environment variables \
             (see `siwa serve --help` and README.md).
             """,
-        subcommands: [Serve.self, Migrate.self, Verify.self, Demo.self]
+        subcommands: [Serve.self, Worker.self, Jobs.self, Migrate.self, Verify.self, Demo.self]
     )
 }

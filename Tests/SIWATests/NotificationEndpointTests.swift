@@ -90,6 +90,8 @@ struct NotificationEndpointTests {
         let row = try await siwa.database.strings(
             "SELECT status || '/' || email_forwarding_enabled::text || '/' || (email IS NULL)::text FROM siwa.users WHERE apple_sub = '\(sub)'")
         #expect(row == ["deleted/true/true"])
+        // The late event's email address is not kept in the inbox either.
+        #expect(try await siwa.database.scalar("SELECT count(*) FROM siwa.notifications WHERE apple_sub = '\(sub)' AND claims::text LIKE '%@%'") == 0)
     }
 
     @Test func unknownSubIsRecordedAndPurged() async throws {

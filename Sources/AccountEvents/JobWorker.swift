@@ -1,0 +1,316 @@
+import AccountStore
+import Foundation
+import Logging
+import PostgresNIO
+import ServiceLifecycle
+import Synchronization
+
+/// `siwa worker`: claims purge jobs and runs them, up to `concurrency` at a
+/// time. Wakes on NOTIFY (the jobs table's insert trigger) and polls as a
+/// fallback; extends the leases of running jobs; rescues jobs whose worker
+/// died; prunes old finished jobs. On graceful shutdown it stops claiming,
+/// gives running jobs `shutdownGrace` to finish, then cancels and releases
+/// the rest so another worker can take them at once.
+public final class JobWorker: Service, Sendable {
+    public struct Options: Sendable {
+        public var concurrency = 4
+        public var leaseSeconds = 60.0
+        public var retryBaseSeconds = 15.0
+        public var maxAttempts = 25
+        public var retentionSeconds = 30.0 * 86400
+        public var pollSeconds = 2.0
+        public var shutdownGraceSeconds = 30.0
+        public init() {}
+    }
+
+    let client: PostgresClient
+    let queue: JobQueue
+    let runner: PurgeJobRunner
+    let options: Options
+    let logger: Logger
+    /// Runs before the first claim (the schema check); an error stops the worker.
+    let prepare: @Sendable () async throws -> Void
+    private let wakeup = Wakeup()
+    private let running = RunningJobs()
+    private let stopping = Atomic<Bool>(false)
+
+    public init(client: PostgresClient, queue: JobQueue, runner: PurgeJobRunner, options: Options, logger: Logger,
+                prepare: @escaping @Sendable () async throws -> Void = {}) {
+        self.prepare = prepare
+        self.client = client
+        self.queue = queue
+        self.runner = runner
+        self.options = options
+        self.logger = logger
+    }
+
+    public func run() async throws {
+        try await prepare()
+        logger.info("Worker started", metadata: ["worker": "\(queue.worker)", "concurrency": "\(options.concurrency)"])
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { await self.listenForWakeups() }
+            group.addTask { await self.keepLeases() }
+            group.addTask { await self.maintain() }
+            await withGracefulShutdownHandler {
+                await self.claimUntilStopped()
+            } onGracefulShutdown: {
+                self.stopping.store(true, ordering: .sequentiallyConsistent)
+                self.wakeup.signal()
+            }
+            await self.drain()
+            group.cancelAll()
+        }
+    }
+
+    // MARK: Claiming
+
+    private func claimUntilStopped() async {
+        var failures = 0
+        while !stopping.load(ordering: .sequentiallyConsistent), !Task.isCancelled {
+            let free = options.concurrency - running.count
+            if free > 0 {
+                do {
+                    let jobs = try await queue.claim(limit: free, kinds: [PurgeJobRunner.kind], leaseSeconds: options.leaseSeconds)
+                    if failures > 0 { logger.notice("Database reachable again; claiming jobs") }
+                    failures = 0
+                    for job in jobs { start(job) }
+                    if jobs.count == free { continue }
+                } catch {
+                    failures += 1
+                    if failures == 1 || failures % 30 == 0 {
+                        logger.warning("Cannot claim jobs; retrying", metadata: ["error": "\(Self.safeDescription(error))"])
+                    }
+                    await wakeup.wait(upTo: .seconds(min(Double(failures), 5)))
+                    continue
+                }
+            }
+            // Sleep until NOTIFY, a finished job, shutdown, or the poll interval.
+            await wakeup.wait(upTo: .seconds(options.pollSeconds))
+        }
+    }
+
+    private func start(_ job: ClaimedJob) {
+        running.start(job.id) {
+            Task {
+                await self.execute(job)
+                self.running.finished(job.id)
+                self.wakeup.signal()
+            }
+        }
+    }
+
+    private func execute(_ job: ClaimedJob) async {
+        let metadata: Logger.Metadata = ["job": "\(job.id)", "attempt": "\(job.attempt)"]
+        do {
+            switch try await runner.run(job) {
+            case .completed:
+                logger.info("Job completed", metadata: metadata)
+            case .leaseLost:
+                logger.warning("Lease lost; another worker will finish the job", metadata: metadata)
+            }
+        } catch {
+            // Cancelled: shutdown (the job is released) or lease lost.
+            if Task.isCancelled { return }
+            let failure = error as? StepFailure ?? PurgeJobRunner.failure("-", error)
+            let delay = Backoff.delay(attempt: job.attempt, baseSeconds: options.retryBaseSeconds)
+            do {
+                let outcome = try await queue.fail(job, step: failure.step, error: failure.detail, auditError: failure.summary,
+                                                   delaySeconds: delay, maxAttempts: failure.permanent ? 0 : options.maxAttempts)
+                var details = metadata
+                details["step"] = "\(failure.step ?? "-")"
+                details["error"] = "\(failure.summary)"
+                switch outcome {
+                case .retryable: logger.warning("Job failed; will retry", metadata: details.merging(["in_seconds": "\(Int(delay.rounded(.up)))"]) { $1 })
+                case .discarded: logger.error("Job discarded after its last attempt", metadata: details)
+                case .leaseLost: logger.warning("Job failed after its lease was lost", metadata: details)
+                }
+            } catch {
+                // The job keeps its lease until it expires, then is rescued.
+                logger.warning("Cannot record a failed attempt; the job will be rescued when its lease expires",
+                               metadata: metadata.merging(["error": "\(Self.safeDescription(error))"]) { $1 })
+            }
+        }
+    }
+
+    // MARK: Background duties
+
+    /// LISTEN on a connection of its own; reconnects after a database restart
+    /// (and wakes the claimer then, for anything enqueued meanwhile).
+    private func listenForWakeups() async {
+        while !Task.isCancelled {
+            do {
+                try await client.withConnection { connection in
+                    try await connection.listen(on: JobQueue.wakeChannel) { notifications in
+                        wakeup.signal()
+                        for try await _ in notifications { wakeup.signal() }
+                    }
+                }
+            } catch {
+                if Task.isCancelled { return }
+                logger.debug("LISTEN connection lost; polling until it is back", metadata: ["error": "\(Self.safeDescription(error))"])
+            }
+            try? await Task.sleep(for: .seconds(1))
+        }
+    }
+
+    /// Extends the leases of running jobs every third of a lease; a job whose
+    /// lease was lost (rescued after a long database outage) is cancelled.
+    private func keepLeases() async {
+        while !Task.isCancelled {
+            try? await Task.sleep(for: .seconds(options.leaseSeconds / 3))
+            let ids = running.ids
+            guard !ids.isEmpty, !Task.isCancelled else { continue }
+            do {
+                let held = try await queue.heartbeat(jobIDs: ids, leaseSeconds: options.leaseSeconds)
+                for lost in Set(ids).subtracting(held) {
+                    logger.warning("Lease lost; stopping the job here", metadata: ["job": "\(lost)"])
+                    running.cancel(lost)
+                }
+            } catch {
+                logger.warning("Cannot extend leases", metadata: ["error": "\(Self.safeDescription(error))"])
+            }
+        }
+    }
+
+    /// Rescues expired leases (at start and every half lease, at most 30 s
+    /// apart) and prunes finished jobs past their retention (every minute).
+    private func maintain() async {
+        let clock = ContinuousClock()
+        var lastPrune = clock.now - .seconds(3600)
+        while !Task.isCancelled {
+            do {
+                let rescued = try await queue.rescueExpiredLeases(maxAttempts: options.maxAttempts)
+                if rescued > 0 {
+                    logger.notice("Rescued jobs whose worker stopped", metadata: ["jobs": "\(rescued)"])
+                    wakeup.signal()
+                }
+                if clock.now - lastPrune >= .seconds(60) {
+                    lastPrune = clock.now
+                    let pruned = try await queue.prune(retentionSeconds: options.retentionSeconds)
+                    if pruned > 0 { logger.info("Pruned finished jobs", metadata: ["jobs": "\(pruned)"]) }
+                }
+            } catch {
+                logger.debug("Maintenance skipped", metadata: ["error": "\(Self.safeDescription(error))"])
+            }
+            try? await Task.sleep(for: .seconds(min(options.leaseSeconds / 2, 30)))
+        }
+    }
+
+    // MARK: Shutdown
+
+    private func drain() async {
+        let deadline = ContinuousClock.now + .seconds(options.shutdownGraceSeconds)
+        if running.count > 0 {
+            logger.info("Stopping: waiting for running jobs", metadata: ["jobs": "\(running.count)",
+                                                                          "grace_seconds": "\(options.shutdownGraceSeconds)"])
+        }
+        while running.count > 0, ContinuousClock.now < deadline, !Task.isCancelled {
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+        let unfinished = running.cancelAll()
+        guard !unfinished.isEmpty else { return }
+        do {
+            let released = try await queue.release(jobIDs: unfinished)
+            logger.notice("Released unfinished jobs for another worker", metadata: ["jobs": "\(released)"])
+        } catch {
+            logger.warning("Cannot release unfinished jobs; they are rescued when their leases expire",
+                           metadata: ["jobs": "\(unfinished.count)", "error": "\(Self.safeDescription(error))"])
+        }
+    }
+
+    static func safeDescription(_ error: any Error) -> String {
+        var error = error
+        if let transaction = error as? PostgresTransactionError {
+            error = transaction.closureError ?? transaction.commitError ?? transaction.beginError ?? error
+        }
+        guard let psql = error as? PSQLError else { return "\(type(of: error))" }
+        return "PSQLError \(psql.code) sqlstate \(psql.serverInfo?[.sqlState] ?? "-")"
+    }
+}
+
+/// Retry n waits base × 2^(n−1) seconds, at most 6 hours, plus up to 20%
+/// jitter (never below the base figure, never above the cap), so jobs that
+/// failed together do not retry in lockstep.
+public enum Backoff {
+    public static let capSeconds = 6.0 * 3600
+
+    public static func delay(attempt: Int, baseSeconds: Double,
+                             jitter: Double = Double.random(in: 0...0.2)) -> Double {
+        let exponent = Double(min(max(attempt - 1, 0), 62))
+        let plain = min(baseSeconds * pow(2, exponent), capSeconds)
+        return min(plain * (1 + jitter), capSeconds)
+    }
+}
+
+/// Jobs running in this process, by id, so the heartbeat can list them and
+/// shutdown (or a lost lease) can cancel them.
+final class RunningJobs: Sendable {
+    private let tasks = Mutex([Int64: Task<Void, Never>]())
+
+    var count: Int { tasks.withLock { $0.count } }
+    var ids: [Int64] { tasks.withLock { Array($0.keys) } }
+
+    /// Registers the task under the lock, so it cannot finish before it is known.
+    func start(_ id: Int64, _ makeTask: () -> Task<Void, Never>) {
+        tasks.withLock { $0[id] = makeTask() }
+    }
+
+    func finished(_ id: Int64) {
+        _ = tasks.withLock { $0.removeValue(forKey: id) }
+    }
+
+    func cancel(_ id: Int64) {
+        tasks.withLock { $0.removeValue(forKey: id) }?.cancel()
+    }
+
+    func cancelAll() -> [Int64] {
+        let all = tasks.withLock { tasks in
+            defer { tasks.removeAll() }
+            return tasks
+        }
+        for task in all.values { task.cancel() }
+        return Array(all.keys)
+    }
+}
+
+/// A wake-up signal that is never lost: a signal with nobody waiting is
+/// kept for the next wait. One waiter at a time (the claim loop).
+final class Wakeup: Sendable {
+    private struct State {
+        var signalled = false
+        var waiter: CheckedContinuation<Void, Never>?
+    }
+    private let state = Mutex(State())
+
+    func signal() {
+        let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
+            guard let waiter = state.waiter else {
+                state.signalled = true
+                return nil
+            }
+            state.waiter = nil
+            return waiter
+        }
+        waiter?.resume()
+    }
+
+    /// Returns on a signal or after `timeout`, whichever comes first.
+    func wait(upTo timeout: Duration) async {
+        let timer = Task {
+            try? await Task.sleep(for: timeout)
+            if !Task.isCancelled { self.signal() }
+        }
+        defer { timer.cancel() }
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let now = state.withLock { state -> Bool in
+                if state.signalled {
+                    state.signalled = false
+                    return true
+                }
+                state.waiter = continuation
+                return false
+            }
+            if now { continuation.resume() }
+        }
+    }
+}

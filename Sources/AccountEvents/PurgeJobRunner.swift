@@ -1,0 +1,173 @@
+import AccountStore
+import Foundation
+import Logging
+import PostgresNIO
+
+/// A plan step failed; the job is retried (or discarded when `permanent`).
+public struct StepFailure: Error, Sendable, CustomStringConvertible {
+    public let step: String?
+    /// For the job's error history (may include the database's own message).
+    public let detail: String
+    /// For the audit trail and logs: no server text, which can quote data.
+    public let summary: String
+    /// Retrying cannot help (e.g. a job without an Apple sub).
+    public let permanent: Bool
+
+    public var description: String { step.map { "step \($0): \(summary)" } ?? summary }
+}
+
+public enum JobRunOutcome: Sendable, Equatable {
+    case completed
+    /// The lease was lost mid-run (the job was rescued; another worker may
+    /// hold it now): stop without writing anything.
+    case leaseLost
+}
+
+/// Runs one `purge_user` job: the built-in step, then the plan's steps in
+/// order, skipping those an earlier attempt recorded as done. Each step is
+/// recorded as it completes; the last record completes the job.
+public struct PurgeJobRunner: Sendable {
+    public static let kind = "purge_user"
+
+    let plan: PurgePlan
+    let queue: JobQueue
+    /// Clients for steps on other databases, by step name.
+    let externalDatabases: [String: PostgresClient]
+    let webhooks: WebhookDelivery
+    let logger: Logger
+
+    public init(plan: PurgePlan, queue: JobQueue, externalDatabases: [String: PostgresClient],
+                webhooks: WebhookDelivery, logger: Logger) {
+        self.plan = plan
+        self.queue = queue
+        self.externalDatabases = externalDatabases
+        self.webhooks = webhooks
+        self.logger = logger
+    }
+
+    public func run(_ job: ClaimedJob) async throws -> JobRunOutcome {
+        guard let sub = job.appleSub, !sub.isEmpty else {
+            throw StepFailure(step: nil, detail: "args has no apple_sub", summary: "args has no apple_sub", permanent: true)
+        }
+        let names = plan.allStepNames
+        let remaining = names.indices.filter { !job.stepsDone.contains(names[$0]) }
+        guard let lastRemaining = remaining.last else {
+            // Every step was recorded but the job was not completed (the plan
+            // lost steps since): complete it by re-recording the last step.
+            let step = JobStep(jobID: job.id, worker: queue.worker, name: names[names.count - 1], completesJob: true)
+            return try await queue.recordStep(step) ? .completed : .leaseLost
+        }
+        for index in remaining {
+            try Task.checkCancellation()
+            let step = JobStep(jobID: job.id, worker: queue.worker, name: names[index], completesJob: index == lastRemaining)
+            let held: Bool
+            if index == 0 {
+                held = try await eraseSiwaData(step)
+            } else {
+                held = try await perform(plan.steps[index - 1], as: step, job: job, sub: sub)
+            }
+            guard held else { return .leaseLost }
+            logger.debug("Step completed", metadata: ["job": "\(job.id)", "step": "\(step.name)"])
+        }
+        return .completed
+    }
+
+    private func eraseSiwaData(_ step: JobStep) async throws -> Bool {
+        do {
+            return try await queue.erasePersonalData(step) != nil
+        } catch {
+            throw Self.failure(step.name, error)
+        }
+    }
+
+    private func perform(_ planStep: PurgePlan.Step, as step: JobStep, job: ClaimedJob, sub: String) async throws -> Bool {
+        switch planStep.action {
+        case .sql(let statements, nil):
+            do {
+                return try await queue.inStepTransaction(step) { connection in
+                    try await Self.run(statements, sub: sub, userID: job.userID, on: connection, logger: logger)
+                }
+            } catch {
+                throw Self.failure(step.name, error)
+            }
+        case .sql(let statements, .some):
+            guard let client = externalDatabases[planStep.name] else {
+                throw StepFailure(step: step.name, detail: "no database client", summary: "no database client", permanent: false)
+            }
+            do {
+                try await client.withTransaction(logger: logger) { connection in
+                    try await Self.run(statements, sub: sub, userID: job.userID, on: connection, logger: logger)
+                }
+            } catch {
+                throw Self.failure(step.name, error)
+            }
+            return try await queue.recordStep(step)
+        case .http(let target):
+            let body = Self.webhookBody(job: job, sub: sub)
+            do {
+                try await webhooks.deliver(to: target, id: Self.webhookID(job: job, step: step.name), body: body)
+            } catch let failure as WebhookFailure {
+                throw StepFailure(step: step.name, detail: failure.description, summary: failure.description, permanent: false)
+            }
+            return try await queue.recordStep(step)
+        }
+    }
+
+    /// Stable across retries, so the downstream can de-duplicate.
+    public static func webhookID(job: ClaimedJob, step: String) -> String {
+        "siwa-job-\(job.id)-\(step)"
+    }
+
+    /// `{"job_id","apple_sub","user_id","event_type"}` (keys in this order).
+    static func webhookBody(job: ClaimedJob, sub: String) -> Data {
+        let userID = job.userID.map(String.init) ?? "null"
+        let eventType = job.eventType.map(JSONText.quoted) ?? "null"
+        return Data(#"{"job_id":\#(job.id),"apple_sub":\#(JSONText.quoted(sub)),"user_id":\#(userID),"event_type":\#(eventType)}"#.utf8)
+    }
+
+    static func run(_ statements: [PurgePlan.SQLStatement], sub: String, userID: Int64?,
+                    on connection: PostgresConnection, logger: Logger) async throws {
+        for statement in statements {
+            var query = PostgresQuery(unsafeSQL: statement.text)
+            if statement.parameterCount >= 1 { query.binds.append(sub) }
+            if statement.parameterCount >= 2 { query.binds.append(userID) }
+            try await connection.query(query, logger: logger)
+        }
+    }
+
+    /// The error history gets the database's message (an operator needs
+    /// "relation app.profiles does not exist"); the audit trail and logs get
+    /// the SQLSTATE only.
+    static func failure(_ step: String, _ error: any Error) -> StepFailure {
+        var error = error
+        if let transaction = error as? PostgresTransactionError {
+            error = transaction.closureError ?? transaction.commitError ?? transaction.beginError ?? error
+        }
+        if let psql = error as? PSQLError {
+            let state = psql.serverInfo?[.sqlState] ?? "-"
+            let message = psql.serverInfo?[.message].map { ": \($0)" } ?? ""
+            return StepFailure(step: step, detail: "SQL failed, sqlstate \(state)\(message)",
+                               summary: "SQL failed, sqlstate \(state)", permanent: false)
+        }
+        return StepFailure(step: step, detail: "\(type(of: error))", summary: "\(type(of: error))", permanent: false)
+    }
+}
+
+/// JSON string literals for the few bodies built by hand.
+enum JSONText {
+    static func quoted(_ text: String) -> String {
+        var out = "\""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            case "\r": out += "\\r"
+            case "\t": out += "\\t"
+            case _ where scalar.value < 0x20: out += String(format: "\\u%04x", scalar.value)
+            default: out.unicodeScalars.append(scalar)
+            }
+        }
+        return out + "\""
+    }
+}

@@ -1,0 +1,228 @@
+import AccountStore
+import Crypto
+import Foundation
+
+/// The operator's purge plan (`SIWA_PURGE_PLAN`): what "delete this user's
+/// data" means for their app, as ordered steps. siwa's own built-in step
+/// (erase its personal data, keep a tombstone) always runs first and is not
+/// part of the file.
+///
+/// Loaded and checked whole at start-up, so a bad plan stops the worker with
+/// an error naming the step instead of failing user by user later.
+public struct PurgePlan: Sendable {
+    public struct Step: Sendable {
+        public let name: String
+        public let action: Action
+    }
+
+    public enum Action: Sendable {
+        /// Statements run in one transaction. `database` nil: siwa's own
+        /// database (the step then takes effect exactly once).
+        case sql(statements: [SQLStatement], database: ExternalDatabase?)
+        /// A signed POST to a downstream service; only a 2xx counts.
+        case http(WebhookTarget)
+    }
+
+    public struct SQLStatement: Sendable {
+        public let text: String
+        /// Highest `$n` used: 0, 1 (the Apple sub) or 2 (and siwa's user id).
+        public let parameterCount: Int
+    }
+
+    public struct ExternalDatabase: Sendable {
+        /// The environment variable the URL came from (for messages; never the URL itself).
+        public let environmentName: String
+        public let configuration: DatabaseConfiguration
+    }
+
+    public struct WebhookTarget: Sendable {
+        public let url: URL
+        public let key: SymmetricKey
+        public let timeoutSeconds: Double
+    }
+
+    public let steps: [Step]
+    /// Where the plan came from, for the start-up log.
+    public let source: String?
+
+    /// No file: only the built-in step runs.
+    public static let builtInOnly = PurgePlan(steps: [], source: nil)
+
+    /// The name of the built-in step (reserved: a plan may not use it).
+    public static let builtInStepName = ErasePersonalDataStatement.stepName
+
+    /// Every step in the order a job runs them, the built-in one first.
+    public var allStepNames: [String] { [Self.builtInStepName] + steps.map(\.name) }
+
+    public static func load(path: String, environment: [String: String]) throws -> PurgePlan {
+        let data: Data
+        do {
+            data = try Data(contentsOf: URL(fileURLWithPath: path))
+        } catch {
+            throw PurgePlanError("cannot read \(path): \((error as NSError).localizedDescription)")
+        }
+        return try parse(data, source: path, environment: environment)
+    }
+
+    public static func parse(_ data: Data, source: String? = nil, environment: [String: String]) throws -> PurgePlan {
+        let json: Any
+        do {
+            json = try JSONSerialization.jsonObject(with: data)
+        } catch {
+            throw PurgePlanError("is not valid JSON (\((error as NSError).localizedDescription))")
+        }
+        let list: [Any]
+        if let object = json as? [String: Any] {
+            let unknown = Set(object.keys).subtracting(["steps"])
+            guard unknown.isEmpty else { throw PurgePlanError("unknown top-level key(s): \(unknown.sorted().joined(separator: ", ")) (expected \"steps\")") }
+            guard let steps = object["steps"] as? [Any] else { throw PurgePlanError("\"steps\" must be a list of steps") }
+            list = steps
+        } else if let steps = json as? [Any] {
+            list = steps
+        } else {
+            throw PurgePlanError("must be {\"steps\": [...]} or a list of steps")
+        }
+        var steps: [Step] = []
+        var names = Set([builtInStepName])
+        for (index, item) in list.enumerated() {
+            let step = try StepParser(index: index, item: item, environment: environment).parse()
+            guard names.insert(step.name).inserted else {
+                throw PurgePlanError(step: step.name, "the name is used twice (step names must be unique; \(builtInStepName) is reserved)")
+            }
+            steps.append(step)
+        }
+        return PurgePlan(steps: steps, source: source)
+    }
+}
+
+public struct PurgePlanError: Error, Sendable, CustomStringConvertible {
+    public let description: String
+    init(_ problem: String) { description = problem }
+    init(step: String, _ problem: String) { description = "step '\(step)': \(problem)" }
+}
+
+/// One step's JSON, checked field by field.
+private struct StepParser {
+    let index: Int
+    let item: Any
+    let environment: [String: String]
+
+    func parse() throws -> PurgePlan.Step {
+        guard let object = item as? [String: Any] else { throw PurgePlanError("step #\(index + 1) is not an object") }
+        guard let name = object["name"] as? String else { throw PurgePlanError("step #\(index + 1) has no \"name\"") }
+        guard !name.isEmpty, name.count <= 64,
+              name.unicodeScalars.allSatisfy({ CharacterSet.alphanumerics.contains($0) || "._-".unicodeScalars.contains($0) }),
+              name.allSatisfy(\.isASCII) else {
+            throw PurgePlanError("step #\(index + 1): name '\(name.prefix(64))' must be 1-64 characters of A-Z a-z 0-9 . _ -")
+        }
+        let known: Set<String> = ["name", "sql", "database_url_env", "http"]
+        let unknown = Set(object.keys).subtracting(known)
+        guard unknown.isEmpty else {
+            throw PurgePlanError(step: name, "unknown key(s) \(unknown.sorted().joined(separator: ", ")) (expected name, sql, database_url_env or http)")
+        }
+        switch (object["sql"], object["http"]) {
+        case (let sql?, nil):
+            return PurgePlan.Step(name: name, action: try sqlAction(name: name, sql: sql, databaseEnv: object["database_url_env"]))
+        case (nil, let http?):
+            guard object["database_url_env"] == nil else { throw PurgePlanError(step: name, "database_url_env belongs to sql steps") }
+            return PurgePlan.Step(name: name, action: .http(try webhook(name: name, http)))
+        case (nil, nil):
+            throw PurgePlanError(step: name, "needs \"sql\" (a list of statements) or \"http\" (a downstream service)")
+        case (_?, _?):
+            throw PurgePlanError(step: name, "has both \"sql\" and \"http\"; make them two steps")
+        }
+    }
+
+    private func sqlAction(name: String, sql: Any, databaseEnv: Any?) throws -> PurgePlan.Action {
+        guard let texts = sql as? [String], !texts.isEmpty else {
+            throw PurgePlanError(step: name, "\"sql\" must be a non-empty list of statements")
+        }
+        let statements = try texts.enumerated().map { position, text in
+            try Self.statement(text, step: name, position: position + 1)
+        }
+        guard let databaseEnv else { return .sql(statements: statements, database: nil) }
+        guard let variable = databaseEnv as? String, !variable.isEmpty else {
+            throw PurgePlanError(step: name, "database_url_env must name an environment variable")
+        }
+        guard let url = environment[variable], !url.trimmingCharacters(in: .whitespaces).isEmpty else {
+            throw PurgePlanError(step: name, "database_url_env names \(variable), which is not set")
+        }
+        do {
+            let configuration = try DatabaseConfiguration(url: url, maximumConnections: 2)
+            return .sql(statements: statements, database: PurgePlan.ExternalDatabase(environmentName: variable, configuration: configuration))
+        } catch {
+            throw PurgePlanError(step: name, "\(variable): \(error)")
+        }
+    }
+
+    /// One statement per string (the extended protocol runs one at a time),
+    /// parameters $1 and $2 at most.
+    static func statement(_ text: String, step: String, position: Int) throws -> PurgePlan.SQLStatement {
+        var body = text.trimmingCharacters(in: .whitespacesAndNewlines)
+        while body.hasSuffix(";") { body = String(body.dropLast()).trimmingCharacters(in: .whitespacesAndNewlines) }
+        guard !body.isEmpty else { throw PurgePlanError(step: step, "statement \(position) is empty") }
+        let code = withoutQuotedText(body)
+        guard !code.contains(";") else {
+            throw PurgePlanError(step: step, "statement \(position) holds more than one statement; give each its own string")
+        }
+        var highest = 0
+        var index = code.startIndex
+        while let dollar = code[index...].firstIndex(of: "$") {
+            let digits = code[code.index(after: dollar)...].prefix { $0.isASCII && $0.isNumber }
+            if let number = Int(digits) { highest = max(highest, number) }
+            index = code.index(after: dollar)
+        }
+        guard highest <= 2 else {
+            throw PurgePlanError(step: step, "statement \(position) uses $\(highest); only $1 (the Apple sub) and $2 (siwa's user id, or NULL) exist")
+        }
+        return PurgePlan.SQLStatement(text: body, parameterCount: highest)
+    }
+
+    /// The statement with '...' and "..." contents blanked, so a ';' or '$3'
+    /// inside a string literal or quoted name is not mistaken for code.
+    static func withoutQuotedText(_ text: String) -> String {
+        var result = ""
+        var quote: Character?
+        for character in text {
+            if let open = quote {
+                if character == open { quote = nil; result.append(character) } else { result.append(" ") }
+            } else {
+                if character == "'" || character == "\"" { quote = character }
+                result.append(character)
+            }
+        }
+        return result
+    }
+
+    private func webhook(name: String, _ value: Any) throws -> PurgePlan.WebhookTarget {
+        guard let object = value as? [String: Any] else { throw PurgePlanError(step: name, "\"http\" must be an object") }
+        let unknown = Set(object.keys).subtracting(["url", "secret_env", "timeout_seconds"])
+        guard unknown.isEmpty else {
+            throw PurgePlanError(step: name, "unknown http key(s) \(unknown.sorted().joined(separator: ", ")) (expected url, secret_env, timeout_seconds)")
+        }
+        guard let text = object["url"] as? String, let url = URL(string: text),
+              let scheme = url.scheme?.lowercased(), ["http", "https"].contains(scheme), url.host?.isEmpty == false else {
+            throw PurgePlanError(step: name, "http.url must be an http(s) URL")
+        }
+        guard let secretName = object["secret_env"] as? String, !secretName.isEmpty else {
+            throw PurgePlanError(step: name, "http.secret_env must name the environment variable holding the signing secret")
+        }
+        guard let secret = environment[secretName], !secret.isEmpty else {
+            throw PurgePlanError(step: name, "http.secret_env names \(secretName), which is not set")
+        }
+        let key: SymmetricKey
+        do {
+            key = try StandardWebhook.key(fromSecret: secret)
+        } catch {
+            throw PurgePlanError(step: name, "\(secretName): \(error)")
+        }
+        var timeout = 10.0
+        if let value = object["timeout_seconds"] {
+            guard let number = value as? NSNumber, number.doubleValue > 0, number.doubleValue <= 300 else {
+                throw PurgePlanError(step: name, "http.timeout_seconds must be a number of seconds in (0, 300]")
+            }
+            timeout = number.doubleValue
+        }
+        return PurgePlan.WebhookTarget(url: url, key: key, timeoutSeconds: timeout)
+    }
+}

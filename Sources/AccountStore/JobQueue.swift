@@ -1,0 +1,201 @@
+import Foundation
+import Logging
+import PostgresNIO
+
+/// A job this worker holds (state `running`, lease in `locked_until`).
+public struct ClaimedJob: Sendable, Equatable {
+    public let id: Int64
+    public let kind: String
+    public let appleSub: String?
+    public let eventType: String?
+    /// 1 on the first run.
+    public let attempt: Int
+    public let maxAttempts: Int
+    /// Plan steps completed by earlier attempts (skipped now).
+    public let stepsDone: Set<String>
+    /// siwa's `users.id` for the sub, if it has a row.
+    public let userID: Int64?
+}
+
+/// What became of a failed attempt.
+public enum FailureOutcome: String, Sendable {
+    case retryable
+    case discarded
+    /// The lease was lost before the failure was recorded: another worker
+    /// (or the rescuer) owns the job now; nothing was written.
+    case leaseLost
+}
+
+/// The worker's side of `siwa.jobs`: claim, heartbeat, complete, fail,
+/// rescue, release, prune. Admin operations are in `JobAdministration`.
+public struct JobQueue: Sendable {
+    public static let wakeChannel = "siwa_jobs"
+
+    let client: PostgresClient
+    /// Names this worker in `locked_by` and in the audit trail.
+    public let worker: String
+    let logger: Logger
+
+    public init(client: PostgresClient, worker: String, logger: Logger) {
+        self.client = client
+        self.worker = worker
+        self.logger = logger
+    }
+
+    public func claim(limit: Int, kinds: [String], leaseSeconds: Double) async throws -> [ClaimedJob] {
+        guard limit > 0 else { return [] }
+        let statement = ClaimJobsStatement(worker: worker, limit: limit, kinds: kinds, leaseSeconds: leaseSeconds)
+        var jobs: [ClaimedJob] = []
+        for try await job in try await client.execute(statement, logger: logger) { jobs.append(job) }
+        return jobs
+    }
+
+    /// Extends the leases of the jobs this worker still holds; returns the
+    /// ids it still holds (a missing one was rescued: stop working on it).
+    public func heartbeat(jobIDs: [Int64], leaseSeconds: Double) async throws -> Set<Int64> {
+        guard !jobIDs.isEmpty else { return [] }
+        let rows = try await client.query("""
+            UPDATE siwa.jobs SET locked_until = now() + make_interval(secs => \(leaseSeconds)::float8)
+            WHERE id = ANY(\(jobIDs)::bigint[]) AND locked_by = \(worker) AND state = 'running'
+            RETURNING id
+            """, logger: logger)
+        var held = Set<Int64>()
+        for try await id in rows.decode(Int64.self) { held.insert(id) }
+        return held
+    }
+
+    /// Records a completed step done outside siwa's database (an HTTP call,
+    /// SQL elsewhere), completing the job if it was the last step. False if
+    /// the lease was lost (the step will run again: at-least-once).
+    public func recordStep(_ step: JobStep) async throws -> Bool {
+        var held: Int64 = 0
+        for try await count in try await client.execute(RecordStepStatement(step), logger: logger) { held = count }
+        return held == 1
+    }
+
+    /// Runs `body` in one transaction on siwa's database together with the
+    /// step's record, which goes first and locks the job row: either both
+    /// commit or neither does, so the step takes effect exactly once. Returns
+    /// false (and commits nothing) if the lease was lost.
+    public func inStepTransaction(_ step: JobStep, _ body: (PostgresConnection) async throws -> Void) async throws -> Bool {
+        try await client.withTransaction(logger: logger) { connection in
+            var held: Int64 = 0
+            for try await count in try await connection.execute(RecordStepStatement(step), logger: logger) { held = count }
+            // Lease lost: the record wrote nothing, so an empty commit is harmless.
+            guard held == 1 else { return false }
+            try await body(connection)
+            return true
+        }
+    }
+
+    /// The built-in purge step, recorded with it in one statement. False if the lease was lost.
+    public func erasePersonalData(_ step: JobStep) async throws -> (erasedUsers: Int, redactedNotifications: Int)? {
+        var result: ErasePersonalDataStatement.Row = (0, 0, 0)
+        for try await row in try await client.execute(ErasePersonalDataStatement(step), logger: logger) { result = row }
+        guard result.0 == 1 else { return nil }
+        return (Int(result.1), Int(result.2))
+    }
+
+    /// Ends a failed attempt: `retryable` after `delaySeconds`, or
+    /// `discarded` once the attempts are used up (the smaller of the job's
+    /// `max_attempts` and `maxAttempts`). The error joins the job's history;
+    /// `auditError` (no server text: it may quote data) goes to the audit trail.
+    public func fail(_ job: ClaimedJob, step: String?, error: String, auditError: String,
+                     delaySeconds: Double, maxAttempts: Int) async throws -> FailureOutcome {
+        let rows = try await client.query("""
+            WITH job AS (
+                UPDATE siwa.jobs
+                SET state = CASE WHEN attempt >= least(max_attempts, \(maxAttempts)::integer) THEN 'discarded' ELSE 'retryable' END,
+                    finalized_at = CASE WHEN attempt >= least(max_attempts, \(maxAttempts)::integer) THEN now() END,
+                    run_at = now() + make_interval(secs => \(delaySeconds)::float8),
+                    errors = errors || jsonb_build_array(jsonb_build_object(
+                        'attempt', attempt, 'at', now(), 'step', \(step)::text, 'error', \(error)::text, 'worker', \(worker)::text)),
+                    locked_by = NULL, locked_until = NULL
+                WHERE id = \(job.id) AND locked_by = \(worker) AND state = 'running'
+                RETURNING id, state, attempt, run_at, args->>'apple_sub' AS apple_sub
+            ), audit AS (
+                INSERT INTO siwa.audit_log (actor, action, apple_sub, details)
+                SELECT 'worker', CASE WHEN state = 'discarded' THEN 'job.discarded' ELSE 'job.retry_scheduled' END, apple_sub,
+                       jsonb_build_object('job_id', id, 'attempt', attempt, 'step', \(step)::text, 'error', \(auditError)::text,
+                                          'run_at', run_at, 'worker', \(worker)::text)
+                FROM job
+            )
+            SELECT state FROM job
+            """, logger: logger)
+        for try await state in rows.decode(String.self) {
+            return state == "discarded" ? .discarded : .retryable
+        }
+        return .leaseLost
+    }
+
+    /// Gives jobs back at shutdown, as if never attempted this time (the
+    /// attempt is not counted; steps already recorded stay done).
+    public func release(jobIDs: [Int64]) async throws -> Int {
+        guard !jobIDs.isEmpty else { return 0 }
+        let rows = try await client.query("""
+            WITH job AS (
+                UPDATE siwa.jobs SET state = 'available', attempt = greatest(attempt - 1, 0), run_at = now(),
+                                     locked_by = NULL, locked_until = NULL
+                WHERE id = ANY(\(jobIDs)::bigint[]) AND locked_by = \(worker) AND state = 'running'
+                RETURNING id, args->>'apple_sub' AS apple_sub
+            ), audit AS (
+                INSERT INTO siwa.audit_log (actor, action, apple_sub, details)
+                SELECT 'worker', 'job.released', apple_sub, jsonb_build_object('job_id', id, 'worker', \(worker)::text, 'reason', 'shutdown')
+                FROM job
+            )
+            SELECT count(*) FROM job
+            """, logger: logger)
+        for try await count in rows.decode(Int.self) { return count }
+        return 0
+    }
+
+    /// Jobs whose lease ran out (their worker died or lost the database) go
+    /// back to `retryable` at once, or `discarded` if that was their last
+    /// attempt. Any worker may run this; SKIP LOCKED keeps two from colliding.
+    public func rescueExpiredLeases(maxAttempts: Int) async throws -> Int {
+        let rows = try await client.query("""
+            WITH expired AS (
+                SELECT id FROM siwa.jobs WHERE state = 'running' AND locked_until < now()
+                ORDER BY locked_until LIMIT 1000 FOR UPDATE SKIP LOCKED
+            ), job AS (
+                UPDATE siwa.jobs AS j
+                SET state = CASE WHEN j.attempt >= least(j.max_attempts, \(maxAttempts)::integer) THEN 'discarded' ELSE 'retryable' END,
+                    finalized_at = CASE WHEN j.attempt >= least(j.max_attempts, \(maxAttempts)::integer) THEN now() END,
+                    run_at = now(),
+                    errors = j.errors || jsonb_build_array(jsonb_build_object(
+                        'attempt', j.attempt, 'at', now(), 'worker', j.locked_by,
+                        'error', 'lease expired: the worker stopped or lost the database before finishing')),
+                    locked_by = NULL, locked_until = NULL
+                FROM expired WHERE j.id = expired.id
+                RETURNING j.id, j.state, j.attempt, j.args->>'apple_sub' AS apple_sub
+            ), audit AS (
+                INSERT INTO siwa.audit_log (actor, action, apple_sub, details)
+                SELECT 'worker', CASE WHEN state = 'discarded' THEN 'job.discarded' ELSE 'job.rescued' END, apple_sub,
+                       jsonb_build_object('job_id', id, 'attempt', attempt, 'error', 'lease expired', 'worker', \(worker)::text)
+                FROM job
+            )
+            SELECT count(*) FROM job
+            """, logger: logger)
+        for try await count in rows.decode(Int.self) { return count }
+        return 0
+    }
+
+    /// Deletes completed and cancelled jobs finalized more than
+    /// `retentionSeconds` ago (discarded ones stay until someone looks; the
+    /// audit trail keeps the proof either way). At most 10,000 per call.
+    public func prune(retentionSeconds: Double) async throws -> Int {
+        let rows = try await client.query("""
+            WITH gone AS (
+                DELETE FROM siwa.jobs WHERE id IN (
+                    SELECT id FROM siwa.jobs
+                    WHERE state IN ('completed', 'cancelled')
+                      AND finalized_at < now() - make_interval(secs => \(retentionSeconds)::float8)
+                    LIMIT 10000)
+                RETURNING 1
+            )
+            SELECT count(*) FROM gone
+            """, logger: logger)
+        for try await count in rows.decode(Int.self) { return count }
+        return 0
+    }
+}

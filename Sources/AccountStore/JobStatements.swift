@@ -1,0 +1,167 @@
+import Foundation
+import PostgresNIO
+
+// The queue's hot statements, prepared once per connection. Each writes its
+// own audit rows in the same statement, so the trail can never disagree with
+// the queue. Every statement that ends a worker's hold on a job is guarded by
+// `locked_by = worker AND state = 'running'`: a worker whose lease expired
+// (and whose job was rescued and maybe claimed again) changes nothing.
+// `siwa-bench` runs these same texts under pgbench for the worker's ceiling.
+
+/// Claims up to `limit` runnable jobs of the given kinds: one statement,
+/// `FOR UPDATE SKIP LOCKED`, so concurrent workers never take the same job.
+public struct ClaimJobsStatement: PostgresPreparedStatement {
+    public static let name = "siwa_claim_jobs_v1"
+    public static let sql = """
+        WITH picked AS (
+            SELECT id FROM siwa.jobs
+            WHERE state IN ('available', 'retryable') AND run_at <= now() AND kind = ANY($3::text[])
+            ORDER BY run_at, id
+            LIMIT $2::integer
+            FOR UPDATE SKIP LOCKED
+        ), claimed AS (
+            UPDATE siwa.jobs AS j
+            SET state = 'running', attempt = j.attempt + 1, locked_by = $1::text,
+                locked_until = now() + make_interval(secs => $4::float8), attempted_at = now()
+            FROM picked WHERE j.id = picked.id
+            RETURNING j.id, j.kind, j.args, j.attempt, j.max_attempts, j.steps_done
+        ), audit AS (
+            INSERT INTO siwa.audit_log (actor, action, apple_sub, details)
+            SELECT 'worker', 'job.claimed', args->>'apple_sub',
+                   jsonb_build_object('job_id', id, 'kind', kind, 'attempt', attempt, 'worker', $1::text)
+            FROM claimed
+        )
+        SELECT claimed.id, claimed.kind, claimed.args->>'apple_sub', claimed.args->>'event_type',
+               claimed.attempt, claimed.max_attempts, ARRAY(SELECT jsonb_object_keys(claimed.steps_done)),
+               (SELECT users.id FROM siwa.users WHERE users.apple_sub = claimed.args->>'apple_sub')
+        FROM claimed ORDER BY claimed.id
+        """
+    public typealias Row = ClaimedJob
+
+    public var worker: String
+    public var limit: Int
+    public var kinds: [String]
+    public var leaseSeconds: Double
+
+    public init(worker: String, limit: Int, kinds: [String], leaseSeconds: Double) {
+        self.worker = worker
+        self.limit = limit
+        self.kinds = kinds
+        self.leaseSeconds = leaseSeconds
+    }
+
+    public func makeBindings() throws -> PostgresBindings {
+        var b = PostgresBindings(capacity: 4)
+        b.append(worker)
+        b.append(Int32(clamping: limit))
+        b.append(kinds)
+        b.append(leaseSeconds)
+        return b
+    }
+
+    public func decodeRow(_ row: PostgresRow) throws -> ClaimedJob {
+        let (id, kind, sub, eventType, attempt, maxAttempts, steps, userID) =
+            try row.decode((Int64, String, String?, String?, Int32, Int32, [String], Int64?).self)
+        return ClaimedJob(id: id, kind: kind, appleSub: sub, eventType: eventType, attempt: Int(attempt),
+                          maxAttempts: Int(maxAttempts), stepsDone: Set(steps), userID: userID)
+    }
+}
+
+/// Records one completed plan step (and, for the last one, the job's
+/// completion) with its audit rows. Run it first in the step's own
+/// transaction on siwa's database and the step takes effect exactly once:
+/// the UPDATE locks the job row, so no rescue can interleave, and if the
+/// lease was already lost it returns 0 and the caller rolls the step back.
+public struct RecordStepStatement: PostgresPreparedStatement {
+    public static let name = "siwa_record_job_step_v1"
+
+    /// `job` (the guarded update, returning id, apple_sub, attempt) and
+    /// `audit` CTEs; $1 job id, $2 worker, $3 step name, $4 completes the job.
+    static let recordingCTEs = """
+        job AS (
+            UPDATE siwa.jobs
+            SET steps_done = steps_done || jsonb_build_object($3::text, now()),
+                state = CASE WHEN $4::boolean THEN 'completed' ELSE state END,
+                finalized_at = CASE WHEN $4::boolean THEN now() END,
+                locked_until = CASE WHEN $4::boolean THEN NULL ELSE locked_until END
+            WHERE id = $1::bigint AND locked_by = $2::text AND state = 'running'
+            RETURNING id, args->>'apple_sub' AS apple_sub, attempt
+        ), audit AS (
+            INSERT INTO siwa.audit_log (actor, action, apple_sub, details)
+            SELECT 'worker', outcome.action, job.apple_sub,
+                   jsonb_build_object('job_id', job.id, 'attempt', job.attempt, 'worker', $2::text) || outcome.details
+            FROM job, (VALUES (1, 'job.step_completed', jsonb_build_object('step', $3::text)),
+                              (2, 'job.completed', '{}'::jsonb)) AS outcome(position, action, details)
+            WHERE outcome.position = 1 OR $4::boolean
+            ORDER BY outcome.position
+        )
+        """
+
+    public static let sql = "WITH \(recordingCTEs)\nSELECT count(*) FROM job"
+    public typealias Row = Int64
+
+    public var step: JobStep
+
+    public init(_ step: JobStep) { self.step = step }
+
+    public func makeBindings() throws -> PostgresBindings { step.bindings() }
+
+    public func decodeRow(_ row: PostgresRow) throws -> Int64 { try row.decode(Int64.self) }
+}
+
+/// Which job, held by which worker, which step, and whether it is the last.
+public struct JobStep: Sendable {
+    public var jobID: Int64
+    public var worker: String
+    public var name: String
+    public var completesJob: Bool
+
+    public init(jobID: Int64, worker: String, name: String, completesJob: Bool) {
+        self.jobID = jobID
+        self.worker = worker
+        self.name = name
+        self.completesJob = completesJob
+    }
+
+    func bindings() -> PostgresBindings {
+        var b = PostgresBindings(capacity: 4)
+        b.append(jobID)
+        b.append(worker)
+        b.append(name)
+        b.append(completesJob)
+        return b
+    }
+}
+
+/// The built-in first step of every purge: erase siwa's own personal data
+/// for the user (email, private-relay flag; the email in each recorded
+/// notification), keeping the tombstone row with the `sub` and its status.
+/// One statement: the step is recorded (guarded, as in RecordStepStatement)
+/// and done together, or not at all.
+public struct ErasePersonalDataStatement: PostgresPreparedStatement {
+    public static let stepName = "siwa.erase_personal_data"
+    public static let name = "siwa_erase_personal_data_v1"
+    public static let sql = """
+        WITH \(RecordStepStatement.recordingCTEs), account AS (
+            UPDATE siwa.users AS u SET email = NULL, is_private_email = NULL, updated_at = now()
+            FROM job WHERE u.apple_sub = job.apple_sub AND (u.email IS NOT NULL OR u.is_private_email IS NOT NULL)
+            RETURNING u.id
+        ), inbox AS (
+            UPDATE siwa.notifications AS n SET claims = n.claims #- '{events,email}'
+            FROM job WHERE n.apple_sub = job.apple_sub AND n.claims->'events' ? 'email'
+            RETURNING n.id
+        )
+        SELECT (SELECT count(*) FROM job), (SELECT count(*) FROM account), (SELECT count(*) FROM inbox)
+        """
+    /// (job still held, users rows erased, notifications redacted)
+    public typealias Row = (Int64, Int64, Int64)
+
+    public var step: JobStep
+
+    /// `step.name` must be `stepName`.
+    public init(_ step: JobStep) { self.step = step }
+
+    public func makeBindings() throws -> PostgresBindings { step.bindings() }
+
+    public func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Row.self) }
+}

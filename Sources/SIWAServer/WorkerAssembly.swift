@@ -1,0 +1,62 @@
+import AccountEvents
+import AccountStore
+import AsyncHTTPClient
+import Foundation
+import Logging
+import PostgresNIO
+import ServiceLifecycle
+
+/// Wires `siwa worker` from its settings: the Postgres client(s), the purge
+/// plan, the webhook client and the job worker, as services for one
+/// ServiceGroup (SIGTERM: the worker drains, then the clients stop).
+public struct WorkerAssembly: Sendable {
+    public let services: [any Service]
+    public let plan: PurgePlan
+
+    /// Throws `PurgePlanError` (bad plan), `SettingError`, `DatabaseConfigurationError`.
+    public init(settings: WorkerSettings, environment: [String: String], migrations: Migrator?,
+                httpClient: HTTPClient = .shared, workerName: String = WorkerAssembly.defaultWorkerName(), logger: Logger) throws {
+        let database = try DatabaseConfiguration(url: settings.databaseURL, maximumConnections: settings.databaseMaxConnections)
+        let client = PostgresClient(configuration: database.postgresClientConfiguration,
+                                    backgroundLogger: Logger(label: "siwa.postgres"))
+        let plan: PurgePlan
+        if let path = settings.purgePlanPath {
+            do {
+                plan = try PurgePlan.load(path: path, environment: environment)
+            } catch let error as PurgePlanError {
+                throw SettingError("SIWA_PURGE_PLAN", "\(path): \(error)")
+            }
+        } else {
+            plan = .builtInOnly
+        }
+        var external: [String: PostgresClient] = [:]
+        for step in plan.steps {
+            guard case .sql(_, let other?) = step.action else { continue }
+            external[step.name] = PostgresClient(configuration: other.configuration.postgresClientConfiguration,
+                                                 backgroundLogger: Logger(label: "siwa.postgres.\(step.name)"))
+        }
+        let queue = JobQueue(client: client, worker: workerName, logger: Logger(label: "siwa.jobs"))
+        let runner = PurgeJobRunner(plan: plan, queue: queue, externalDatabases: external,
+                                    webhooks: WebhookDelivery(http: httpClient), logger: Logger(label: "siwa.purge"))
+        let worker = JobWorker(client: client, queue: queue, runner: runner, options: settings.worker, logger: logger) {
+            logger.info("Database", metadata: ["database": "\(database.redactedDescription)"])
+            // Refuse to work against a schema that is behind or was edited.
+            if let migrations { try await migrations.checkUpToDate(client: client, logger: logger) }
+        }
+        self.plan = plan
+        self.services = [client] + external.values.map { $0 as any Service } + [worker]
+    }
+
+    /// host:pid, unique among live workers, readable in `locked_by`.
+    public static func defaultWorkerName() -> String {
+        "\(ProcessInfo.processInfo.hostName):\(getpid())"
+    }
+
+    /// One line for the start-up log.
+    public static func describe(_ plan: PurgePlan) -> String {
+        guard let source = plan.source, !plan.steps.isEmpty else {
+            return "no SIWA_PURGE_PLAN: only the built-in step runs (\(PurgePlan.builtInStepName)); the app's own data is not touched"
+        }
+        return "\(source): \(plan.allStepNames.joined(separator: " -> "))"
+    }
+}

@@ -1,0 +1,180 @@
+import AccountStore
+import ArgumentParser
+import Foundation
+import Logging
+import PostgresNIO
+import SIWAServer
+
+struct Jobs: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Inspect the purge queue; retry or cancel a job (each change is audited).",
+        discussion: """
+            Needs SIWA_DATABASE_URL. Job states: available, running, retryable, completed, \
+            discarded (attempts used up; error history kept), cancelled.
+            Enqueue a purge by hand with plain SQL:
+              INSERT INTO siwa.jobs (kind, args) VALUES ('purge_user', '{"apple_sub": "001234.abc.0001"}');
+            """,
+        subcommands: [List.self, Show.self, Retry.self, Cancel.self]
+    )
+
+    struct List: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "List jobs, newest first.")
+
+        @Option(help: "Only jobs in this state (\(JobState.allCases.map(\.rawValue).joined(separator: ", "))).")
+        var state: JobState?
+
+        @Option(help: "At most this many jobs.")
+        var limit = 100
+
+        @Flag(help: "One JSON array instead of a table.")
+        var json = false
+
+        func validate() throws {
+            guard (1...100_000).contains(limit) else { throw ValidationError("--limit must be in 1...100000") }
+        }
+
+        func run() async throws {
+            let jobs = try await JobsConnection.run { try await $0.list(state: state, limit: limit) }
+            if json {
+                print(try JobsOutput.json(jobs))
+            } else if jobs.isEmpty {
+                print(state.map { "no \($0.rawValue) jobs" } ?? "no jobs")
+            } else {
+                print(JobsOutput.table(jobs))
+            }
+        }
+    }
+
+    struct Show: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Show one job with its error history and completed steps (JSON).")
+
+        @Argument(help: "The job id.")
+        var id: Int64
+
+        func run() async throws {
+            guard let job = try await JobsConnection.run({ try await $0.show(id: id) }) else {
+                JobsConnection.refuse("no job with id \(id)")
+            }
+            print(try JobsOutput.json(job))
+        }
+    }
+
+    struct Retry: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Run a discarded, cancelled or retryable job again now.",
+            discussion: "A job that used up its attempts gets one more. Steps already done stay done."
+        )
+
+        @Argument(help: "The job id.")
+        var id: Int64
+
+        func run() async throws {
+            let job = try await JobsConnection.run { try await $0.retry(id: id, actor: JobsConnection.actor) }
+            print("job \(job.id) is \(job.state.rawValue) (attempt \(job.attempt) of \(job.maxAttempts) done)")
+        }
+    }
+
+    struct Cancel: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Cancel a job that is waiting to run (available or retryable).")
+
+        @Argument(help: "The job id.")
+        var id: Int64
+
+        func run() async throws {
+            let job = try await JobsConnection.run { try await $0.cancel(id: id, actor: JobsConnection.actor) }
+            print("job \(job.id) is \(job.state.rawValue)")
+        }
+    }
+}
+
+extension JobState: ExpressibleByArgument {}
+
+/// A short-lived connection for one admin command.
+enum JobsConnection {
+    /// Who is acting, for the audit trail: the login name running the command.
+    static var actor: String {
+        ProcessInfo.processInfo.environment["SUDO_USER"] ?? ProcessInfo.processInfo.environment["USER"] ?? "uid \(getuid())"
+    }
+
+    static func run<T: Sendable>(_ body: @escaping @Sendable (JobAdministration) async throws -> T) async throws -> T {
+        let env = Environment()
+        let log = Startup.settings { try LogSettings(environment: env) }
+        LoggingSetup.bootstrap(log)
+        let url = Startup.settings { try env.required("SIWA_DATABASE_URL", example: "postgres://siwa:secret@127.0.0.1:5432/siwa") }
+        let database = Startup.settings { try DatabaseConfiguration(url: url, maximumConnections: 2) }
+        let client = PostgresClient(configuration: database.postgresClientConfiguration)
+        let admin = JobAdministration(client: client, logger: Logger(label: "siwa.jobs"))
+        return await withTaskGroup(of: Void.self) { group in
+            group.addTask { await client.run() }
+            defer { group.cancelAll() }
+            do {
+                return try await body(admin)
+            } catch let error as JobAdministrationError {
+                refuse(error.description)
+            } catch {
+                Startup.fail("cannot reach the database (\(database.redactedDescription)): \(type(of: error))", code: 1)
+            }
+        }
+    }
+
+    static func refuse(_ message: String) -> Never {
+        Startup.fail(message, code: 1)
+    }
+}
+
+enum JobsOutput {
+    /// Jobs as JSON, with `errors` and `steps_done` as JSON values rather
+    /// than strings of JSON.
+    static func json(_ jobs: [JobSummary]) throws -> String {
+        try text(of: try objects(jobs))
+    }
+
+    static func json(_ job: JobSummary) throws -> String {
+        try text(of: try objects([job])[0])
+    }
+
+    private static func objects(_ jobs: [JobSummary]) throws -> [[String: Any]] {
+        let encoder = JSONEncoder()
+        encoder.dateEncodingStrategy = .iso8601
+        encoder.keyEncodingStrategy = .convertToSnakeCase
+        let plain = try JSONSerialization.jsonObject(with: try encoder.encode(jobs)) as? [[String: Any]] ?? []
+        return plain.map { job in
+            var job = job
+            for key in ["errors", "steps_done"] {
+                if let text = job[key] as? String, let value = try? JSONSerialization.jsonObject(with: Data(text.utf8)) {
+                    job[key] = value
+                }
+            }
+            return job
+        }
+    }
+
+    private static func text(of object: Any) throws -> String {
+        let data = try JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    static func table(_ jobs: [JobSummary]) -> String {
+        let dates = ISO8601DateFormatter()
+        var rows = [["ID", "STATE", "ATTEMPT", "APPLE SUB", "EVENT", "RUN AT", "LAST ERROR"]]
+        for job in jobs {
+            rows.append([String(job.id), job.state.rawValue, "\(job.attempt)/\(job.maxAttempts)", job.appleSub ?? "-",
+                         job.eventType ?? "-", dates.string(from: job.runAt), lastError(job.errors)])
+        }
+        let widths = rows[0].indices.map { column in rows.map { $0[column].count }.max() ?? 0 }
+        return rows.map { row in
+            row.enumerated().map { column, cell in
+                column == row.count - 1 ? cell : cell.padding(toLength: widths[column], withPad: " ", startingAt: 0)
+            }.joined(separator: "  ")
+        }.joined(separator: "\n")
+    }
+
+    /// The newest entry of a job's error history, shortened for a table.
+    static func lastError(_ errors: String) -> String {
+        guard let list = try? JSONSerialization.jsonObject(with: Data(errors.utf8)) as? [[String: Any]],
+              let last = list.last else { return "-" }
+        let step = (last["step"] as? String).map { "\($0): " } ?? ""
+        let text = step + ((last["error"] as? String) ?? "?")
+        return text.count > 60 ? String(text.prefix(57)) + "..." : text
+    }
+}

@@ -1,0 +1,29 @@
+-- The job queue's moving parts (the table itself is in 001_schema.sql).
+
+-- Wake the workers whenever a runnable job appears, however it was
+-- enqueued: by the receiver, by `siwa jobs retry`, or by an operator's plain
+-- INSERT INTO siwa.jobs (kind, args). NOTIFY is delivered at commit, and
+-- PostgreSQL folds identical notifications of one transaction into one.
+CREATE FUNCTION siwa.wake_workers() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM pg_notify('siwa_jobs', NEW.kind);
+    RETURN NULL;
+END $$;
+
+CREATE TRIGGER jobs_wake_workers_on_insert
+    AFTER INSERT ON siwa.jobs
+    FOR EACH ROW WHEN (NEW.state IN ('available', 'retryable'))
+    EXECUTE FUNCTION siwa.wake_workers();
+
+CREATE TRIGGER jobs_wake_workers_on_requeue
+    AFTER UPDATE OF state ON siwa.jobs
+    FOR EACH ROW WHEN (NEW.state = 'available' AND OLD.state IS DISTINCT FROM 'available')
+    EXECUTE FUNCTION siwa.wake_workers();
+
+-- Admin views for the auditor role: what happened to each job, without args
+-- beyond the Apple sub (which the audit trail holds too).
+CREATE VIEW siwa.job_overview AS
+    SELECT id, kind, args->>'apple_sub' AS apple_sub, state, attempt, max_attempts, run_at,
+           created_at, attempted_at, finalized_at, jsonb_array_length(errors) AS error_count
+    FROM siwa.jobs;
+GRANT SELECT ON siwa.job_overview TO siwa_auditor;
