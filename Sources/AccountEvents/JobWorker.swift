@@ -74,6 +74,7 @@ public final class JobWorker: Service, Sendable {
                     if failures > 0 { logger.notice("Database reachable again; claiming jobs") }
                     failures = 0
                     for job in jobs { start(job) }
+                    logger.trace("Claimed", metadata: ["jobs": "\(jobs.count)", "free": "\(free)"])
                     if jobs.count == free { continue }
                 } catch {
                     failures += 1
@@ -85,6 +86,7 @@ public final class JobWorker: Service, Sendable {
                 }
             }
             // Sleep until NOTIFY, a finished job, shutdown, or the poll interval.
+            logger.trace("Waiting", metadata: ["running": "\(running.count)"])
             await wakeup.wait(upTo: .seconds(options.pollSeconds))
         }
     }
@@ -139,7 +141,9 @@ public final class JobWorker: Service, Sendable {
     private func listenForWakeups() async {
         while !Task.isCancelled {
             do {
-                try await client.withConnection { connection in
+                // Guarded: the wait ends when the connection closes or the
+                // worker stops, whatever the notification stream does.
+                try await client.withGuardedConnection { [wakeup] connection in
                     try await connection.listen(on: JobQueue.wakeChannel) { notifications in
                         wakeup.signal()
                         for try await _ in notifications { wakeup.signal() }
@@ -161,10 +165,8 @@ public final class JobWorker: Service, Sendable {
             let ids = running.ids
             guard !ids.isEmpty, !Task.isCancelled else { continue }
             do {
-                let held = try await queue.heartbeat(jobIDs: ids, leaseSeconds: options.leaseSeconds)
-                for lost in Set(ids).subtracting(held) {
+                for lost in try await queue.extendLeases(jobIDs: ids, leaseSeconds: options.leaseSeconds) where running.cancel(lost) {
                     logger.warning("Lease lost; stopping the job here", metadata: ["job": "\(lost)"])
-                    running.cancel(lost)
                 }
             } catch {
                 logger.warning("Cannot extend leases", metadata: ["error": "\(Self.safeDescription(error))"])
@@ -259,8 +261,12 @@ final class RunningJobs: Sendable {
         _ = tasks.withLock { $0.removeValue(forKey: id) }
     }
 
-    func cancel(_ id: Int64) {
-        tasks.withLock { $0.removeValue(forKey: id) }?.cancel()
+    /// Cancels the job's task; false if it had already finished.
+    @discardableResult
+    func cancel(_ id: Int64) -> Bool {
+        guard let task = tasks.withLock({ $0.removeValue(forKey: id) }) else { return false }
+        task.cancel()
+        return true
     }
 
     func cancelAll() -> [Int64] {

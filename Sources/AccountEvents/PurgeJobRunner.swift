@@ -95,7 +95,7 @@ public struct PurgeJobRunner: Sendable {
                 throw StepFailure(step: step.name, detail: "no database client", summary: "no database client", permanent: false)
             }
             do {
-                try await client.withTransaction(logger: logger) { connection in
+                try await client.withGuardedTransaction(logger: logger) { connection in
                     try await Self.run(statements, sub: sub, userID: job.userID, on: connection, logger: logger)
                 }
             } catch {

@@ -133,8 +133,9 @@ public final class InboxWriter: Sendable {
             pending.result.complete(.failure(InboxUnavailable(reason: "queued too long")))
         }
         guard !live.isEmpty else { return }
+        let logger = logger
         do {
-            let outcomes = try await client.withTransaction(logger: logger) { connection in
+            let outcomes = try await client.withGuardedTransaction(logger: logger) { connection in
                 try await Self.record(live.map(\.entry), on: connection, logger: logger)
             }
             for (pending, outcome) in zip(live, outcomes) { pending.result.complete(.success(outcome)) }
@@ -143,7 +144,7 @@ public final class InboxWriter: Sendable {
                            metadata: ["batch": "\(live.count)", "error": "\(Self.safeDescription(error))"])
             for pending in live {
                 do {
-                    let outcomes = try await client.withTransaction(logger: logger) { connection in
+                    let outcomes = try await client.withGuardedTransaction(logger: logger) { connection in
                         try await Self.record([pending.entry], on: connection, logger: logger)
                     }
                     pending.result.complete(.success(outcomes[0]))

@@ -83,7 +83,7 @@ public struct JobAdministration: Sendable {
     private func change(id: Int64, actor: String, action: String, allowedFrom: [JobState], update: String) async throws -> JobSummary {
         let allowed = allowedFrom.map(\.rawValue)
         do {
-            let changed = try await client.withTransaction(logger: logger) { connection -> Bool in
+            let changed = try await client.withGuardedTransaction(logger: logger) { connection -> Bool in
                 let rows = try await connection.query("""
                     WITH job AS (
                         UPDATE siwa.jobs SET \(unescaped: update)

@@ -42,43 +42,62 @@ public struct JobQueue: Sendable {
         self.logger = logger
     }
 
+    /// One statement on a guarded connection, its rows decoded as `T`.
+    private func values<T: PostgresDecodable & Sendable>(_ query: PostgresQuery, as type: T.Type) async throws -> [T] {
+        try await client.withGuardedConnection { connection in
+            var values: [T] = []
+            for try await value in try await connection.query(query, logger: logger).decode(T.self) { values.append(value) }
+            return values
+        }
+    }
+
     public func claim(limit: Int, kinds: [String], leaseSeconds: Double) async throws -> [ClaimedJob] {
         guard limit > 0 else { return [] }
         let statement = ClaimJobsStatement(worker: worker, limit: limit, kinds: kinds, leaseSeconds: leaseSeconds)
-        var jobs: [ClaimedJob] = []
-        for try await job in try await client.execute(statement, logger: logger) { jobs.append(job) }
-        return jobs
+        return try await client.withGuardedConnection { connection in
+            var jobs: [ClaimedJob] = []
+            for try await job in try await connection.execute(statement, logger: logger) { jobs.append(job) }
+            return jobs
+        }
     }
 
-    /// Extends the leases of the jobs this worker still holds; returns the
-    /// ids it still holds (a missing one was rescued: stop working on it).
-    public func heartbeat(jobIDs: [Int64], leaseSeconds: Double) async throws -> Set<Int64> {
+    /// Extends the leases of the jobs this worker still holds. Returns the
+    /// ones it lost: rescued after its lease ran out (a long database
+    /// outage), or now held by another worker. A job that merely finished
+    /// since the caller listed it is not "lost".
+    public func extendLeases(jobIDs: [Int64], leaseSeconds: Double) async throws -> Set<Int64> {
         guard !jobIDs.isEmpty else { return [] }
-        let rows = try await client.query("""
-            UPDATE siwa.jobs SET locked_until = now() + make_interval(secs => \(leaseSeconds)::float8)
-            WHERE id = ANY(\(jobIDs)::bigint[]) AND locked_by = \(worker) AND state = 'running'
-            RETURNING id
-            """, logger: logger)
-        var held = Set<Int64>()
-        for try await id in rows.decode(Int64.self) { held.insert(id) }
-        return held
+        let lost = try await values("""
+            WITH extended AS (
+                UPDATE siwa.jobs SET locked_until = now() + make_interval(secs => \(leaseSeconds)::float8)
+                WHERE id = ANY(\(jobIDs)::bigint[]) AND locked_by = \(worker) AND state = 'running'
+                RETURNING id
+            )
+            SELECT id FROM siwa.jobs
+            WHERE id = ANY(\(jobIDs)::bigint[]) AND id NOT IN (SELECT id FROM extended)
+              AND (state IN ('running', 'available')
+                   OR (state = 'retryable' AND errors->-1->>'error' LIKE 'lease expired%'))
+            """, as: Int64.self)
+        return Set(lost)
     }
 
     /// Records a completed step done outside siwa's database (an HTTP call,
     /// SQL elsewhere), completing the job if it was the last step. False if
     /// the lease was lost (the step will run again: at-least-once).
     public func recordStep(_ step: JobStep) async throws -> Bool {
-        var held: Int64 = 0
-        for try await count in try await client.execute(RecordStepStatement(step), logger: logger) { held = count }
-        return held == 1
+        try await client.withGuardedConnection { connection in
+            var held: Int64 = 0
+            for try await count in try await connection.execute(RecordStepStatement(step), logger: logger) { held = count }
+            return held == 1
+        }
     }
 
     /// Runs `body` in one transaction on siwa's database together with the
     /// step's record, which goes first and locks the job row: either both
     /// commit or neither does, so the step takes effect exactly once. Returns
     /// false (and commits nothing) if the lease was lost.
-    public func inStepTransaction(_ step: JobStep, _ body: (PostgresConnection) async throws -> Void) async throws -> Bool {
-        try await client.withTransaction(logger: logger) { connection in
+    public func inStepTransaction(_ step: JobStep, _ body: @escaping @Sendable (PostgresConnection) async throws -> Void) async throws -> Bool {
+        try await client.withGuardedTransaction(logger: logger) { connection in
             var held: Int64 = 0
             for try await count in try await connection.execute(RecordStepStatement(step), logger: logger) { held = count }
             // Lease lost: the record wrote nothing, so an empty commit is harmless.
@@ -90,8 +109,11 @@ public struct JobQueue: Sendable {
 
     /// The built-in purge step, recorded with it in one statement. False if the lease was lost.
     public func erasePersonalData(_ step: JobStep) async throws -> (erasedUsers: Int, redactedNotifications: Int)? {
-        var result: ErasePersonalDataStatement.Row = (0, 0, 0)
-        for try await row in try await client.execute(ErasePersonalDataStatement(step), logger: logger) { result = row }
+        let result = try await client.withGuardedConnection { connection in
+            var result: ErasePersonalDataStatement.Row = (0, 0, 0)
+            for try await row in try await connection.execute(ErasePersonalDataStatement(step), logger: logger) { result = row }
+            return result
+        }
         guard result.0 == 1 else { return nil }
         return (Int(result.1), Int(result.2))
     }
@@ -102,7 +124,7 @@ public struct JobQueue: Sendable {
     /// `auditError` (no server text: it may quote data) goes to the audit trail.
     public func fail(_ job: ClaimedJob, step: String?, error: String, auditError: String,
                      delaySeconds: Double, maxAttempts: Int) async throws -> FailureOutcome {
-        let rows = try await client.query("""
+        let rows = try await values("""
             WITH job AS (
                 UPDATE siwa.jobs
                 SET state = CASE WHEN attempt >= least(max_attempts, \(maxAttempts)::integer) THEN 'discarded' ELSE 'retryable' END,
@@ -121,8 +143,8 @@ public struct JobQueue: Sendable {
                 FROM job
             )
             SELECT state FROM job
-            """, logger: logger)
-        for try await state in rows.decode(String.self) {
+            """, as: String.self)
+        for state in rows {
             return state == "discarded" ? .discarded : .retryable
         }
         return .leaseLost
@@ -132,7 +154,7 @@ public struct JobQueue: Sendable {
     /// attempt is not counted; steps already recorded stay done).
     public func release(jobIDs: [Int64]) async throws -> Int {
         guard !jobIDs.isEmpty else { return 0 }
-        let rows = try await client.query("""
+        let rows = try await values("""
             WITH job AS (
                 UPDATE siwa.jobs SET state = 'available', attempt = greatest(attempt - 1, 0), run_at = now(),
                                      locked_by = NULL, locked_until = NULL
@@ -144,8 +166,8 @@ public struct JobQueue: Sendable {
                 FROM job
             )
             SELECT count(*) FROM job
-            """, logger: logger)
-        for try await count in rows.decode(Int.self) { return count }
+            """, as: Int.self)
+        for count in rows { return count }
         return 0
     }
 
@@ -153,7 +175,7 @@ public struct JobQueue: Sendable {
     /// back to `retryable` at once, or `discarded` if that was their last
     /// attempt. Any worker may run this; SKIP LOCKED keeps two from colliding.
     public func rescueExpiredLeases(maxAttempts: Int) async throws -> Int {
-        let rows = try await client.query("""
+        let rows = try await values("""
             WITH expired AS (
                 SELECT id FROM siwa.jobs WHERE state = 'running' AND locked_until < now()
                 ORDER BY locked_until LIMIT 1000 FOR UPDATE SKIP LOCKED
@@ -175,8 +197,8 @@ public struct JobQueue: Sendable {
                 FROM job
             )
             SELECT count(*) FROM job
-            """, logger: logger)
-        for try await count in rows.decode(Int.self) { return count }
+            """, as: Int.self)
+        for count in rows { return count }
         return 0
     }
 
@@ -184,7 +206,7 @@ public struct JobQueue: Sendable {
     /// `retentionSeconds` ago (discarded ones stay until someone looks; the
     /// audit trail keeps the proof either way). At most 10,000 per call.
     public func prune(retentionSeconds: Double) async throws -> Int {
-        let rows = try await client.query("""
+        let rows = try await values("""
             WITH gone AS (
                 DELETE FROM siwa.jobs WHERE id IN (
                     SELECT id FROM siwa.jobs
@@ -194,8 +216,8 @@ public struct JobQueue: Sendable {
                 RETURNING 1
             )
             SELECT count(*) FROM gone
-            """, logger: logger)
-        for try await count in rows.decode(Int.self) { return count }
+            """, as: Int.self)
+        for count in rows { return count }
         return 0
     }
 }

@@ -4,8 +4,8 @@ import Foundation
 /// quotes, dollar-quoted bodies and comments. Needed because PostgreSQL's
 /// extended query protocol (the one postgres-nio speaks) takes one statement
 /// at a time.
-enum SQLScript {
-    static func statements(_ sql: String) -> [String] {
+public enum SQLScript {
+    public static func statements(_ sql: String) -> [String] {
         let chars = Array(sql.unicodeScalars)
         var statements: [String] = []
         var current = String.UnicodeScalarView()

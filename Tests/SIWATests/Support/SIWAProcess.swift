@@ -11,12 +11,15 @@ final class SIWAProcess: Sendable {
     let port: Int
     let logFile: String
 
-    init(port: Int, environment: [String: String], arguments: [String] = ["serve"]) throws {
+    /// `port` 0: a command that does not listen (`siwa worker`).
+    init(port: Int = 0, environment: [String: String], arguments: [String] = ["serve"]) throws {
         self.port = port
         var env = ProcessInfo.processInfo.environment
         for (key, value) in environment { env[key] = value }
-        env["SIWA_HTTP_PORT"] = String(port)
-        env["SIWA_HTTP_HOST"] = "127.0.0.1"
+        if port != 0 {
+            env["SIWA_HTTP_PORT"] = String(port)
+            env["SIWA_HTTP_HOST"] = "127.0.0.1"
+        }
         logFile = FileManager.default.temporaryDirectory.appendingPathComponent("siwa-\(UUID().uuidString).log").path
         child = try ChildProcess(executable: try TestEnvironment.siwaBinary.path, arguments: arguments,
                                  environment: env, outputFile: logFile)
@@ -34,6 +37,17 @@ final class SIWAProcess: Sendable {
             try await Task.sleep(for: .milliseconds(50))
         }
         throw TestSetupError("siwa did not become ready: \(log.suffix(2000))")
+    }
+
+    /// Waits until the log holds `text` (e.g. "Worker started").
+    func waitForLog(_ text: String, timeout: Duration = .seconds(30)) async throws {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            if log.contains(text) { return }
+            if !child.isRunning { throw TestSetupError("siwa exited before logging '\(text)': \(log.suffix(2000))") }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        throw TestSetupError("siwa did not log '\(text)': \(log.suffix(2000))")
     }
 
     func kill9() async {

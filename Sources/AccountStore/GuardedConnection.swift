@@ -1,0 +1,67 @@
+import Logging
+import NIOCore
+import PostgresNIO
+
+/// The connection closed under a statement (the server restarted or the
+/// network dropped); the statement's effect is unknown unless it committed.
+public struct ConnectionClosed: Error, Sendable, CustomStringConvertible {
+    public var description: String { "the database connection closed" }
+}
+
+// Why this exists: PostgresNIO (1.33) hands each query to the connection's
+// channel without a promise for the write itself. On a connection that has
+// just closed (the server restarted between two statements of a
+// transaction, or `withTransaction`'s own ROLLBACK after the connection
+// died) the write is dropped and the caller waits forever. Found by the
+// worker's database-restart fault test: jobs hung in ROLLBACK. So every
+// statement siwa runs on a leased connection goes through
+// `withGuardedConnection`, whose wait also ends when the connection closes.
+
+extension PostgresClient {
+    /// `body` on a leased connection; fails with `ConnectionClosed` as soon as
+    /// the connection closes, even if PostgresNIO never answers `body`'s query.
+    /// Consume query results inside `body`.
+    public func withGuardedConnection<T: Sendable>(
+        _ body: @escaping @Sendable (PostgresConnection) async throws -> T
+    ) async throws -> T {
+        try await withConnection { connection in
+            try await Self.guarded(connection, body)
+        }
+    }
+
+    /// BEGIN, `body`, COMMIT on a guarded connection; ROLLBACK on error,
+    /// unless the connection is gone (the server rolls back by itself then).
+    public func withGuardedTransaction<T: Sendable>(
+        logger: Logger,
+        _ body: @escaping @Sendable (PostgresConnection) async throws -> T
+    ) async throws -> T {
+        try await withGuardedConnection { connection in
+            try await connection.query("BEGIN", logger: logger)
+            do {
+                let value = try await body(connection)
+                try await connection.query("COMMIT", logger: logger)
+                return value
+            } catch {
+                if !connection.isClosed { _ = try? await connection.query("ROLLBACK", logger: logger) }
+                throw error
+            }
+        }
+    }
+
+    private static func guarded<T: Sendable>(
+        _ connection: PostgresConnection,
+        _ body: @escaping @Sendable (PostgresConnection) async throws -> T
+    ) async throws -> T {
+        let result = OneShot<T>()
+        // A task of its own, so the wait can end while a dropped query never returns.
+        let work = Task {
+            do { result.complete(.success(try await body(connection))) } catch { result.complete(.failure(error)) }
+        }
+        connection.closeFuture.whenComplete { _ in result.complete(.failure(ConnectionClosed())) }
+        return try await withTaskCancellationHandler {
+            try await result.wait()
+        } onCancel: {
+            work.cancel()
+        }
+    }
+}

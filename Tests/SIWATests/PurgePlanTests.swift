@@ -1,0 +1,115 @@
+import AccountEvents
+import Crypto
+import Foundation
+import Testing
+
+/// The purge plan is checked whole at start-up; the retry policy and the
+/// webhook signature are checked against their definitions.
+@Suite("Purge plan and retry policy")
+struct PurgePlanTests {
+    static let environment = ["CRM_SECRET": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", "OTHER_DB": "postgres://u:p@127.0.0.1:5432/other"]
+
+    static func parse(_ json: String) throws -> PurgePlan {
+        try PurgePlan.parse(Data(json.utf8), environment: environment)
+    }
+
+    @Test func exampleShapedPlanParses() throws {
+        let plan = try Self.parse("""
+            {"steps": [
+              {"name": "app-profile", "sql": ["DELETE FROM app.profiles WHERE apple_sub = $1;", "UPDATE app.orders SET user_id = NULL WHERE user_id = $2"]},
+              {"name": "analytics", "database_url_env": "OTHER_DB", "sql": ["DELETE FROM events WHERE note = 'costs $5; paid' AND sub = $1"]},
+              {"name": "notify-crm", "http": {"url": "https://crm.example/hook", "secret_env": "CRM_SECRET", "timeout_seconds": 2.5}}
+            ]}
+            """)
+        #expect(plan.allStepNames == ["siwa.erase_personal_data", "app-profile", "analytics", "notify-crm"])
+        guard case .sql(let statements, nil) = plan.steps[0].action else { Issue.record("not a local sql step"); return }
+        #expect(statements.map(\.parameterCount) == [1, 2])
+        #expect(statements[0].text == "DELETE FROM app.profiles WHERE apple_sub = $1")
+        guard case .sql(let other, let database?) = plan.steps[1].action else { Issue.record("not an external sql step"); return }
+        #expect(other[0].parameterCount == 1)
+        #expect(database.environmentName == "OTHER_DB")
+        guard case .http(let target) = plan.steps[2].action else { Issue.record("not an http step"); return }
+        #expect(target.timeoutSeconds == 2.5)
+        // A bare list of steps is accepted too.
+        #expect(try Self.parse(#"[{"name": "a", "sql": ["SELECT 1"]}]"#).steps.count == 1)
+    }
+
+    /// Each bad plan is refused with a message naming the step and the problem.
+    @Test(arguments: [
+        (#"{"steps": [{"name": "a", "sql": ["DELETE FROM t WHERE x = $3"]}]}"#, "step 'a': statement 1 uses $3"),
+        (#"{"steps": [{"name": "a", "sql": ["DELETE FROM t; DELETE FROM u"]}]}"#, "step 'a': statement 1 holds more than one statement"),
+        (#"{"steps": [{"name": "a", "sql": []}]}"#, "step 'a': \"sql\" must be a non-empty list"),
+        (#"{"steps": [{"name": "a", "sql": ["  ;"]}]}"#, "step 'a': statement 1 is empty"),
+        (#"{"steps": [{"name": "a", "sqll": ["SELECT 1"]}]}"#, "step 'a': unknown key(s) sqll"),
+        (#"{"steps": [{"name": "a"}]}"#, "step 'a': needs \"sql\""),
+        (#"{"steps": [{"name": "a", "sql": ["SELECT 1"], "http": {}}]}"#, "step 'a': has both"),
+        (#"{"steps": [{"name": "a", "sql": ["SELECT 1"]}, {"name": "a", "sql": ["SELECT 2"]}]}"#, "step 'a': the name is used twice"),
+        (#"{"steps": [{"name": "siwa.erase_personal_data", "sql": ["SELECT 1"]}]}"#, "step 'siwa.erase_personal_data': the name is used twice"),
+        (#"{"steps": [{"name": "has space", "sql": ["SELECT 1"]}]}"#, "step #1: name 'has space' must be"),
+        (#"{"steps": [{"sql": ["SELECT 1"]}]}"#, "step #1 has no \"name\""),
+        (#"{"steps": [{"name": "b", "database_url_env": "UNSET_VARIABLE", "sql": ["SELECT 1"]}]}"#, "step 'b': database_url_env names UNSET_VARIABLE, which is not set"),
+        (#"{"steps": [{"name": "c", "http": {"url": "ftp://x", "secret_env": "CRM_SECRET"}}]}"#, "step 'c': http.url must be an http(s) URL"),
+        (#"{"steps": [{"name": "c", "http": {"url": "https://x", "secret_env": "NOPE"}}]}"#, "step 'c': http.secret_env names NOPE, which is not set"),
+        (#"{"steps": [{"name": "c", "http": {"url": "https://x", "secret_env": "CRM_SECRET", "timeout_seconds": 0}}]}"#, "step 'c': http.timeout_seconds"),
+        (#"{"steps": [{"name": "c", "http": {"url": "https://x", "secret_env": "CRM_SECRET", "retries": 3}}]}"#, "step 'c': unknown http key(s) retries"),
+        (#"{"steps": "all"}"#, "\"steps\" must be a list"),
+        (#"{"stepz": []}"#, "unknown top-level key(s): stepz"),
+        (#"{"steps": [}"#, "is not valid JSON"),
+    ])
+    func badPlansAreRefusedNamingTheStep(json: String, expected: String) {
+        do {
+            _ = try Self.parse(json)
+            Issue.record("accepted: \(json)")
+        } catch {
+            #expect("\(error)".contains(expected), "\(error)")
+        }
+    }
+
+    @Test func shortWebhookSecretsAreRefused() {
+        #expect(throws: (any Error).self) { try PurgePlan.parse(Data(#"[{"name": "c", "http": {"url": "https://x", "secret_env": "S"}}]"#.utf8), environment: ["S": "short"]) }
+    }
+
+    /// `siwa worker` with a bad plan stops at start-up: exit 2, one line naming the step.
+    @Test func workerRefusesABadPlanAtStartUp() async throws {
+        let planFile = FileManager.default.temporaryDirectory.appendingPathComponent("bad-plan-\(UUID().uuidString).json").path
+        try Data(#"{"steps": [{"name": "wipe-sessions", "sql": ["DELETE FROM s WHERE a = $1 AND b = $7"]}]}"#.utf8)
+            .write(to: URL(fileURLWithPath: planFile))
+        defer { try? FileManager.default.removeItem(atPath: planFile) }
+        let result = try await runSIWA(["worker"], environment: ["SIWA_DATABASE_URL": try TestEnvironment.databaseURL, "SIWA_PURGE_PLAN": planFile])
+        #expect(result.status == 2)
+        #expect(result.output.contains("siwa: SIWA_PURGE_PLAN: \(planFile): step 'wipe-sessions': statement 1 uses $7"), "\(result.output)")
+        let missing = try await runSIWA(["worker"], environment: ["SIWA_DATABASE_URL": try TestEnvironment.databaseURL, "SIWA_PURGE_PLAN": "/nonexistent/plan.json"])
+        #expect(missing.status == 2)
+        #expect(missing.output.contains("cannot read /nonexistent/plan.json"), "\(missing.output)")
+    }
+
+    /// Without a plan the worker says at start that only the built-in step runs.
+    @Test func workerWithoutPlanSaysSo() async throws {
+        let database = try await TestDatabase.create()
+        let worker = try SIWAProcess(environment: ["SIWA_DATABASE_URL": database.url], arguments: ["worker"])
+        try await worker.waitForLog("Worker started")
+        #expect(worker.log.contains("no SIWA_PURGE_PLAN: only the built-in step runs"))
+        #expect(await worker.terminate() == 0)
+    }
+
+    /// Retry n waits at least base x 2^(n-1), at most 20% more, capped at 6 h.
+    @Test func backoffDoublesWithBoundedJitterAndACap() {
+        for attempt in 1...30 {
+            let plain = min(15 * pow(2, Double(attempt - 1)), 6 * 3600)
+            #expect(Backoff.delay(attempt: attempt, baseSeconds: 15, jitter: 0) == plain)
+            #expect(Backoff.delay(attempt: attempt, baseSeconds: 15, jitter: 0.2) == min(plain * 1.2, 6 * 3600))
+            let random = Backoff.delay(attempt: attempt, baseSeconds: 15)
+            #expect(random >= plain && random <= min(plain * 1.2, 6 * 3600))
+        }
+        #expect(Backoff.delay(attempt: 1, baseSeconds: 0.25, jitter: 0) == 0.25)
+        #expect(Backoff.delay(attempt: 1000, baseSeconds: 15) == 6 * 3600)
+    }
+
+    /// The Standard Webhooks reference vector (the spec's own test suite).
+    @Test func webhookSignatureMatchesTheSpecVector() throws {
+        let key = try StandardWebhook.key(fromSecret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
+        let signature = StandardWebhook.signature(id: "msg_p5jXN8AQM9LWM0D4loKWxJek", timestamp: 1614265330,
+                                                  body: Data(#"{"test": 2432232314}"#.utf8), key: key)
+        #expect(signature == "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE=")
+    }
+}

@@ -1,0 +1,201 @@
+import AccountStore
+import AppleSimulator
+import Foundation
+import Testing
+
+/// `siwa worker` as a real process against real PostgreSQL and a real HTTP
+/// downstream: notifications in, purges out, audited.
+@Suite("Worker")
+struct WorkerTests {
+    /// Notifications through HTTP -> jobs -> `siwa worker` -> the app's rows
+    /// gone, the downstream got a correctly signed request, audit rows written.
+    @Test func notificationsToPurgesEndToEnd() async throws {
+        let siwa = try await ServerHarness.start()
+        defer { Task { await siwa.stop() } }
+        let harness = try await WorkerHarness.start(database: siwa.database)
+        defer { Task { await harness.stop() } }
+        let db = siwa.database
+        let revoked = "e2e.revoked.\(UUID().uuidString)"
+        let deleted = "e2e.deleted.\(UUID().uuidString)"
+        let bystander = "e2e.kept.\(UUID().uuidString)"
+        let t0 = Date().addingTimeInterval(-60)
+        for sub in [revoked, bystander] {
+            #expect(try await siwa.post(token: siwa.notification("email-enabled", sub: sub, eventTime: t0, email: "\(sub)@privaterelay.appleid.com")).status == 200)
+        }
+        try await db.execute("""
+            INSERT INTO app.profiles (apple_sub, display_name) VALUES
+              ('\(revoked)', 'R'), ('\(revoked)', 'R2'), ('\(deleted)', 'D'), ('\(bystander)', 'K');
+            """)
+        #expect(try await siwa.post(token: siwa.notification("consent-revoked", sub: revoked, eventTime: t0.addingTimeInterval(1))).status == 200)
+        #expect(try await siwa.post(token: siwa.notification("account-delete", sub: deleted)).status == 200)
+
+        let worker = try harness.startWorker()
+        let done = try await harness.wait { try await harness.count(state: "completed") == 2 }
+        #expect(done, "jobs not completed: \(worker.log.suffix(3000))")
+
+        // The app's data for the two users is gone, the bystander's is not.
+        #expect(try await db.strings("SELECT apple_sub FROM app.profiles") == [bystander])
+        #expect(try await db.scalar("SELECT count(*) FROM app.purge_log") == 2)
+        // $2 is siwa's user id.
+        #expect(try await db.scalar("""
+            SELECT count(*) FROM app.purge_log p JOIN siwa.users u ON u.apple_sub = p.apple_sub AND u.id = p.siwa_user_id
+            """) == 2)
+        // siwa's own personal data is erased; the tombstones keep sub and status.
+        #expect(try await db.strings("SELECT status || '/' || (email IS NULL)::text FROM siwa.users WHERE apple_sub = '\(revoked)'")
+                == ["consent_revoked/true"])
+        #expect(try await db.strings("SELECT status FROM siwa.users WHERE apple_sub = '\(deleted)'") == ["deleted"])
+        #expect(try await db.scalar("SELECT count(*) FROM siwa.notifications WHERE apple_sub = '\(revoked)' AND claims::text LIKE '%@%'") == 0)
+        #expect(try await db.scalar("SELECT count(*) FROM siwa.users WHERE apple_sub = '\(bystander)' AND email IS NOT NULL") == 1)
+
+        // The downstream saw one signed delivery per job, with the documented body.
+        let deliveries = harness.downstream.deliveries
+        #expect(deliveries.count == 2)
+        #expect(deliveries.allSatisfy { $0.signatureValid && $0.accepted })
+        let bySub = Dictionary(deliveries.map { ($0.fields["apple_sub"] as? String ?? "", $0) }) { first, _ in first }
+        let revokedJob = try await db.scalar("SELECT id FROM siwa.jobs WHERE args->>'apple_sub' = '\(revoked)'")
+        #expect(bySub[revoked]?.fields["event_type"] as? String == "consent-revoked")
+        #expect(bySub[revoked]?.fields["job_id"] as? Int == revokedJob)
+        #expect(bySub[revoked]?.webhookID == "siwa-job-\(revokedJob)-\(WorkerHarness.httpStep)")
+        #expect(bySub[deleted]?.fields["event_type"] as? String == "account-delete")
+        #expect(bySub[deleted]?.fields.keys.sorted() == ["apple_sub", "event_type", "job_id", "user_id"])
+
+        // Audit: claim, three steps, completion, per job; no personal data.
+        let actions = try await db.strings("""
+            SELECT action FROM siwa.audit_log WHERE actor = 'worker' AND details->>'job_id' = '\(revokedJob)' ORDER BY seq
+            """)
+        #expect(actions == ["job.claimed", "job.step_completed", "job.step_completed", "job.step_completed", "job.completed"])
+        #expect(try await db.strings("""
+            SELECT details->>'step' FROM siwa.audit_log WHERE action = 'job.step_completed' AND details->>'job_id' = '\(revokedJob)' ORDER BY seq
+            """) == ["siwa.erase_personal_data", WorkerHarness.sqlStep, WorkerHarness.httpStep])
+        #expect(try await db.scalar("SELECT count(*) FROM siwa.audit_log WHERE details::text LIKE '%@%'") == 0)
+        #expect(!worker.log.contains("@privaterelay"))
+
+        #expect(await worker.terminate() == 0)
+    }
+
+    /// A downstream that fails twice, then succeeds: retried with backoff
+    /// (retry n waits at least base x 2^(n-1)), completed on attempt 3.
+    @Test func downstreamFailingTwiceIsRetriedWithBackoff() async throws {
+        let harness = try await WorkerHarness.start(settings: ["SIWA_JOB_RETRY_BASE_SECONDS": "0.4"])
+        defer { Task { await harness.stop() } }
+        harness.downstream.set(.failFirst(2))
+        try await harness.enqueue(subs: ["flaky"])
+        let worker = try harness.startWorker()
+        let done = try await harness.wait { try await harness.count(state: "completed") == 1 }
+        #expect(done, "\(worker.log.suffix(3000))")
+        let deliveries = harness.downstream.deliveries
+        #expect(deliveries.map(\.accepted) == [false, false, true])
+        #expect(Set(deliveries.map(\.webhookID)).count == 1)
+        if deliveries.count == 3 {
+            // Delivery times are in whole-second timestamps on the wire; use
+            // the stub's own clock. Allow 50 ms for clock granularity.
+            #expect(deliveries[1].receivedAt.timeIntervalSince(deliveries[0].receivedAt) >= 0.35)
+            #expect(deliveries[2].receivedAt.timeIntervalSince(deliveries[1].receivedAt) >= 0.75)
+        }
+        let db = harness.database
+        #expect(try await db.scalar("SELECT attempt FROM siwa.jobs") == 3)
+        #expect(try await db.scalar("SELECT jsonb_array_length(errors) FROM siwa.jobs") == 2)
+        #expect(try await db.scalar("SELECT count(*) FROM siwa.audit_log WHERE action = 'job.retry_scheduled'") == 2)
+        // The SQL step ran once: the retry skipped it.
+        #expect(try await db.scalar("SELECT count(*) FROM app.purge_log") == 1)
+        #expect(await worker.terminate() == 0)
+    }
+
+    /// A downstream that always fails: discarded after the configured
+    /// attempts, with its history; `siwa jobs list --state discarded` shows
+    /// it; `siwa jobs retry` brings it back, and it completes.
+    @Test func alwaysFailingJobIsDiscardedAndCanBeRetried() async throws {
+        let harness = try await WorkerHarness.start(settings: ["SIWA_JOB_MAX_ATTEMPTS": "3"])
+        defer { Task { await harness.stop() } }
+        harness.downstream.set(.alwaysFail)
+        try await harness.enqueue(subs: ["doomed"])
+        let worker = try harness.startWorker()
+        let discarded = try await harness.wait { try await harness.count(state: "discarded") == 1 }
+        #expect(discarded, "\(worker.log.suffix(3000))")
+        let db = harness.database
+        let id = try await db.scalar("SELECT id FROM siwa.jobs")
+        #expect(try await db.scalar("SELECT jsonb_array_length(errors) FROM siwa.jobs") == 3)
+        #expect(try await db.strings("SELECT errors->2->>'error' FROM siwa.jobs").first?.contains("HTTP 500") == true)
+        #expect(harness.downstream.deliveries.count == 3)
+        #expect(try await db.scalar("SELECT count(*) FROM siwa.audit_log WHERE action = 'job.discarded'") == 1)
+
+        let list = try await runSIWA(["jobs", "list", "--state", "discarded"], environment: harness.settings)
+        #expect(list.status == 0)
+        let row = list.output.split(separator: "\n").first { $0.hasPrefix("\(id) ") }
+        #expect(row?.contains(" discarded ") == true && row?.contains("notify-crm: 127.0.0.1 answered HTTP 500") == true, "\(list.output)")
+        let json = try await runSIWA(["jobs", "list", "--state", "discarded", "--json"], environment: harness.settings)
+        let jobs = try JSONSerialization.jsonObject(with: Data(json.output.utf8)) as? [[String: Any]]
+        #expect(jobs?.first?["id"] as? Int == id)
+        #expect((jobs?.first?["errors"] as? [Any])?.count == 3)
+
+        harness.downstream.set(.succeed)
+        let retry = try await runSIWA(["jobs", "retry", String(id)], environment: harness.settings)
+        #expect(retry.status == 0, "\(retry.output)")
+        let completed = try await harness.wait { try await harness.count(state: "completed") == 1 }
+        #expect(completed, "\(worker.log.suffix(3000))")
+        #expect(try await db.scalar("SELECT count(*) FROM siwa.audit_log WHERE actor = 'admin' AND action = 'job.retry'") == 1)
+        // Completed jobs cannot be retried; unknown ids are refused.
+        #expect(try await runSIWA(["jobs", "retry", String(id)], environment: harness.settings).status == 1)
+        #expect(try await runSIWA(["jobs", "cancel", "999999"], environment: harness.settings).status == 1)
+        #expect(await worker.terminate() == 0)
+    }
+
+    /// Two worker processes at once: every job is claimed exactly once (no
+    /// crash here, so no job is ever taken twice), both take a share, and
+    /// each SQL step and delivery happens once.
+    @Test func twoWorkersNeverRunTheSameJob() async throws {
+        let harness = try await WorkerHarness.start(slowSQL: 0.01)
+        defer { Task { await harness.stop() } }
+        let subs = (0..<200).map { "pair.\($0)" }
+        try await harness.enqueue(subs: subs)
+        let first = try harness.startWorker()
+        let second = try harness.startWorker()
+        let done = try await harness.wait { try await harness.count(state: "completed") == subs.count }
+        #expect(done, "\(first.log.suffix(2000))\n\(second.log.suffix(2000))")
+        let db = harness.database
+        #expect(try await db.scalar("""
+            SELECT count(*) FROM (SELECT details->>'job_id' FROM siwa.audit_log WHERE action = 'job.claimed'
+                                  GROUP BY 1 HAVING count(*) <> 1) AS twice
+            """) == 0)
+        #expect(try await db.scalar("SELECT count(DISTINCT details->>'worker') FROM siwa.audit_log WHERE action = 'job.claimed'") == 2)
+        #expect(try await db.scalar("SELECT count(*) FROM app.purge_log") == subs.count)
+        #expect(harness.downstream.deliveries.count == subs.count)
+        #expect(Set(harness.downstream.deliveries.map(\.webhookID)).count == subs.count)
+        #expect(await first.terminate() == 0)
+        #expect(await second.terminate() == 0)
+    }
+
+    /// SIGTERM: running jobs finish within the grace period; nothing new is claimed.
+    @Test func sigtermLetsRunningJobsFinish() async throws {
+        let harness = try await WorkerHarness.start(settings: ["SIWA_WORKER_CONCURRENCY": "2", "SIWA_WORKER_SHUTDOWN_GRACE_SECONDS": "10"])
+        defer { Task { await harness.stop() } }
+        harness.downstream.set(delay: .seconds(1.5))
+        try await harness.enqueue(subs: (0..<6).map { "grace.\($0)" })
+        let worker = try harness.startWorker()
+        try await harness.wait(upTo: .seconds(30)) { harness.downstream.deliveries.count == 2 }
+        #expect(await worker.terminate() == 0)
+        #expect(try await harness.count(state: "completed") == 2)
+        #expect(try await harness.count(state: "available") == 4)
+        #expect(try await harness.count(state: "running") == 0)
+        #expect(worker.log.contains("waiting for running jobs"))
+    }
+
+    /// SIGTERM with a short grace: jobs still running after it are released
+    /// (available again, the attempt not counted) for another worker.
+    @Test func sigtermReleasesJobsPastTheGracePeriod() async throws {
+        let harness = try await WorkerHarness.start(settings: ["SIWA_WORKER_CONCURRENCY": "2", "SIWA_WORKER_SHUTDOWN_GRACE_SECONDS": "0.3"])
+        defer { Task { await harness.stop() } }
+        harness.downstream.set(delay: .seconds(4))
+        try await harness.enqueue(subs: ["slow.1", "slow.2"])
+        let worker = try harness.startWorker()
+        try await harness.wait(upTo: .seconds(30)) { harness.downstream.deliveries.count == 2 }
+        let start = ContinuousClock.now
+        #expect(await worker.terminate() == 0)
+        #expect(ContinuousClock.now - start < .seconds(3))
+        let db = harness.database
+        #expect(try await db.strings("SELECT state || '/' || attempt FROM siwa.jobs ORDER BY id") == ["available/0", "available/0"])
+        #expect(try await db.scalar("SELECT count(*) FROM siwa.audit_log WHERE action = 'job.released'") == 2)
+        // Steps done before the release stay done: the SQL step is not redone.
+        #expect(try await db.scalar("SELECT count(*) FROM siwa.jobs WHERE steps_done ? '\(WorkerHarness.sqlStep)'") == 2)
+    }
+}
