@@ -1,5 +1,18 @@
 -- The job queue's moving parts (the table itself is in 001_schema.sql).
 
+-- The claim reads runnable jobs of one kind in run_at order. With kind
+-- leading, the index hands them over in that order and LIMIT stops early,
+-- whatever the statistics say; the 001 index (run_at, id) lost to a bitmap
+-- scan and a sort of every runnable row right after a bulk enqueue.
+DROP INDEX siwa.jobs_runnable_idx;
+CREATE INDEX jobs_runnable_idx ON siwa.jobs (kind, run_at, id) WHERE state IN ('available', 'retryable');
+
+-- A queue table churns: every job is inserted, updated a few times and
+-- pruned. Vacuum and analyze it after 1% of its rows changed (the default
+-- waits for 20%), so dead index entries do not pile up under the claim.
+ALTER TABLE siwa.jobs SET (autovacuum_vacuum_scale_factor = 0.01, autovacuum_analyze_scale_factor = 0.01,
+                           autovacuum_vacuum_cost_delay = 0);
+
 -- Wake the workers whenever a runnable job appears, however it was
 -- enqueued: by the receiver, by `siwa jobs retry`, or by an operator's plain
 -- INSERT INTO siwa.jobs (kind, args). NOTIFY is delivered at commit, and

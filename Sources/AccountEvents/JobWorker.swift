@@ -70,10 +70,10 @@ public final class JobWorker: Service, Sendable {
             let free = options.concurrency - running.count
             if free > 0 {
                 do {
-                    let jobs = try await queue.claim(limit: free, kinds: [PurgeJobRunner.kind], leaseSeconds: options.leaseSeconds)
+                    let jobs = try await queue.claim(limit: free, kind: PurgeJobRunner.kind, leaseSeconds: options.leaseSeconds)
                     if failures > 0 { logger.notice("Database reachable again; claiming jobs") }
                     failures = 0
-                    for job in jobs { start(job) }
+                    for job in await runner.runBuiltInStep(for: jobs) { start(job) }
                     logger.trace("Claimed", metadata: ["jobs": "\(jobs.count)", "free": "\(free)"])
                     if jobs.count == free { continue }
                 } catch {

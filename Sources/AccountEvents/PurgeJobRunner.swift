@@ -74,10 +74,46 @@ public struct PurgeJobRunner: Sendable {
 
     private func eraseSiwaData(_ step: JobStep) async throws -> Bool {
         do {
-            return try await queue.erasePersonalData(step) != nil
+            return try await queue.erasePersonalData(jobIDs: [step.jobID], completes: [step.completesJob]).contains(step.jobID)
         } catch {
             throw Self.failure(step.name, error)
         }
+    }
+
+    /// The built-in step for a freshly claimed batch in one statement (the
+    /// queue's hot path: with no plan steps, the batch is done here). Returns
+    /// the jobs that still have steps to run, the step now recorded for
+    /// them. On an error nothing was recorded and every job is returned, to
+    /// run (and fail, if it must) on its own.
+    public func runBuiltInStep(for jobs: [ClaimedJob]) async -> [ClaimedJob] {
+        let builtIn = PurgePlan.builtInStepName
+        let batch = jobs.filter { !$0.stepsDone.contains(builtIn) && !($0.appleSub ?? "").isEmpty }
+        guard !batch.isEmpty else { return jobs }
+        let lastStep = plan.steps.isEmpty
+        let completes = batch.map { job in lastStep || plan.steps.allSatisfy { job.stepsDone.contains($0.name) } }
+        let done: Set<Int64>
+        do {
+            done = try await queue.erasePersonalData(jobIDs: batch.map(\.id), completes: completes)
+        } catch {
+            logger.debug("Built-in step for the batch failed; running the jobs one by one",
+                         metadata: ["jobs": "\(batch.count)", "error": "\(Self.failure(builtIn, error).summary)"])
+            return jobs
+        }
+        var unfinished: [ClaimedJob] = []
+        for job in jobs {
+            guard let index = batch.firstIndex(where: { $0.id == job.id }) else {
+                unfinished.append(job)
+                continue
+            }
+            // Not done: the lease was lost (the job was rescued); leave it.
+            guard done.contains(job.id) else { continue }
+            if completes[index] {
+                logger.info("Job completed", metadata: ["job": "\(job.id)", "attempt": "\(job.attempt)"])
+            } else {
+                unfinished.append(job.recording(builtIn))
+            }
+        }
+        return unfinished
     }
 
     private func perform(_ planStep: PurgePlan.Step, as step: JobStep, job: ClaimedJob, sub: String) async throws -> Bool {

@@ -15,6 +15,12 @@ public struct ClaimedJob: Sendable, Equatable {
     public let stepsDone: Set<String>
     /// siwa's `users.id` for the sub, if it has a row.
     public let userID: Int64?
+
+    /// The same job with `step` recorded as done.
+    public func recording(_ step: String) -> ClaimedJob {
+        ClaimedJob(id: id, kind: kind, appleSub: appleSub, eventType: eventType, attempt: attempt,
+                   maxAttempts: maxAttempts, stepsDone: stepsDone.union([step]), userID: userID)
+    }
 }
 
 /// What became of a failed attempt.
@@ -51,9 +57,9 @@ public struct JobQueue: Sendable {
         }
     }
 
-    public func claim(limit: Int, kinds: [String], leaseSeconds: Double) async throws -> [ClaimedJob] {
+    public func claim(limit: Int, kind: String, leaseSeconds: Double) async throws -> [ClaimedJob] {
         guard limit > 0 else { return [] }
-        let statement = ClaimJobsStatement(worker: worker, limit: limit, kinds: kinds, leaseSeconds: leaseSeconds)
+        let statement = ClaimJobsStatement(worker: worker, limit: limit, kind: kind, leaseSeconds: leaseSeconds)
         return try await client.withGuardedConnection { connection in
             var jobs: [ClaimedJob] = []
             for try await job in try await connection.execute(statement, logger: logger) { jobs.append(job) }
@@ -107,15 +113,17 @@ public struct JobQueue: Sendable {
         }
     }
 
-    /// The built-in purge step, recorded with it in one statement. False if the lease was lost.
-    public func erasePersonalData(_ step: JobStep) async throws -> (erasedUsers: Int, redactedNotifications: Int)? {
-        let result = try await client.withGuardedConnection { connection in
-            var result: ErasePersonalDataStatement.Row = (0, 0, 0)
-            for try await row in try await connection.execute(ErasePersonalDataStatement(step), logger: logger) { result = row }
-            return result
+    /// The built-in purge step for several jobs in one statement (each
+    /// recorded with it; `completes` marks jobs for which it is the last
+    /// step). Returns the ids whose step was done; the others' leases were lost.
+    public func erasePersonalData(jobIDs: [Int64], completes: [Bool]) async throws -> Set<Int64> {
+        guard !jobIDs.isEmpty else { return [] }
+        let statement = ErasePersonalDataStatement(jobIDs: jobIDs, worker: worker, completes: completes)
+        return try await client.withGuardedConnection { connection in
+            var done = Set<Int64>()
+            for try await id in try await connection.execute(statement, logger: logger) { done.insert(id) }
+            return done
         }
-        guard result.0 == 1 else { return nil }
-        return (Int(result.1), Int(result.2))
     }
 
     /// Ends a failed attempt: `retryable` after `delaySeconds`, or

@@ -8,14 +8,14 @@ import PostgresNIO
 // (and whose job was rescued and maybe claimed again) changes nothing.
 // `siwa-bench` runs these same texts under pgbench for the worker's ceiling.
 
-/// Claims up to `limit` runnable jobs of the given kinds: one statement,
+/// Claims up to `limit` runnable jobs of one kind: one statement,
 /// `FOR UPDATE SKIP LOCKED`, so concurrent workers never take the same job.
 public struct ClaimJobsStatement: PostgresPreparedStatement {
     public static let name = "siwa_claim_jobs_v1"
     public static let sql = """
         WITH picked AS (
             SELECT id FROM siwa.jobs
-            WHERE state IN ('available', 'retryable') AND run_at <= now() AND kind = ANY($3::text[])
+            WHERE state IN ('available', 'retryable') AND run_at <= now() AND kind = $3::text
             ORDER BY run_at, id
             LIMIT $2::integer
             FOR UPDATE SKIP LOCKED
@@ -31,22 +31,22 @@ public struct ClaimJobsStatement: PostgresPreparedStatement {
                    jsonb_build_object('job_id', id, 'kind', kind, 'attempt', attempt, 'worker', $1::text)
             FROM claimed
         )
-        SELECT claimed.id, claimed.kind, claimed.args->>'apple_sub', claimed.args->>'event_type',
-               claimed.attempt, claimed.max_attempts, ARRAY(SELECT jsonb_object_keys(claimed.steps_done)),
-               (SELECT users.id FROM siwa.users WHERE users.apple_sub = claimed.args->>'apple_sub')
+        SELECT claimed.id, claimed.kind, claimed.args->>'apple_sub' AS apple_sub, claimed.args->>'event_type' AS event_type,
+               claimed.attempt, claimed.max_attempts, ARRAY(SELECT jsonb_object_keys(claimed.steps_done)) AS steps_done,
+               (SELECT users.id FROM siwa.users WHERE users.apple_sub = claimed.args->>'apple_sub') AS user_id
         FROM claimed ORDER BY claimed.id
         """
     public typealias Row = ClaimedJob
 
     public var worker: String
     public var limit: Int
-    public var kinds: [String]
+    public var kind: String
     public var leaseSeconds: Double
 
-    public init(worker: String, limit: Int, kinds: [String], leaseSeconds: Double) {
+    public init(worker: String, limit: Int, kind: String, leaseSeconds: Double) {
         self.worker = worker
         self.limit = limit
-        self.kinds = kinds
+        self.kind = kind
         self.leaseSeconds = leaseSeconds
     }
 
@@ -54,7 +54,7 @@ public struct ClaimJobsStatement: PostgresPreparedStatement {
         var b = PostgresBindings(capacity: 4)
         b.append(worker)
         b.append(Int32(clamping: limit))
-        b.append(kinds)
+        b.append(kind)
         b.append(leaseSeconds)
         return b
     }
@@ -133,35 +133,65 @@ public struct JobStep: Sendable {
     }
 }
 
-/// The built-in first step of every purge: erase siwa's own personal data
-/// for the user (email, private-relay flag; the email in each recorded
-/// notification), keeping the tombstone row with the `sub` and its status.
-/// One statement: the step is recorded (guarded, as in RecordStepStatement)
-/// and done together, or not at all.
+/// The built-in first step of every purge, for a whole claimed batch in one
+/// statement: erase siwa's own personal data for each user (email,
+/// private-relay flag; the email in each recorded notification), keeping the
+/// tombstone row with the `sub` and its status. Each job's step is recorded
+/// (guarded, as in RecordStepStatement) together with it, and a job whose
+/// plan has no other step is completed by it too.
 public struct ErasePersonalDataStatement: PostgresPreparedStatement {
     public static let stepName = "siwa.erase_personal_data"
-    public static let name = "siwa_erase_personal_data_v1"
+    public static let name = "siwa_erase_personal_data_v2"
     public static let sql = """
-        WITH \(RecordStepStatement.recordingCTEs), account AS (
+        WITH input AS (
+            SELECT * FROM unnest($1::bigint[], $3::boolean[]) AS i(job_id, completes)
+        ), job AS (
+            UPDATE siwa.jobs AS j
+            SET steps_done = j.steps_done || jsonb_build_object('\(stepName)', now()),
+                state = CASE WHEN input.completes THEN 'completed' ELSE j.state END,
+                finalized_at = CASE WHEN input.completes THEN now() END,
+                locked_until = CASE WHEN input.completes THEN NULL ELSE j.locked_until END
+            FROM input
+            WHERE j.id = input.job_id AND j.locked_by = $2::text AND j.state = 'running'
+            RETURNING j.id, j.args->>'apple_sub' AS apple_sub, j.attempt, input.completes
+        ), audit AS (
+            INSERT INTO siwa.audit_log (actor, action, apple_sub, details)
+            SELECT 'worker', outcome.action, job.apple_sub,
+                   jsonb_build_object('job_id', job.id, 'attempt', job.attempt, 'worker', $2::text) || outcome.details
+            FROM job, (VALUES (1, 'job.step_completed', jsonb_build_object('step', '\(stepName)')),
+                              (2, 'job.completed', '{}'::jsonb)) AS outcome(position, action, details)
+            WHERE outcome.position = 1 OR job.completes
+            ORDER BY job.id, outcome.position
+        ), account AS (
             UPDATE siwa.users AS u SET email = NULL, is_private_email = NULL, updated_at = now()
             FROM job WHERE u.apple_sub = job.apple_sub AND (u.email IS NOT NULL OR u.is_private_email IS NOT NULL)
-            RETURNING u.id
         ), inbox AS (
             UPDATE siwa.notifications AS n SET claims = n.claims #- '{events,email}'
             FROM job WHERE n.apple_sub = job.apple_sub AND n.claims->'events' ? 'email'
-            RETURNING n.id
         )
-        SELECT (SELECT count(*) FROM job), (SELECT count(*) FROM account), (SELECT count(*) FROM inbox)
+        SELECT id FROM job
         """
-    /// (job still held, users rows erased, notifications redacted)
-    public typealias Row = (Int64, Int64, Int64)
+    /// A job whose step was done (still held by this worker).
+    public typealias Row = Int64
 
-    public var step: JobStep
+    public var jobIDs: [Int64]
+    public var worker: String
+    /// Per job: this step is its last, so the job completes.
+    public var completes: [Bool]
 
-    /// `step.name` must be `stepName`.
-    public init(_ step: JobStep) { self.step = step }
+    public init(jobIDs: [Int64], worker: String, completes: [Bool]) {
+        self.jobIDs = jobIDs
+        self.worker = worker
+        self.completes = completes
+    }
 
-    public func makeBindings() throws -> PostgresBindings { step.bindings() }
+    public func makeBindings() throws -> PostgresBindings {
+        var b = PostgresBindings(capacity: 3)
+        b.append(jobIDs)
+        b.append(worker)
+        b.append(completes)
+        return b
+    }
 
-    public func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Row.self) }
+    public func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Int64.self) }
 }

@@ -10,7 +10,7 @@ enum PgbenchCeiling {
     /// one-element array of pgbench variables and constants shaped like the
     /// notifications the load test sends.
     static func script() -> String {
-        var sql = RecordNotificationStatement.sql
+        let sql = RecordNotificationStatement.sql
         let substitutions: [(String, String)] = [
             ("$10", "''"),
             ("$11", "''"),
@@ -25,13 +25,7 @@ enum PgbenchCeiling {
             ("$8", "(CASE WHEN :e = 1 THEN 'true' ELSE 'false' END)"),
             ("$9", "'bench@privaterelay.appleid.com'"),
         ]
-        for (parameter, value) in substitutions {
-            sql = sql.replacingOccurrences(of: parameter + "::", with: "ARRAY[" + value + "]::")
-        }
-        // pgbench takes one line per statement: drop `--` comments, join the rest.
-        let oneLine = sql.split(separator: "\n")
-            .map { line in (line.range(of: "--").map { line[..<$0.lowerBound] } ?? line[...]).trimmingCharacters(in: .whitespaces) }
-            .joined(separator: " ")
+        let oneLine = PgbenchScript.oneLine(sql, substitutions: substitutions.map { ($0.0, "ARRAY[" + $0.1 + "]") })
         return """
             \\set n random(1, 2000000000)
             \\set s random(1, 5000)
@@ -44,8 +38,31 @@ enum PgbenchCeiling {
 
     /// Runs pgbench for `seconds` with `clients`; returns transactions per second.
     static func run(databaseURL: String, clients: Int, seconds: Int) async throws -> Double {
-        let scriptFile = FileManager.default.temporaryDirectory.appendingPathComponent("siwa-pgbench-\(getpid()).sql")
-        try script().write(to: scriptFile, atomically: true, encoding: .utf8)
+        try await Pgbench.run(script: script(), databaseURL: databaseURL, clients: clients, seconds: seconds)
+    }
+}
+
+enum PgbenchScript {
+    /// `sql` as one pgbench line: each `$n::` parameter replaced by a
+    /// pgbench expression (longest names first, so $1 does not eat $10),
+    /// `--` comments dropped, lines joined.
+    static func oneLine(_ sql: String, substitutions: [(String, String)]) -> String {
+        var sql = sql
+        for (parameter, value) in substitutions.sorted(by: { $0.0.count > $1.0.count }) {
+            sql = sql.replacingOccurrences(of: parameter + "::", with: value + "::")
+        }
+        return sql.split(separator: "\n")
+            .map { line in (line.range(of: "--").map { line[..<$0.lowerBound] } ?? line[...]).trimmingCharacters(in: .whitespaces) }
+            .joined(separator: " ")
+    }
+}
+
+enum Pgbench {
+    /// Runs `script` for `seconds` with `clients` (prepared statements);
+    /// returns transactions per second. Any failed transaction is an error.
+    static func run(script: String, databaseURL: String, clients: Int, seconds: Int) async throws -> Double {
+        let scriptFile = FileManager.default.temporaryDirectory.appendingPathComponent("siwa-pgbench-\(getpid())-\(UUID().uuidString).sql")
+        try script.write(to: scriptFile, atomically: true, encoding: .utf8)
         defer { try? FileManager.default.removeItem(at: scriptFile) }
         let output = try await Shell.run("pgbench", ["-n", "-M", "prepared", "-c", String(clients), "-j", "2", "-T", String(seconds),
                                               "-f", scriptFile.path, databaseURL])

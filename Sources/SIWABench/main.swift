@@ -33,6 +33,10 @@ let concurrency = setting("BENCH_CONCURRENCY", 64)
 let pgbenchSeconds = setting("BENCH_PGBENCH_SECONDS", 5)
 let offeredRate = setting("BENCH_OFFERED_RATE", 1000)
 let openLoopCount = offeredRate * setting("BENCH_OPEN_LOOP_SECONDS", 5)
+// BENCH_ONLY=ingest or worker runs one half.
+let only = ProcessInfo.processInfo.environment["BENCH_ONLY"] ?? ""
+
+func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
 
 LoggingSystem.bootstrap { label in
     var handler = StreamLogHandler.standardError(label: label)
@@ -41,104 +45,129 @@ LoggingSystem.bootstrap { label in
 }
 let logger = Logger(label: "siwa-bench")
 
-// Apple stand-in and siwa serve (in this process, release build).
-let apple = try AppleSimulator()
-let appleServer = try await apple.start(logger: logger)
-let clientID = "com.example.siwa.bench"
-let settings = try ServerSettings(environment: Environment([
-    "SIWA_DATABASE_URL": databaseURL, "SIWA_HTTP_PORT": "0", "SIWA_APPLE_CLIENT_IDS": clientID,
-    "SIWA_APPLE_JWKS_URL": appleServer.baseURL + "/auth/keys", "SIWA_DATABASE_MAX_CONNECTIONS": "40",
-    "SIWA_INGEST_WRITERS": String(setting("SIWA_INGEST_WRITERS", 4)),
-    "SIWA_INGEST_MAX_BATCH": String(setting("SIWA_INGEST_MAX_BATCH", 64)),
-]))
-let port = OneShot<Int>()
-let app = try ServerAssembly.makeApplication(settings: settings, logger: logger) { port.complete(.success($0)) }
-let server = Task { try await ServiceGroup(services: [app], gracefulShutdownSignals: [], logger: logger).run() }
-let siwaURL = "http://127.0.0.1:\(try await port.wait())/apple/notifications"
+if only != "worker" {
+    // Apple stand-in and siwa serve (in this process, release build).
+    let apple = try AppleSimulator()
+    let appleServer = try await apple.start(logger: logger)
+    let clientID = "com.example.siwa.bench"
+    let settings = try ServerSettings(environment: Environment([
+        "SIWA_DATABASE_URL": databaseURL, "SIWA_HTTP_PORT": "0", "SIWA_APPLE_CLIENT_IDS": clientID,
+        "SIWA_APPLE_JWKS_URL": appleServer.baseURL + "/auth/keys", "SIWA_DATABASE_MAX_CONNECTIONS": "40",
+        "SIWA_INGEST_WRITERS": String(setting("SIWA_INGEST_WRITERS", 4)),
+        "SIWA_INGEST_MAX_BATCH": String(setting("SIWA_INGEST_MAX_BATCH", 64)),
+    ]))
+    let port = OneShot<Int>()
+    let app = try ServerAssembly.makeApplication(settings: settings, logger: logger) { port.complete(.success($0)) }
+    let server = Task { try await ServiceGroup(services: [app], gracefulShutdownSignals: [], logger: logger).run() }
+    let siwaURL = "http://127.0.0.1:\(try await port.wait())/apple/notifications"
 
-var httpConfiguration = HTTPClient.Configuration()
-httpConfiguration.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = concurrency
-let http = HTTPClient(eventLoopGroupProvider: .singleton, configuration: httpConfiguration)
-let load = LoadGenerator(url: siwaURL, client: http)
+    var httpConfiguration = HTTPClient.Configuration()
+    httpConfiguration.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = concurrency
+    let http = HTTPClient(eventLoopGroupProvider: .singleton, configuration: httpConfiguration)
+    let load = LoadGenerator(url: siwaURL, client: http)
 
-// A second ceiling: the bare HTTP stack. The same load generator against a
-// Hummingbird route that reads the body and answers 200 with no work at all,
-// on the same two cores: what any Swift HTTP service could do here.
-let bareRouter = Router(context: BasicRequestContext.self)
-bareRouter.post("/apple/notifications") { request, _ -> Response in
-    _ = try await request.body.collect(upTo: 64 * 1024)
-    return Response(status: .ok, body: .init(byteBuffer: ByteBuffer(string: #"{"status":"recorded"}"#)))
-}
-let bareServer = try await RunningServer.start(router: bareRouter, port: 0, logger: logger)
-let bare = LoadGenerator(url: bareServer.baseURL + "/apple/notifications", client: http)
-
-// Pre-sign everything (RSA signing is Apple's cost, not ours).
-let total = rounds * perRound + openLoopCount
-say("signing \(total) notifications (not timed)…")
-let runID = UUID().uuidString.prefix(8)
-let bodies: [Data] = try await withThrowingTaskGroup(of: (Int, [Data]).self) { group in
-    let chunk = 2000
-    for start in stride(from: 0, to: total, by: chunk) {
-        group.addTask {
-            let slice = try (start..<min(total, start + chunk)).map { i in
-                AppleSimulator.body(for: try apple.notification(
-                    type: i % 2 == 0 ? "email-enabled" : "email-disabled", sub: "bench-sub-\(i % 5000)",
-                    audience: clientID, jti: "bench-\(runID)-\(i)", email: "bench@privaterelay.appleid.com"))
-            }
-            return (start, slice)
-        }
+    // A second ceiling: the bare HTTP stack. The same load generator against a
+    // Hummingbird route that reads the body and answers 200 with no work at all,
+    // on the same two cores: what any Swift HTTP service could do here.
+    let bareRouter = Router(context: BasicRequestContext.self)
+    bareRouter.post("/apple/notifications") { request, _ -> Response in
+        _ = try await request.body.collect(upTo: 64 * 1024)
+        return Response(status: .ok, body: .init(byteBuffer: ByteBuffer(string: #"{"status":"recorded"}"#)))
     }
-    var chunks: [(Int, [Data])] = []
-    for try await chunk in group { chunks.append(chunk) }
-    return chunks.sorted { $0.0 < $1.0 }.flatMap(\.1)
+    let bareServer = try await RunningServer.start(router: bareRouter, port: 0, logger: logger)
+    let bare = LoadGenerator(url: bareServer.baseURL + "/apple/notifications", client: http)
+
+    // Pre-sign everything (RSA signing is Apple's cost, not ours).
+    let total = rounds * perRound + openLoopCount
+    say("signing \(total) notifications (not timed)…")
+    let runID = UUID().uuidString.prefix(8)
+    let bodies: [Data] = try await withThrowingTaskGroup(of: (Int, [Data]).self) { group in
+        let chunk = 2000
+        for start in stride(from: 0, to: total, by: chunk) {
+            group.addTask {
+                let slice = try (start..<min(total, start + chunk)).map { i in
+                    AppleSimulator.body(for: try apple.notification(
+                        type: i % 2 == 0 ? "email-enabled" : "email-disabled", sub: "bench-sub-\(i % 5000)",
+                        audience: clientID, jti: "bench-\(runID)-\(i)", email: "bench@privaterelay.appleid.com"))
+                }
+                return (start, slice)
+            }
+        }
+        var chunks: [(Int, [Data])] = []
+        for try await chunk in group { chunks.append(chunk) }
+        return chunks.sorted { $0.0 < $1.0 }.flatMap(\.1)
+    }
+
+    say("signed; warming up, then \(rounds) rounds of \(perRound) at \(concurrency) concurrent connections")
+
+    // Warm up connections, prepared statements and caches.
+    _ = await load.closedLoop(bodies: Array(bodies.prefix(500)), concurrency: concurrency)
+
+    var bareRates: [Double] = []
+    var siwaRates: [Double] = []
+    var pgbenchRates: [Double] = []
+    var closedP50: [Double] = []
+    var closedP99: [Double] = []
+    for round in 0..<rounds {
+        let slice = Array(bodies[(500 + round * perRound)..<min(bodies.count, 500 + (round + 1) * perRound)])
+        let result = await load.closedLoop(bodies: slice, concurrency: concurrency)
+        let ceiling = try await PgbenchCeiling.run(databaseURL: databaseURL, clients: concurrency, seconds: pgbenchSeconds)
+        let bareResult = await bare.closedLoop(bodies: slice, concurrency: concurrency)
+        bareRates.append(bareResult.rate)
+        siwaRates.append(result.rate)
+        pgbenchRates.append(ceiling)
+        closedP50.append(result.percentile(0.5))
+        closedP99.append(result.percentile(0.99))
+        say(String(format: "round %d: siwa %.0f notifications/s (p50 %.1f ms, p99 %.1f ms, %d failed) | pgbench ceiling %.0f tps | ratio %.2f | bare HTTP %.0f/s",
+                     round + 1, result.rate, result.percentile(0.5), result.percentile(0.99), result.failed, ceiling, result.rate / ceiling,
+                     bareResult.rate))
+    }
+
+    let openBodies = Array(bodies.suffix(openLoopCount))
+    let open = await load.openLoop(bodies: openBodies, rate: Double(offeredRate))
+
+    let ratios = zip(siwaRates, pgbenchRates).map { $0 / $1 }
+    say("")
+    say("== siwa ingest benchmark (release build, \(ProcessInfo.processInfo.activeProcessorCount) cores, \(concurrency) concurrent connections)")
+    say(String(format: "committed notifications/s   median %.0f   (rounds: %@)", median(siwaRates),
+                 siwaRates.map { String(format: "%.0f", $0) }.joined(separator: ", ")))
+    say(String(format: "closed-loop latency         p50 %.1f ms   p99 %.1f ms   (medians over rounds)", median(closedP50), median(closedP99)))
+    say(String(format: "ceiling: pgbench, same SQL  median %.0f tps   (one notification per transaction, %d clients)",
+                 median(pgbenchRates), concurrency))
+    say(String(format: "ratio siwa / ceiling        median %.2f   (target >= 1.0; rounds: %@)", median(ratios),
+                 ratios.map { String(format: "%.2f", $0) }.joined(separator: ", ")))
+    say(String(format: "ceiling: bare HTTP route     median %.0f/s   (same load generator, no verification, no database)", median(bareRates)))
+    say(String(format: "ratio siwa / bare HTTP       median %.2f", median(zip(siwaRates, bareRates).map { $0 / $1 })))
+    say(String(format: "open loop at %d/s offered    achieved %.0f/s   p50 %.1f ms   p99 %.1f ms   failed %d   (target p99 <= 25 ms)",
+                 offeredRate, open.rate, open.percentile(0.5), open.percentile(0.99), open.failed))
+
+    _ = try? await http.shutdown().get()
+    server.cancel()
+    _ = try? await server.value
+    await appleServer.stop()
+    await bareServer.stop()
 }
 
-say("signed; warming up, then \(rounds) rounds of \(perRound) at \(concurrency) concurrent connections")
 
-// Warm up connections, prepared statements and caches.
-_ = await load.closedLoop(bodies: Array(bodies.prefix(500)), concurrency: concurrency)
-
-var bareRates: [Double] = []
-var siwaRates: [Double] = []
-var pgbenchRates: [Double] = []
-var closedP50: [Double] = []
-var closedP99: [Double] = []
-for round in 0..<rounds {
-    let slice = Array(bodies[(500 + round * perRound)..<min(bodies.count, 500 + (round + 1) * perRound)])
-    let result = await load.closedLoop(bodies: slice, concurrency: concurrency)
-    let ceiling = try await PgbenchCeiling.run(databaseURL: databaseURL, clients: concurrency, seconds: pgbenchSeconds)
-    let bareResult = await bare.closedLoop(bodies: slice, concurrency: concurrency)
-    bareRates.append(bareResult.rate)
-    siwaRates.append(result.rate)
-    pgbenchRates.append(ceiling)
-    closedP50.append(result.percentile(0.5))
-    closedP99.append(result.percentile(0.99))
-    say(String(format: "round %d: siwa %.0f notifications/s (p50 %.1f ms, p99 %.1f ms, %d failed) | pgbench ceiling %.0f tps | ratio %.2f | bare HTTP %.0f/s",
-                 round + 1, result.rate, result.percentile(0.5), result.percentile(0.99), result.failed, ceiling, result.rate / ceiling,
-                 bareResult.rate))
+if only != "ingest" {
+    let jobs = setting("BENCH_JOBS", 50_000)
+    let workerConcurrency = setting("BENCH_WORKER_CONCURRENCY", 16)
+    let pgbenchClients = setting("BENCH_PGBENCH_JOB_CLIENTS", 16)
+    say("")
+    say("worker: \(rounds) rounds of burning down \(jobs) jobs (concurrency \(workerConcurrency)), pgbench ceiling with \(pgbenchClients) clients")
+    let report = try await WorkerBench.run(databaseURL: databaseURL, rounds: rounds, jobs: jobs, concurrency: workerConcurrency,
+                                           pgbenchClients: pgbenchClients, pgbenchSeconds: pgbenchSeconds,
+                                           latencySamples: setting("BENCH_WAKE_SAMPLES", 200), logger: logger)
+    let ratios = zip(report.burnDown, report.ceiling).map { $0 / $1 }
+    let wake = report.wakeLatenciesMS.sorted()
+    say("")
+    say("== siwa worker benchmark (release build, \(ProcessInfo.processInfo.activeProcessorCount) cores, trivial plan: the built-in step)")
+    say(String(format: "burn-down of %d jobs         median %.0f jobs/s   (rounds: %@; worker concurrency %d)", jobs, median(report.burnDown),
+               report.burnDown.map { String(format: "%.0f", $0) }.joined(separator: ", "), workerConcurrency))
+    say(String(format: "ceiling: pgbench, same SQL   median %.0f jobs/s   (claim + step-and-complete, one job per transaction, %d clients)",
+               median(report.ceiling), pgbenchClients))
+    say(String(format: "ratio worker / ceiling       median %.2f   (target >= 0.8; rounds: %@)", median(ratios),
+               ratios.map { String(format: "%.2f", $0) }.joined(separator: ", ")))
+    say(String(format: "NOTIFY wake-up to claim      p50 %.1f ms   p99 %.1f ms   max %.1f ms   (%d idle samples, polling at 30 s; target p99 < 100 ms)",
+               wake[wake.count / 2], wake[min(wake.count - 1, Int(Double(wake.count) * 0.99))], wake.last ?? 0, wake.count))
 }
-
-let openBodies = Array(bodies.suffix(openLoopCount))
-let open = await load.openLoop(bodies: openBodies, rate: Double(offeredRate))
-
-func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
-let ratios = zip(siwaRates, pgbenchRates).map { $0 / $1 }
-say("")
-say("== siwa ingest benchmark (release build, \(ProcessInfo.processInfo.activeProcessorCount) cores, \(concurrency) concurrent connections)")
-say(String(format: "committed notifications/s   median %.0f   (rounds: %@)", median(siwaRates),
-             siwaRates.map { String(format: "%.0f", $0) }.joined(separator: ", ")))
-say(String(format: "closed-loop latency         p50 %.1f ms   p99 %.1f ms   (medians over rounds)", median(closedP50), median(closedP99)))
-say(String(format: "ceiling: pgbench, same SQL  median %.0f tps   (one notification per transaction, %d clients)",
-             median(pgbenchRates), concurrency))
-say(String(format: "ratio siwa / ceiling        median %.2f   (target >= 1.0; rounds: %@)", median(ratios),
-             ratios.map { String(format: "%.2f", $0) }.joined(separator: ", ")))
-say(String(format: "ceiling: bare HTTP route     median %.0f/s   (same load generator, no verification, no database)", median(bareRates)))
-say(String(format: "ratio siwa / bare HTTP       median %.2f", median(zip(siwaRates, bareRates).map { $0 / $1 })))
-say(String(format: "open loop at %d/s offered    achieved %.0f/s   p50 %.1f ms   p99 %.1f ms   failed %d   (target p99 <= 25 ms)",
-             offeredRate, open.rate, open.percentile(0.5), open.percentile(0.99), open.failed))
-
-_ = try? await http.shutdown().get()
-server.cancel()
-_ = try? await server.value
-await appleServer.stop()
-await bareServer.stop()

@@ -1,0 +1,151 @@
+import AccountEvents
+import AccountStore
+import Foundation
+import Logging
+import PostgresNIO
+import ServiceLifecycle
+import SIWAServer
+
+/// The worker's half of `make bench`:
+/// - burn-down: `jobs` purge jobs (trivial plan: the built-in step only)
+///   enqueued in one INSERT while an idle in-process worker waits; jobs/s
+///   from that commit until the last one is completed;
+/// - ceiling, same run and server: pgbench running the worker's own claim and
+///   step-and-complete statements (ClaimJobsStatement, ErasePersonalDataStatement),
+///   one job per transaction;
+/// - wake-up latency: one job at a time enqueued into an idle worker whose
+///   polling is slowed to 30 s, so only NOTIFY can wake it; created_at ->
+///   attempted_at, both stamped by the database.
+enum WorkerBench {
+    struct Report {
+        var burnDown: [Double] = []
+        var ceiling: [Double] = []
+        var wakeLatenciesMS: [Double] = []
+    }
+
+    static func run(databaseURL: String, rounds: Int, jobs: Int, concurrency: Int, pgbenchClients: Int,
+                    pgbenchSeconds: Int, latencySamples: Int, logger: Logger) async throws -> Report {
+        let configuration = try DatabaseConfiguration(url: databaseURL, maximumConnections: 4)
+        let client = PostgresClient(configuration: configuration.postgresClientConfiguration)
+        return try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { await client.run() }
+            defer { group.cancelAll() }
+            var report = Report()
+            for round in 1...rounds {
+                try await reset(client, logger: logger)
+                try await enqueue(jobs * 2, prefix: "pgb\(round)", client: client, logger: logger)
+                let ceiling = try await pgbenchCeiling(databaseURL: databaseURL, clients: pgbenchClients, seconds: pgbenchSeconds)
+                try await reset(client, logger: logger)
+                let rate = try await burnDown(jobs: jobs, round: round, databaseURL: databaseURL, concurrency: concurrency,
+                                              client: client, logger: logger)
+                report.burnDown.append(rate)
+                report.ceiling.append(ceiling)
+                say(String(format: "worker round %d: burn-down %.0f jobs/s | pgbench ceiling %.0f jobs/s | ratio %.2f",
+                           round, rate, ceiling, rate / ceiling))
+            }
+            try await reset(client, logger: logger)
+            report.wakeLatenciesMS = try await wakeLatencies(samples: latencySamples, databaseURL: databaseURL,
+                                                             client: client, logger: logger)
+            return report
+        }
+    }
+
+    /// Jobs from earlier rounds out of the way (completed rows would slow nothing, but
+    /// leftover available ones would be claimed).
+    static func reset(_ client: PostgresClient, logger: Logger) async throws {
+        try await client.query("DELETE FROM siwa.jobs", logger: logger)
+    }
+
+    /// `count` purge jobs, each for a user with an email to erase, in one statement.
+    static func enqueue(_ count: Int, prefix: String, client: PostgresClient, logger: Logger) async throws {
+        try await client.query("""
+            INSERT INTO siwa.users (apple_sub, email)
+            SELECT \(prefix) || '.' || i, 'bench@privaterelay.appleid.com' FROM generate_series(1, \(count)) AS i
+            ON CONFLICT (apple_sub) DO UPDATE SET email = excluded.email
+            """, logger: logger)
+        try await client.query("""
+            INSERT INTO siwa.jobs (kind, args)
+            SELECT 'purge_user', jsonb_build_object('apple_sub', \(prefix) || '.' || i, 'event_type', 'account-delete')
+            FROM generate_series(1, \(count)) AS i
+            """, logger: logger)
+    }
+
+    static func burnDown(jobs: Int, round: Int, databaseURL: String, concurrency: Int,
+                         client: PostgresClient, logger: Logger) async throws -> Double {
+        let worker = try startWorker(databaseURL: databaseURL, concurrency: concurrency, pollSeconds: 1, logger: logger)
+        defer { Task { await worker.triggerGracefulShutdown() } }
+        try await Task.sleep(for: .milliseconds(500))  // connected and listening
+        let start = ContinuousClock.now
+        try await enqueue(jobs, prefix: "burn\(round)", client: client, logger: logger)
+        while try await completed(client, logger: logger) < jobs {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        let elapsed = ContinuousClock.now - start
+        await worker.triggerGracefulShutdown()
+        return Double(jobs) / (Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
+    }
+
+    static func wakeLatencies(samples: Int, databaseURL: String, client: PostgresClient, logger: Logger) async throws -> [Double] {
+        let worker = try startWorker(databaseURL: databaseURL, concurrency: 4, pollSeconds: 30, logger: logger)
+        defer { Task { await worker.triggerGracefulShutdown() } }
+        try await Task.sleep(for: .seconds(1))
+        var latencies: [Double] = []
+        for sample in 0..<samples {
+            let rows = try await client.query("""
+                INSERT INTO siwa.jobs (kind, args) VALUES ('purge_user', jsonb_build_object('apple_sub', 'wake.' || \(sample)))
+                RETURNING id
+                """, logger: logger)
+            var id: Int64 = 0
+            for try await value in rows.decode(Int64.self) { id = value }
+            while true {
+                let state = try await client.query("""
+                    SELECT extract(epoch FROM attempted_at - created_at)::float8 * 1000 FROM siwa.jobs
+                    WHERE id = \(id) AND state = 'completed'
+                    """, logger: logger)
+                var latency: Double?
+                for try await value in state.decode(Double.self) { latency = value }
+                if let latency {
+                    latencies.append(latency)
+                    break
+                }
+                try await Task.sleep(for: .milliseconds(2))
+            }
+            // Idle between samples, as events arrive in real life.
+            try await Task.sleep(for: .milliseconds(Int.random(in: 5...25)))
+        }
+        await worker.triggerGracefulShutdown()
+        return latencies
+    }
+
+    static func completed(_ client: PostgresClient, logger: Logger) async throws -> Int {
+        let rows = try await client.query("SELECT count(*) FROM siwa.jobs WHERE state = 'completed'", logger: logger)
+        for try await count in rows.decode(Int.self) { return count }
+        return 0
+    }
+
+    /// The in-process worker, as `siwa worker` builds it, without a plan.
+    static func startWorker(databaseURL: String, concurrency: Int, pollSeconds: Double, logger: Logger) throws -> ServiceGroup {
+        let settings = try WorkerSettings(environment: Environment([
+            "SIWA_DATABASE_URL": databaseURL,
+            "SIWA_WORKER_CONCURRENCY": String(concurrency),
+            "SIWA_WORKER_POLL_SECONDS": String(pollSeconds),
+        ]))
+        let assembly = try WorkerAssembly(settings: settings, environment: [:], migrations: nil, logger: logger)
+        let group = ServiceGroup(configuration: .init(services: assembly.services.map { .init(service: $0) }, logger: logger))
+        Task { try await group.run() }
+        return group
+    }
+
+    /// pgbench: the worker's claim (one job) and its built-in step that also
+    /// completes the job, one job per transaction; returns jobs/s.
+    static func pgbenchCeiling(databaseURL: String, clients: Int, seconds: Int) async throws -> Double {
+        let claim = PgbenchScript.oneLine(ClaimJobsStatement.sql, substitutions: [
+            ("$1", "('pgbench-' || :client_id)"), ("$2", "1"), ("$3", "'purge_user'"), ("$4", "60"),
+        ])
+        let step = PgbenchScript.oneLine(ErasePersonalDataStatement.sql, substitutions: [
+            ("$1", "ARRAY[:id]"), ("$2", "('pgbench-' || :client_id)"), ("$3", "ARRAY[true]"),
+        ])
+        let script = "\(claim) \\gset\n\(step);\n"
+        return try await Pgbench.run(script: script, databaseURL: databaseURL, clients: clients, seconds: seconds)
+    }
+}
