@@ -19,6 +19,8 @@ struct Demo: AsyncParsableCommand {
             Starts the Apple simulator (its own RSA keys and JWKS endpoint on loopback), runs \
             `siwa serve` against SIWA_DATABASE_URL (migrated), sends one notification of each \
             type plus a duplicate and a forged one, prints each answer and the resulting rows. \
+            Then runs `siwa worker` with a demo purge plan (delete rows from a demo app table, \
+            notify a stand-in downstream service with a signed webhook) and prints the purges. \
             `make demo` does all of it on a throwaway PostgreSQL.
             """
     )
@@ -74,14 +76,19 @@ struct Demo: AsyncParsableCommand {
         try await withThrowingDiscardingTaskGroup { group in
             group.addTask { await client.run() }
             defer { group.cancelAll() }
-            for (title, sql) in Self.reports(sub: sub) {
-                print("\n\(title)")
-                print(try await TablePrinter.render(client: client, sql: sql))
-            }
+            try await Self.printReports(Self.reports(sub: sub), client: client)
+            try await DemoPurge.run(sub: sub, databaseURL: databaseURL, client: client, serveLog: quiet)
         }
         await appleServer.stop()
         serve.signal(SIGTERM)
         _ = await serve.wait()
+    }
+
+    static func printReports(_ reports: [(String, String)], client: PostgresClient) async throws {
+        for (title, sql) in reports {
+            print("\n\(title)")
+            print(try await TablePrinter.render(client: client, sql: sql))
+        }
     }
 
     static func reports(sub: String) -> [(String, String)] {
@@ -133,13 +140,15 @@ struct Demo: AsyncParsableCommand {
 
     /// `siwa serve` as a child process: the same binary, so the demo shows the real thing.
     static func spawnServe(port: Int, environment: [String: String]) throws -> ChildProcess {
+        try spawn("serve", environment: environment.merging(["SIWA_HTTP_PORT": String(port), "SIWA_HTTP_HOST": "127.0.0.1"]) { $1 })
+    }
+
+    /// This binary with `command`, its logs on our stderr.
+    static func spawn(_ command: String, environment: [String: String]) throws -> ChildProcess {
         var env = ProcessInfo.processInfo.environment
         env.merge(environment) { $1 }
-        env["SIWA_HTTP_PORT"] = String(port)
-        env["SIWA_HTTP_HOST"] = "127.0.0.1"
         let executable = URL(fileURLWithPath: CommandLine.arguments[0]).standardizedFileURL.path
-        return try ChildProcess(executable: executable, arguments: ["serve"], environment: env,
-                                outputFile: "/dev/stderr")
+        return try ChildProcess(executable: executable, arguments: [command], environment: env, outputFile: "/dev/stderr")
     }
 }
 
