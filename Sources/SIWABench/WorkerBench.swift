@@ -8,8 +8,8 @@ import SIWAServer
 
 /// The worker's half of `make bench`:
 /// - burn-down: `jobs` purge jobs (trivial plan: the built-in step only)
-///   enqueued in one INSERT while an idle in-process worker waits; jobs/s
-///   from that commit until the last one is completed;
+///   waiting in the queue; jobs/s from the in-process worker's start until
+///   the last one is completed;
 /// - ceiling, same run and server: pgbench running the worker's own claim and
 ///   step-and-complete statements (ClaimJobsStatement, ErasePersonalDataStatement),
 ///   one job per transaction;
@@ -50,10 +50,10 @@ enum WorkerBench {
         }
     }
 
-    /// Jobs from earlier rounds out of the way (completed rows would slow nothing, but
-    /// leftover available ones would be claimed).
+    /// An empty queue for each measurement: TRUNCATE, so neither side pays
+    /// for the dead rows of the one before.
     static func reset(_ client: PostgresClient, logger: Logger) async throws {
-        try await client.query("DELETE FROM siwa.jobs", logger: logger)
+        try await client.query("TRUNCATE siwa.jobs", logger: logger)
     }
 
     /// `count` purge jobs, each for a user with an email to erase, in one statement.
@@ -68,15 +68,16 @@ enum WorkerBench {
             SELECT 'purge_user', jsonb_build_object('apple_sub', \(prefix) || '.' || i, 'event_type', 'account-delete')
             FROM generate_series(1, \(count)) AS i
             """, logger: logger)
+        // Both sides start from fresh statistics, as autovacuum would give them.
+        try await client.query("ANALYZE siwa.jobs, siwa.users", logger: logger)
     }
 
     static func burnDown(jobs: Int, round: Int, databaseURL: String, concurrency: Int,
                          client: PostgresClient, logger: Logger) async throws -> Double {
+        try await enqueue(jobs, prefix: "burn\(round)", client: client, logger: logger)
+        let start = ContinuousClock.now
         let worker = try startWorker(databaseURL: databaseURL, concurrency: concurrency, pollSeconds: 1, logger: logger)
         defer { Task { await worker.triggerGracefulShutdown() } }
-        try await Task.sleep(for: .milliseconds(500))  // connected and listening
-        let start = ContinuousClock.now
-        try await enqueue(jobs, prefix: "burn\(round)", client: client, logger: logger)
         while try await completed(client, logger: logger) < jobs {
             try await Task.sleep(for: .milliseconds(20))
         }
