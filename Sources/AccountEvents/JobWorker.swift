@@ -175,10 +175,12 @@ public final class JobWorker: Service, Sendable {
     }
 
     /// Rescues expired leases (at start and every half lease, at most 30 s
-    /// apart) and prunes finished jobs past their retention (every minute).
+    /// apart) and prunes finished jobs past their retention (at most every minute).
     private func maintain() async {
         let clock = ContinuousClock()
         var lastPrune = clock.now - .seconds(3600)
+        // A tenth of the retention, between 1 s and a minute.
+        let pruneInterval = Duration.seconds(min(max(options.retentionSeconds / 10, 1), 60))
         while !Task.isCancelled {
             do {
                 let rescued = try await queue.rescueExpiredLeases(maxAttempts: options.maxAttempts)
@@ -186,7 +188,7 @@ public final class JobWorker: Service, Sendable {
                     logger.notice("Rescued jobs whose worker stopped", metadata: ["jobs": "\(rescued)"])
                     wakeup.signal()
                 }
-                if clock.now - lastPrune >= .seconds(60) {
+                if clock.now - lastPrune >= pruneInterval {
                     lastPrune = clock.now
                     let pruned = try await queue.prune(retentionSeconds: options.retentionSeconds)
                     if pruned > 0 { logger.info("Pruned finished jobs", metadata: ["jobs": "\(pruned)"]) }

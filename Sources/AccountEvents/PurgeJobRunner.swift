@@ -189,9 +189,11 @@ public struct PurgeJobRunner: Sendable {
     }
 }
 
-/// JSON string literals for the few bodies built by hand.
-enum JSONText {
-    static func quoted(_ text: String) -> String {
+/// JSON string literals (RFC 8259 §7) for the few bodies built by hand:
+/// a flat object needs no serializer, and Foundation's costs more than the
+/// rest of a request.
+public enum JSONText {
+    public static func quoted(_ text: String) -> String {
         var out = "\""
         for scalar in text.unicodeScalars {
             switch scalar {

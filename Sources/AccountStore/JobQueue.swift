@@ -57,6 +57,11 @@ public struct JobQueue: Sendable {
         }
     }
 
+    /// A statement answering one count.
+    private func count(_ query: PostgresQuery) async throws -> Int {
+        try await values(query, as: Int.self).first ?? 0
+    }
+
     public func claim(limit: Int, kind: String, leaseSeconds: Double) async throws -> [ClaimedJob] {
         guard limit > 0 else { return [] }
         let statement = ClaimJobsStatement(worker: worker, limit: limit, kind: kind, leaseSeconds: leaseSeconds)
@@ -162,7 +167,7 @@ public struct JobQueue: Sendable {
     /// attempt is not counted; steps already recorded stay done).
     public func release(jobIDs: [Int64]) async throws -> Int {
         guard !jobIDs.isEmpty else { return 0 }
-        let rows = try await values("""
+        return try await count("""
             WITH job AS (
                 UPDATE siwa.jobs SET state = 'available', attempt = greatest(attempt - 1, 0), run_at = now(),
                                      locked_by = NULL, locked_until = NULL
@@ -174,16 +179,14 @@ public struct JobQueue: Sendable {
                 FROM job
             )
             SELECT count(*) FROM job
-            """, as: Int.self)
-        for count in rows { return count }
-        return 0
+            """)
     }
 
     /// Jobs whose lease ran out (their worker died or lost the database) go
     /// back to `retryable` at once, or `discarded` if that was their last
     /// attempt. Any worker may run this; SKIP LOCKED keeps two from colliding.
     public func rescueExpiredLeases(maxAttempts: Int) async throws -> Int {
-        let rows = try await values("""
+        return try await count("""
             WITH expired AS (
                 SELECT id FROM siwa.jobs WHERE state = 'running' AND locked_until < now()
                 ORDER BY locked_until LIMIT 1000 FOR UPDATE SKIP LOCKED
@@ -205,16 +208,14 @@ public struct JobQueue: Sendable {
                 FROM job
             )
             SELECT count(*) FROM job
-            """, as: Int.self)
-        for count in rows { return count }
-        return 0
+            """)
     }
 
     /// Deletes completed and cancelled jobs finalized more than
     /// `retentionSeconds` ago (discarded ones stay until someone looks; the
     /// audit trail keeps the proof either way). At most 10,000 per call.
     public func prune(retentionSeconds: Double) async throws -> Int {
-        let rows = try await values("""
+        return try await count("""
             WITH gone AS (
                 DELETE FROM siwa.jobs WHERE id IN (
                     SELECT id FROM siwa.jobs
@@ -224,8 +225,6 @@ public struct JobQueue: Sendable {
                 RETURNING 1
             )
             SELECT count(*) FROM gone
-            """, as: Int.self)
-        for count in rows { return count }
-        return 0
+            """)
     }
 }

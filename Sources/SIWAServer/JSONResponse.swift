@@ -1,3 +1,4 @@
+import AccountEvents
 import Foundation
 import Hummingbird
 
@@ -23,20 +24,5 @@ enum JSONResponse {
         make(status, ["error": reason, "detail": detail])
     }
 
-    /// A JSON string literal (RFC 8259 §7).
-    static func quoted(_ text: String) -> String {
-        var out = "\""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            case _ where scalar.value < 0x20: out += String(format: "\\u%04x", scalar.value)
-            default: out.unicodeScalars.append(scalar)
-            }
-        }
-        return out + "\""
-    }
+    static func quoted(_ text: String) -> String { JSONText.quoted(text) }
 }

@@ -15,7 +15,7 @@ public struct WorkerAssembly: Sendable {
 
     /// Throws `PurgePlanError` (bad plan), `SettingError`, `DatabaseConfigurationError`.
     public init(settings: WorkerSettings, environment: [String: String], migrations: Migrator?,
-                httpClient: HTTPClient = .shared, workerName: String = WorkerAssembly.defaultWorkerName(), logger: Logger) throws {
+                workerName: String = WorkerAssembly.defaultWorkerName(), logger: Logger) throws {
         let database = try DatabaseConfiguration(url: settings.databaseURL, maximumConnections: settings.databaseMaxConnections)
         let client = PostgresClient(configuration: database.postgresClientConfiguration,
                                     backgroundLogger: Logger(label: "siwa.postgres"))
@@ -35,16 +35,21 @@ public struct WorkerAssembly: Sendable {
             external[step.name] = PostgresClient(configuration: other.configuration.postgresClientConfiguration,
                                                  backgroundLogger: Logger(label: "siwa.postgres.\(step.name)"))
         }
+        // Webhooks: only a 2xx from the URL in the plan counts, so redirects
+        // are not followed.
+        var http = HTTPClient.Configuration()
+        http.redirectConfiguration = .disallow
+        let webhookClient = HTTPClient(eventLoopGroupProvider: .singleton, configuration: http)
         let queue = JobQueue(client: client, worker: workerName, logger: Logger(label: "siwa.jobs"))
         let runner = PurgeJobRunner(plan: plan, queue: queue, externalDatabases: external,
-                                    webhooks: WebhookDelivery(http: httpClient), logger: Logger(label: "siwa.purge"))
+                                    webhooks: WebhookDelivery(http: webhookClient), logger: Logger(label: "siwa.purge"))
         let worker = JobWorker(client: client, queue: queue, runner: runner, options: settings.worker, logger: logger) {
             logger.info("Database", metadata: ["database": "\(database.redactedDescription)"])
             // Refuse to work against a schema that is behind or was edited.
             if let migrations { try await migrations.checkUpToDate(client: client, logger: logger) }
         }
         self.plan = plan
-        self.services = [client] + external.values.map { $0 as any Service } + [worker]
+        self.services = [client, HTTPClientService(client: webhookClient)] + external.values.map { $0 as any Service } + [worker]
     }
 
     /// host:pid, unique among live workers, readable in `locked_by`.
@@ -58,5 +63,16 @@ public struct WorkerAssembly: Sendable {
             return "no SIWA_PURGE_PLAN: only the built-in step runs (\(PurgePlan.builtInStepName)); the app's own data is not touched"
         }
         return "\(source): \(plan.allStepNames.joined(separator: " -> "))"
+    }
+}
+
+/// Shuts an HTTP client down when its service group stops (after the
+/// worker, which is later in the list and so stops first).
+struct HTTPClientService: Service {
+    let client: HTTPClient
+
+    func run() async throws {
+        try? await gracefulShutdown()
+        try await client.shutdown()
     }
 }

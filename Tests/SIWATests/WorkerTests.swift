@@ -198,4 +198,24 @@ struct WorkerTests {
         // Steps done before the release stay done: the SQL step is not redone.
         #expect(try await db.scalar("SELECT count(*) FROM siwa.jobs WHERE steps_done ? '\(WorkerHarness.sqlStep)'") == 2)
     }
+
+    /// Completed jobs are pruned once past SIWA_JOB_RETENTION_DAYS; discarded
+    /// ones stay; the audit trail keeps the proof of both.
+    @Test func finishedJobsArePrunedAfterTheRetention() async throws {
+        let harness = try await WorkerHarness.start(settings: ["SIWA_JOB_RETENTION_DAYS": "0.00002"])  // 1.7 s
+        defer { Task { await harness.stop() } }
+        try await harness.enqueue(subs: ["pruned"])
+        // A job a worker can never run (no apple_sub): discarded at once.
+        try await harness.database.execute("INSERT INTO siwa.jobs (kind, args) VALUES ('purge_user', '{}')")
+        let worker = try harness.startWorker()
+        let db = harness.database
+        let pruned = try await harness.wait(upTo: .seconds(30)) {
+            try await db.scalar("SELECT count(*) FROM siwa.jobs") == 1
+        }
+        #expect(pruned, "\(worker.log.suffix(2000))")
+        #expect(try await db.strings("SELECT state FROM siwa.jobs") == ["discarded"])
+        #expect(try await db.scalar("SELECT count(*) FROM siwa.audit_log WHERE action = 'job.completed' AND apple_sub = 'pruned'") == 1)
+        #expect(worker.log.contains("Pruned finished jobs"))
+        #expect(await worker.terminate() == 0)
+    }
 }
