@@ -12,7 +12,10 @@ struct WorkerTests {
     @Test func notificationsToPurgesEndToEnd() async throws {
         let siwa = try await ServerHarness.start()
         defer { Task { await siwa.stop() } }
-        let harness = try await WorkerHarness.start(database: siwa.database)
+        // The app's analytics live in a database of their own.
+        let analytics = try await TestDatabase.create()
+        try await analytics.execute("CREATE TABLE events (apple_sub text NOT NULL, kind text)")
+        let harness = try await WorkerHarness.start(database: siwa.database, analytics: analytics)
         defer { Task { await harness.stop() } }
         let db = siwa.database
         let revoked = "e2e.revoked.\(UUID().uuidString)"
@@ -26,6 +29,9 @@ struct WorkerTests {
             INSERT INTO app.profiles (apple_sub, display_name) VALUES
               ('\(revoked)', 'R'), ('\(revoked)', 'R2'), ('\(deleted)', 'D'), ('\(bystander)', 'K');
             """)
+        try await analytics.execute("""
+            INSERT INTO events (apple_sub, kind) VALUES ('\(revoked)', 'open'), ('\(deleted)', 'open'), ('\(bystander)', 'open');
+            """)
         #expect(try await siwa.post(token: siwa.notification("consent-revoked", sub: revoked, eventTime: t0.addingTimeInterval(1))).status == 200)
         #expect(try await siwa.post(token: siwa.notification("account-delete", sub: deleted)).status == 200)
 
@@ -33,8 +39,10 @@ struct WorkerTests {
         let done = try await harness.wait { try await harness.count(state: "completed") == 2 }
         #expect(done, "jobs not completed: \(worker.log.suffix(3000))")
 
-        // The app's data for the two users is gone, the bystander's is not.
+        // The app's data for the two users is gone, the bystander's is not,
+        // in siwa's database and in the other one.
         #expect(try await db.strings("SELECT apple_sub FROM app.profiles") == [bystander])
+        #expect(try await analytics.strings("SELECT apple_sub FROM events") == [bystander])
         #expect(try await db.scalar("SELECT count(*) FROM app.purge_log") == 2)
         // $2 is siwa's user id.
         #expect(try await db.scalar("""
@@ -59,14 +67,14 @@ struct WorkerTests {
         #expect(bySub[deleted]?.fields["event_type"] as? String == "account-delete")
         #expect(bySub[deleted]?.fields.keys.sorted() == ["apple_sub", "event_type", "job_id", "user_id"])
 
-        // Audit: claim, three steps, completion, per job; no personal data.
+        // Audit: claim, four steps, completion, per job; no personal data.
         let actions = try await db.strings("""
             SELECT action FROM siwa.audit_log WHERE actor = 'worker' AND details->>'job_id' = '\(revokedJob)' ORDER BY seq
             """)
-        #expect(actions == ["job.claimed", "job.step_completed", "job.step_completed", "job.step_completed", "job.completed"])
+        #expect(actions == ["job.claimed"] + Array(repeating: "job.step_completed", count: 4) + ["job.completed"])
         #expect(try await db.strings("""
             SELECT details->>'step' FROM siwa.audit_log WHERE action = 'job.step_completed' AND details->>'job_id' = '\(revokedJob)' ORDER BY seq
-            """) == ["siwa.erase_personal_data", WorkerHarness.sqlStep, WorkerHarness.httpStep])
+            """) == ["siwa.erase_personal_data", WorkerHarness.sqlStep, WorkerHarness.analyticsStep, WorkerHarness.httpStep])
         #expect(try await db.scalar("SELECT count(*) FROM siwa.audit_log WHERE details::text LIKE '%@%'") == 0)
         #expect(!worker.log.contains("@privaterelay"))
 

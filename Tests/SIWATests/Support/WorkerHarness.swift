@@ -21,11 +21,15 @@ final class WorkerHarness: Sendable {
     /// The plan's steps after the built-in one.
     static let sqlStep = "app-data"
     static let httpStep = "notify-crm"
+    static let analyticsStep = "analytics"
 
     /// - Parameters:
     ///   - slowSQL: seconds each SQL step sleeps (a slow step to kill a worker in).
     ///   - settings: extra or overriding `SIWA_*` settings for the workers.
-    static func start(database: TestDatabase? = nil, slowSQL: Double = 0, settings extra: [String: String] = [:]) async throws -> WorkerHarness {
+    ///   - analytics: another database with a table `events (apple_sub)`, cleaned
+    ///     by a third step through `database_url_env` (at-least-once).
+    static func start(database: TestDatabase? = nil, slowSQL: Double = 0, analytics: TestDatabase? = nil,
+                      settings extra: [String: String] = [:]) async throws -> WorkerHarness {
         let database = if let database { database } else { try await TestDatabase.create() }
         try await database.execute("""
             CREATE SCHEMA app;
@@ -39,10 +43,14 @@ final class WorkerHarness: Sendable {
             "INSERT INTO app.purge_log (apple_sub, siwa_user_id) VALUES ($1, $2)",
         ]
         if slowSQL > 0 { statements.append("SELECT pg_sleep(\(slowSQL))") }
-        let plan: [String: Any] = ["steps": [
-            ["name": sqlStep, "sql": statements],
-            ["name": httpStep, "http": ["url": server.baseURL + "/hooks/purge", "secret_env": "TEST_DOWNSTREAM_SECRET", "timeout_seconds": 5]],
-        ]]
+        var steps: [[String: Any]] = [["name": sqlStep, "sql": statements]]
+        if analytics != nil {
+            steps.append(["name": analyticsStep, "database_url_env": "TEST_ANALYTICS_DATABASE_URL",
+                          "sql": ["DELETE FROM events WHERE apple_sub = $1"]])
+        }
+        steps.append(["name": httpStep, "http": ["url": server.baseURL + "/hooks/purge", "secret_env": "TEST_DOWNSTREAM_SECRET",
+                                                 "timeout_seconds": 5]])
+        let plan: [String: Any] = ["steps": steps]
         let planFile = FileManager.default.temporaryDirectory.appendingPathComponent("siwa-plan-\(UUID().uuidString).json").path
         try JSONSerialization.data(withJSONObject: plan).write(to: URL(fileURLWithPath: planFile))
         var settings = [
@@ -54,6 +62,7 @@ final class WorkerHarness: Sendable {
             "SIWA_WORKER_POLL_SECONDS": "0.5",
             "SIWA_LOG_LEVEL": "info",
         ]
+        if let analytics { settings["TEST_ANALYTICS_DATABASE_URL"] = analytics.url }
         settings.merge(extra) { $1 }
         return WorkerHarness(database: database, downstream: downstream, downstreamServer: server, planFile: planFile, settings: settings)
     }
