@@ -19,27 +19,46 @@ struct CompactJWS: Sendable {
     static let maximumLength = 16 * 1024
 
     init(_ token: String) throws(VerificationFailure) {
-        // Trim ASCII white space by hand: Foundation's trimming bridges to NSString.
-        let isSpace: (Character) -> Bool = { $0 == " " || $0 == "\n" || $0 == "\r" || $0 == "\t" }
-        var start = token.startIndex
-        var end = token.endIndex
-        while start < end, isSpace(token[start]) { start = token.index(after: start) }
-        while end > start, isSpace(token[token.index(before: end)]) { end = token.index(before: end) }
-        let trimmed = token[start..<end]
-        guard !trimmed.isEmpty else { throw .malformedToken("empty") }
-        guard trimmed.utf8.count <= Self.maximumLength else { throw .malformedToken("longer than \(Self.maximumLength) bytes") }
-        let parts = trimmed.split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count == 3 else { throw .malformedToken("expected 3 segments, found \(parts.count)") }
-        guard let headerData = Base64URL.decode(parts[0]) else { throw .malformedToken("header is not base64url") }
-        guard let payload = Base64URL.decode(parts[1]), !payload.isEmpty else { throw .malformedToken("payload is not base64url") }
-        guard let signature = Base64URL.decode(parts[2]) else { throw .malformedToken("signature is not base64url") }
+        // Over the UTF-8 bytes: String's Character-level split and trim cost
+        // more than the RSA check (15% of a request's CPU when measured).
+        var token = token
+        let parsed = token.withUTF8 { bytes in
+            Result { () throws(VerificationFailure) -> CompactJWS in try CompactJWS(utf8: bytes) }
+        }
+        self = try parsed.get()
+    }
+
+    private init(utf8 token: UnsafeBufferPointer<UInt8>) throws(VerificationFailure) {
+        let isSpace: (UInt8) -> Bool = { $0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09 }
+        var start = 0
+        var end = token.count
+        while start < end, isSpace(token[start]) { start += 1 }
+        while end > start, isSpace(token[end - 1]) { end -= 1 }
+        guard start < end else { throw .malformedToken("empty") }
+        guard end - start <= Self.maximumLength else { throw .malformedToken("longer than \(Self.maximumLength) bytes") }
+        let trimmed = UnsafeBufferPointer(rebasing: token[start..<end])
+        var dots: [Int] = []
+        for (index, byte) in trimmed.enumerated() where byte == UInt8(ascii: ".") {
+            dots.append(index)
+            if dots.count > 2 { break }
+        }
+        guard dots.count == 2 else {
+            let segments = dots.count + 1 + (dots.count > 2 ? trimmed[(dots[2] + 1)...].count { $0 == UInt8(ascii: ".") } : 0)
+            throw .malformedToken("expected 3 segments, found \(segments)")
+        }
+        let headerBytes = UnsafeBufferPointer(rebasing: trimmed[..<dots[0]])
+        let payloadBytes = UnsafeBufferPointer(rebasing: trimmed[(dots[0] + 1)..<dots[1]])
+        let signatureBytes = UnsafeBufferPointer(rebasing: trimmed[(dots[1] + 1)...])
+        guard let headerData = Base64URL.decode(bytes: headerBytes) else { throw .malformedToken("header is not base64url") }
+        guard let payload = Base64URL.decode(bytes: payloadBytes), !payload.isEmpty else { throw .malformedToken("payload is not base64url") }
+        guard let signature = Base64URL.decode(bytes: signatureBytes) else { throw .malformedToken("signature is not base64url") }
         do {
             self.header = try JSONDecoder().decode(Header.self, from: headerData)
         } catch {
             throw .malformedHeader("not a JSON object with string alg/kid")
         }
         self.payload = payload
-        self.signingInput = Data(parts[0].utf8) + Data(".".utf8) + Data(parts[1].utf8)
+        self.signingInput = Data(UnsafeBufferPointer(rebasing: trimmed[..<dots[1]]))
         self.signature = signature
     }
 }
