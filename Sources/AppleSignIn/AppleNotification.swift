@@ -88,16 +88,14 @@ public struct NotificationVerifier: Sendable {
         // `events` is a JSON string that must be parsed a second time (that is
         // what Apple sends); accept an object too.
         let event: AppleEvent
-        do {
-            switch try JSONDecoder().decode(EventsClaim.self, from: verified.payload) {
-            case .missing: throw VerificationFailure.malformedEvents("events is missing")
-            case .text(let text): event = try JSONDecoder().decode(AppleEvent.self, from: Data(text.utf8))
-            case .object(let object): event = object
+        switch verified.claims.events ?? .missing {
+        case .missing: throw VerificationFailure.malformedEvents("events is missing")
+        case .invalid(let reason): throw VerificationFailure.malformedEvents(reason)
+        case .object(let object): event = object
+        case .text(let text):
+            do { event = try JSONDecoder().decode(AppleEvent.self, from: Data(text.utf8)) } catch {
+                throw VerificationFailure.malformedEvents(AppleTokenVerifier.describe(error))
             }
-        } catch let failure as VerificationFailure {
-            throw failure
-        } catch {
-            throw VerificationFailure.malformedEvents(AppleTokenVerifier.describe(error))
         }
         let stored = StoredNotificationClaims(
             iss: VerificationPolicy.appleIssuer, aud: verified.audience, iat: verified.claims.iat ?? 0,
@@ -112,26 +110,28 @@ public struct NotificationVerifier: Sendable {
 }
 
 /// The `events` claim: a JSON string (as Apple sends it) or an object.
-enum EventsClaim: Decodable {
+/// Decoding never fails: a bad value becomes `.invalid`, so it is reported as
+/// malformed events, after the registered claims were checked.
+enum EventsClaim: Decodable, Sendable {
     case missing
     case text(String)
     case object(AppleEvent)
-
-    enum CodingKeys: String, CodingKey { case events }
+    case invalid(String)
 
     init(from decoder: any Decoder) throws {
-        let container = try decoder.container(keyedBy: CodingKeys.self)
-        guard container.contains(.events), try !container.decodeNil(forKey: .events) else {
+        let container = try decoder.singleValueContainer()
+        if container.decodeNil() {
             self = .missing
-            return
-        }
-        if let text = try? container.decode(String.self, forKey: .events) {
+        } else if let text = try? container.decode(String.self) {
             self = .text(text)
-        } else if (try? container.nestedContainer(keyedBy: AppleEvent.CodingKeys.self, forKey: .events)) != nil {
-            // An object: decode it for real so a bad field gets its own error.
-            self = .object(try container.decode(AppleEvent.self, forKey: .events))
         } else {
-            throw VerificationFailure.malformedEvents("events is neither a JSON string nor an object")
+            do {
+                self = .object(try container.decode(AppleEvent.self))
+            } catch DecodingError.typeMismatch(_, let context) where context.codingPath.count <= 1 {
+                self = .invalid("events is neither a JSON string nor an object")
+            } catch {
+                self = .invalid(AppleTokenVerifier.describe(error))
+            }
         }
     }
 }

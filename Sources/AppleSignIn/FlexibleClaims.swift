@@ -39,4 +39,7 @@ struct RegisteredClaims: Decodable, Sendable {
     let iat: Double?
     let sub: String?
     let jti: String?
+    /// A notification's `events`, taken in the same pass over the payload;
+    /// judged only after the registered claims (see `EventsClaim`).
+    let events: EventsClaim?
 }
