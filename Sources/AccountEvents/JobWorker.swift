@@ -92,10 +92,10 @@ public final class JobWorker: Service, Sendable {
     }
 
     private func start(_ job: ClaimedJob) {
-        running.start(job.id) {
+        running.start(job) {
             Task {
                 await self.execute(job)
-                self.running.finished(job.id)
+                self.running.finished(job.lease)
                 self.wakeup.signal()
             }
         }
@@ -162,11 +162,12 @@ public final class JobWorker: Service, Sendable {
     private func keepLeases() async {
         while !Task.isCancelled {
             try? await Task.sleep(for: .seconds(options.leaseSeconds / 3))
-            let ids = running.ids
-            guard !ids.isEmpty, !Task.isCancelled else { continue }
+            let runs = running.runs
+            guard !runs.isEmpty, !Task.isCancelled else { continue }
             do {
-                for lost in try await queue.extendLeases(jobIDs: ids, leaseSeconds: options.leaseSeconds) where running.cancel(lost) {
-                    logger.warning("Lease lost; stopping the job here", metadata: ["job": "\(lost)"])
+                let lost = try await queue.extendLeases(runs, leaseSeconds: options.leaseSeconds)
+                for run in runs where lost.contains(run.lease) && running.cancel(run.lease) != nil {
+                    logger.warning("Lease lost; stopping the job here", metadata: ["job": "\(run.id)"])
                 }
             } catch {
                 logger.warning("Cannot extend leases", metadata: ["error": "\(Self.safeDescription(error))"])
@@ -211,14 +212,21 @@ public final class JobWorker: Service, Sendable {
         while running.count > 0, ContinuousClock.now < deadline, !Task.isCancelled {
             try? await Task.sleep(for: .milliseconds(20))
         }
-        let unfinished = running.cancelAll()
-        guard !unfinished.isEmpty else { return }
+        // Cancel what is left, and release only the runs that have then
+        // stopped: one still busy (cancellation is cooperative) keeps its
+        // lease, so no other worker can start the same step beside it; it is
+        // rescued when the lease runs out.
+        var stopped: [(id: Int64, lease: String)] = []
+        for (run, task) in running.cancelAll() {
+            if await withDeadline(.seconds(2), { await task.value; return true }) == true { stopped.append(run) }
+        }
+        guard !stopped.isEmpty else { return }
         do {
-            let released = try await queue.release(jobIDs: unfinished)
+            let released = try await queue.release(stopped)
             logger.notice("Released unfinished jobs for another worker", metadata: ["jobs": "\(released)"])
         } catch {
             logger.warning("Cannot release unfinished jobs; they are rescued when their leases expire",
-                           metadata: ["jobs": "\(unfinished.count)", "error": "\(Self.safeDescription(error))"])
+                           metadata: ["jobs": "\(stopped.count)", "error": "\(Self.safeDescription(error))"])
         }
     }
 
@@ -246,38 +254,40 @@ public enum Backoff {
     }
 }
 
-/// Jobs running in this process, by id, so the heartbeat can list them and
-/// shutdown (or a lost lease) can cancel them.
+/// Jobs running in this process, by lease (one per claim: a job claimed
+/// again after its lease was lost is a new run), so the heartbeat can list
+/// them and shutdown (or a lost lease) can cancel them.
 final class RunningJobs: Sendable {
-    private let tasks = Mutex([Int64: Task<Void, Never>]())
+    typealias Run = (id: Int64, lease: String)
+    private let tasks = Mutex([String: (id: Int64, task: Task<Void, Never>)]())
 
     var count: Int { tasks.withLock { $0.count } }
-    var ids: [Int64] { tasks.withLock { Array($0.keys) } }
+    var runs: [Run] { tasks.withLock { $0.map { ($0.value.id, $0.key) } } }
 
     /// Registers the task under the lock, so it cannot finish before it is known.
-    func start(_ id: Int64, _ makeTask: () -> Task<Void, Never>) {
-        tasks.withLock { $0[id] = makeTask() }
+    func start(_ job: ClaimedJob, _ makeTask: () -> Task<Void, Never>) {
+        tasks.withLock { $0[job.lease] = (job.id, makeTask()) }
     }
 
-    func finished(_ id: Int64) {
-        _ = tasks.withLock { $0.removeValue(forKey: id) }
+    func finished(_ lease: String) {
+        _ = tasks.withLock { $0.removeValue(forKey: lease) }
     }
 
-    /// Cancels the job's task; false if it had already finished.
+    /// Cancels the run's task; nil if it had already finished.
     @discardableResult
-    func cancel(_ id: Int64) -> Bool {
-        guard let task = tasks.withLock({ $0.removeValue(forKey: id) }) else { return false }
-        task.cancel()
-        return true
+    func cancel(_ lease: String) -> Task<Void, Never>? {
+        guard let entry = tasks.withLock({ $0.removeValue(forKey: lease) }) else { return nil }
+        entry.task.cancel()
+        return entry.task
     }
 
-    func cancelAll() -> [Int64] {
+    func cancelAll() -> [(Run, Task<Void, Never>)] {
         let all = tasks.withLock { tasks in
             defer { tasks.removeAll() }
             return tasks
         }
-        for task in all.values { task.cancel() }
-        return Array(all.keys)
+        for entry in all.values { entry.task.cancel() }
+        return all.map { (($0.value.id, $0.key), $0.value.task) }
     }
 }
 

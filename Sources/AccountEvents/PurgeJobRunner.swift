@@ -53,13 +53,12 @@ public struct PurgeJobRunner: Sendable {
         let remaining = names.indices.filter { !job.stepsDone.contains(names[$0]) }
         guard let lastRemaining = remaining.last else {
             // Every step was recorded but the job was not completed (the plan
-            // lost steps since): complete it by re-recording the last step.
-            let step = JobStep(jobID: job.id, worker: queue.worker, name: names[names.count - 1], completesJob: true)
-            return try await queue.recordStep(step) ? .completed : .leaseLost
+            // lost steps since): complete it.
+            return try await queue.complete(job) ? .completed : .leaseLost
         }
         for index in remaining {
             try Task.checkCancellation()
-            let step = JobStep(jobID: job.id, worker: queue.worker, name: names[index], completesJob: index == lastRemaining)
+            let step = JobStep(jobID: job.id, lease: job.lease, name: names[index], completesJob: index == lastRemaining)
             let held: Bool
             if index == 0 {
                 held = try await eraseSiwaData(step)
@@ -74,7 +73,7 @@ public struct PurgeJobRunner: Sendable {
 
     private func eraseSiwaData(_ step: JobStep) async throws -> Bool {
         do {
-            return try await queue.erasePersonalData(jobIDs: [step.jobID], completes: [step.completesJob]).contains(step.jobID)
+            return try await queue.erasePersonalData([(step.jobID, step.lease)], completes: [step.completesJob]).contains(step.jobID)
         } catch {
             throw Self.failure(step.name, error)
         }
@@ -93,7 +92,7 @@ public struct PurgeJobRunner: Sendable {
         let completes = batch.map { job in lastStep || plan.steps.allSatisfy { job.stepsDone.contains($0.name) } }
         let done: Set<Int64>
         do {
-            done = try await queue.erasePersonalData(jobIDs: batch.map(\.id), completes: completes)
+            done = try await queue.erasePersonalData(batch.map { ($0.id, $0.lease) }, completes: completes)
         } catch {
             logger.debug("Built-in step for the batch failed; running the jobs one by one",
                          metadata: ["jobs": "\(batch.count)", "error": "\(Self.failure(builtIn, error).summary)"])

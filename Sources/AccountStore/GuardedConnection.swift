@@ -1,6 +1,7 @@
 import Logging
 import NIOCore
 import PostgresNIO
+import Synchronization
 
 /// The connection closed under a statement (the server restarted or the
 /// network dropped); the statement's effect is unknown unless it committed.
@@ -57,11 +58,52 @@ extension PostgresClient {
         let work = Task {
             do { result.complete(.success(try await body(connection))) } catch { result.complete(.failure(error)) }
         }
-        connection.closeFuture.whenComplete { _ in result.complete(.failure(ConnectionClosed())) }
+        let unwatch = ConnectionCloseWatch.shared.watch(connection) { result.complete(.failure(ConnectionClosed())) }
+        defer { unwatch() }
         return try await withTaskCancellationHandler {
             try await result.wait()
         } onCancel: {
+            // The wait ends now, and the connection goes back to the pool, so
+            // it must not carry on with `body`'s half-done work (an open
+            // transaction would swallow the next user's statements): close it;
+            // the server rolls back, the pool drops it.
             work.cancel()
+            connection.close().whenComplete { _ in }
+        }
+    }
+}
+
+/// Calls back when a connection closes: one observer on each connection's
+/// `closeFuture`, however many statements wait on it over its life (a
+/// callback per statement would pile up on a connection that lives for days).
+final class ConnectionCloseWatch: Sendable {
+    static let shared = ConnectionCloseWatch()
+
+    private struct State {
+        var waiters: [ObjectIdentifier: [UInt64: @Sendable () -> Void]] = [:]
+        var nextToken: UInt64 = 0
+    }
+    private let state = Mutex(State())
+
+    /// Calls `onClose` if the connection closes before the returned function
+    /// is called (at once if it is closed already).
+    func watch(_ connection: PostgresConnection, onClose: @escaping @Sendable () -> Void) -> @Sendable () -> Void {
+        let key = ObjectIdentifier(connection)
+        let (token, first) = state.withLock { state -> (UInt64, Bool) in
+            let token = state.nextToken
+            state.nextToken &+= 1
+            let first = state.waiters[key] == nil
+            state.waiters[key, default: [:]][token] = onClose
+            return (token, first)
+        }
+        if first {
+            connection.closeFuture.whenComplete { [self] _ in
+                let waiters = state.withLock { $0.waiters.removeValue(forKey: key) } ?? [:]
+                for waiter in waiters.values { waiter() }
+            }
+        }
+        return { [self] in
+            _ = state.withLock { $0.waiters[key]?.removeValue(forKey: token) }
         }
     }
 }

@@ -106,9 +106,8 @@ public struct JobAdministration: Sendable {
                 throw JobAdministrationError(description: "job \(id) is \(job.state.rawValue); only a job that is \(allowed.joined(separator: ", ")) can be changed this way")
             }
             return job
-        } catch let error as PostgresTransactionError {
-            let sqlState = (error.closureError as? PSQLError)?.serverInfo?[.sqlState]
-            if sqlState == "23505" {
+        } catch let error as PSQLError {
+            if error.serverInfo?[.sqlState] == "23505" {
                 throw JobAdministrationError(description: "another purge for the same Apple user is already pending; retry refused (see siwa jobs list)")
             }
             throw error

@@ -15,11 +15,13 @@ public struct ClaimedJob: Sendable, Equatable {
     public let stepsDone: Set<String>
     /// siwa's `users.id` for the sub, if it has a row.
     public let userID: Int64?
+    /// This claim's `locked_by`: every write for this run is guarded by it.
+    public let lease: String
 
     /// The same job with `step` recorded as done.
     public func recording(_ step: String) -> ClaimedJob {
         ClaimedJob(id: id, kind: kind, appleSub: appleSub, eventType: eventType, attempt: attempt,
-                   maxAttempts: maxAttempts, stepsDone: stepsDone.union([step]), userID: userID)
+                   maxAttempts: maxAttempts, stepsDone: stepsDone.union([step]), userID: userID, lease: lease)
     }
 }
 
@@ -38,7 +40,7 @@ public struct JobQueue: Sendable {
     public static let wakeChannel = "siwa_jobs"
 
     let client: PostgresClient
-    /// Names this worker in `locked_by` and in the audit trail.
+    /// Names this worker in its leases (`locked_by`) and in the audit trail.
     public let worker: String
     let logger: Logger
 
@@ -72,23 +74,27 @@ public struct JobQueue: Sendable {
         }
     }
 
-    /// Extends the leases of the jobs this worker still holds. Returns the
-    /// ones it lost: rescued after its lease ran out (a long database
-    /// outage), or now held by another worker. A job that merely finished
-    /// since the caller listed it is not "lost".
-    public func extendLeases(jobIDs: [Int64], leaseSeconds: Double) async throws -> Set<Int64> {
-        guard !jobIDs.isEmpty else { return [] }
+    /// Extends the leases of the given runs. Returns the leases that are
+    /// lost: the job was rescued after the lease ran out (a long database
+    /// outage), or claimed again since. A run that merely finished meanwhile
+    /// is not "lost".
+    public func extendLeases(_ runs: [(id: Int64, lease: String)], leaseSeconds: Double) async throws -> Set<String> {
+        guard !runs.isEmpty else { return [] }
+        let extended = try await values("""
+            UPDATE siwa.jobs AS j SET locked_until = now() + make_interval(secs => \(leaseSeconds)::float8)
+            FROM unnest(\(runs.map(\.id))::bigint[], \(runs.map(\.lease))::text[]) AS run(id, lease)
+            WHERE j.id = run.id AND j.locked_by = run.lease AND j.state = 'running'
+            RETURNING j.locked_by
+            """, as: String.self)
+        let others = runs.filter { !extended.contains($0.lease) }
+        guard !others.isEmpty else { return [] }
+        // A second statement, so it sees what committed while the first waited.
         let lost = try await values("""
-            WITH extended AS (
-                UPDATE siwa.jobs SET locked_until = now() + make_interval(secs => \(leaseSeconds)::float8)
-                WHERE id = ANY(\(jobIDs)::bigint[]) AND locked_by = \(worker) AND state = 'running'
-                RETURNING id
-            )
-            SELECT id FROM siwa.jobs
-            WHERE id = ANY(\(jobIDs)::bigint[]) AND id NOT IN (SELECT id FROM extended)
-              AND (state IN ('running', 'available')
-                   OR (state = 'retryable' AND errors->-1->>'error' LIKE 'lease expired%'))
-            """, as: Int64.self)
+            SELECT run.lease FROM siwa.jobs AS j
+            JOIN unnest(\(others.map(\.id))::bigint[], \(others.map(\.lease))::text[]) AS run(id, lease) ON j.id = run.id
+            WHERE (j.state = 'running' AND j.locked_by <> run.lease) OR j.state = 'available'
+               OR (j.state = 'retryable' AND j.errors->-1->>'error' LIKE 'lease expired%')
+            """, as: String.self)
         return Set(lost)
     }
 
@@ -101,6 +107,23 @@ public struct JobQueue: Sendable {
             for try await count in try await connection.execute(RecordStepStatement(step), logger: logger) { held = count }
             return held == 1
         }
+    }
+
+    /// Completes a job that has no step left to run (its plan lost steps
+    /// since they were recorded). False if the lease was lost.
+    public func complete(_ job: ClaimedJob) async throws -> Bool {
+        try await count("""
+            WITH job AS (
+                UPDATE siwa.jobs SET state = 'completed', finalized_at = now(), locked_until = NULL
+                WHERE id = \(job.id) AND locked_by = \(job.lease) AND state = 'running'
+                RETURNING id, args->>'apple_sub' AS apple_sub, attempt
+            ), audit AS (
+                INSERT INTO siwa.audit_log (actor, action, apple_sub, details)
+                SELECT 'worker', 'job.completed', apple_sub, jsonb_build_object('job_id', id, 'attempt', attempt, 'worker', \(job.lease)::text)
+                FROM job
+            )
+            SELECT count(*) FROM job
+            """) == 1
     }
 
     /// Runs `body` in one transaction on siwa's database together with the
@@ -118,12 +141,12 @@ public struct JobQueue: Sendable {
         }
     }
 
-    /// The built-in purge step for several jobs in one statement (each
+    /// The built-in purge step for several runs in one statement (each
     /// recorded with it; `completes` marks jobs for which it is the last
     /// step). Returns the ids whose step was done; the others' leases were lost.
-    public func erasePersonalData(jobIDs: [Int64], completes: [Bool]) async throws -> Set<Int64> {
-        guard !jobIDs.isEmpty else { return [] }
-        let statement = ErasePersonalDataStatement(jobIDs: jobIDs, worker: worker, completes: completes)
+    public func erasePersonalData(_ runs: [(id: Int64, lease: String)], completes: [Bool]) async throws -> Set<Int64> {
+        guard !runs.isEmpty else { return [] }
+        let statement = ErasePersonalDataStatement(jobIDs: runs.map(\.id), leases: runs.map(\.lease), completes: completes)
         return try await client.withGuardedConnection { connection in
             var done = Set<Int64>()
             for try await id in try await connection.execute(statement, logger: logger) { done.insert(id) }
@@ -144,15 +167,15 @@ public struct JobQueue: Sendable {
                     finalized_at = CASE WHEN attempt >= least(max_attempts, \(maxAttempts)::integer) THEN now() END,
                     run_at = now() + make_interval(secs => \(delaySeconds)::float8),
                     errors = errors || jsonb_build_array(jsonb_build_object(
-                        'attempt', attempt, 'at', now(), 'step', \(step)::text, 'error', \(error)::text, 'worker', \(worker)::text)),
+                        'attempt', attempt, 'at', now(), 'step', \(step)::text, 'error', \(error)::text, 'worker', \(job.lease)::text)),
                     locked_by = NULL, locked_until = NULL
-                WHERE id = \(job.id) AND locked_by = \(worker) AND state = 'running'
+                WHERE id = \(job.id) AND locked_by = \(job.lease) AND state = 'running'
                 RETURNING id, state, attempt, run_at, args->>'apple_sub' AS apple_sub
             ), audit AS (
                 INSERT INTO siwa.audit_log (actor, action, apple_sub, details)
                 SELECT 'worker', CASE WHEN state = 'discarded' THEN 'job.discarded' ELSE 'job.retry_scheduled' END, apple_sub,
                        jsonb_build_object('job_id', id, 'attempt', attempt, 'step', \(step)::text, 'error', \(auditError)::text,
-                                          'run_at', run_at, 'worker', \(worker)::text)
+                                          'run_at', run_at, 'worker', \(job.lease)::text)
                 FROM job
             )
             SELECT state FROM job
@@ -165,17 +188,20 @@ public struct JobQueue: Sendable {
 
     /// Gives jobs back at shutdown, as if never attempted this time (the
     /// attempt is not counted; steps already recorded stay done).
-    public func release(jobIDs: [Int64]) async throws -> Int {
-        guard !jobIDs.isEmpty else { return 0 }
+    public func release(_ runs: [(id: Int64, lease: String)]) async throws -> Int {
+        guard !runs.isEmpty else { return 0 }
+        let ids = runs.map(\.id)
+        let leases = runs.map(\.lease)
         return try await count("""
             WITH job AS (
-                UPDATE siwa.jobs SET state = 'available', attempt = greatest(attempt - 1, 0), run_at = now(),
-                                     locked_by = NULL, locked_until = NULL
-                WHERE id = ANY(\(jobIDs)::bigint[]) AND locked_by = \(worker) AND state = 'running'
-                RETURNING id, args->>'apple_sub' AS apple_sub
+                UPDATE siwa.jobs AS j SET state = 'available', attempt = greatest(j.attempt - 1, 0), run_at = now(),
+                                          locked_by = NULL, locked_until = NULL
+                FROM unnest(\(ids)::bigint[], \(leases)::text[]) AS run(id, lease)
+                WHERE j.id = run.id AND j.locked_by = run.lease AND j.state = 'running'
+                RETURNING j.id, j.args->>'apple_sub' AS apple_sub, run.lease
             ), audit AS (
                 INSERT INTO siwa.audit_log (actor, action, apple_sub, details)
-                SELECT 'worker', 'job.released', apple_sub, jsonb_build_object('job_id', id, 'worker', \(worker)::text, 'reason', 'shutdown')
+                SELECT 'worker', 'job.released', apple_sub, jsonb_build_object('job_id', id, 'worker', lease, 'reason', 'shutdown')
                 FROM job
             )
             SELECT count(*) FROM job
@@ -217,11 +243,14 @@ public struct JobQueue: Sendable {
     public func prune(retentionSeconds: Double) async throws -> Int {
         return try await count("""
             WITH gone AS (
-                DELETE FROM siwa.jobs WHERE id IN (
-                    SELECT id FROM siwa.jobs
-                    WHERE state IN ('completed', 'cancelled')
-                      AND finalized_at < now() - make_interval(secs => \(retentionSeconds)::float8)
-                    LIMIT 10000)
+                DELETE FROM siwa.jobs
+                WHERE id IN (SELECT id FROM siwa.jobs
+                             WHERE state IN ('completed', 'cancelled')
+                               AND finalized_at < now() - make_interval(secs => \(retentionSeconds)::float8)
+                             LIMIT 10000)
+                  -- Again here: a job retried meanwhile is rechecked against this, and kept.
+                  AND state IN ('completed', 'cancelled')
+                  AND finalized_at < now() - make_interval(secs => \(retentionSeconds)::float8)
                 RETURNING 1
             )
             SELECT count(*) FROM gone

@@ -3,15 +3,18 @@ import PostgresNIO
 
 // The queue's hot statements, prepared once per connection. Each writes its
 // own audit rows in the same statement, so the trail can never disagree with
-// the queue. Every statement that ends a worker's hold on a job is guarded by
-// `locked_by = worker AND state = 'running'`: a worker whose lease expired
-// (and whose job was rescued and maybe claimed again) changes nothing.
+// the queue. Each claim stamps the job with a lease of its own in
+// `locked_by` (the worker's name, '/', a random UUID), and every statement
+// that records progress or ends the hold is guarded by `locked_by = lease
+// AND state = 'running'`: a run whose lease expired changes nothing, even
+// when the same worker has claimed the job again since. A step is also
+// recorded only if it is not recorded yet (`NOT steps_done ? step`).
 // `siwa-bench` runs these same texts under pgbench for the worker's ceiling.
 
 /// Claims up to `limit` runnable jobs of one kind: one statement,
 /// `FOR UPDATE SKIP LOCKED`, so concurrent workers never take the same job.
 public struct ClaimJobsStatement: PostgresPreparedStatement {
-    public static let name = "siwa_claim_jobs_v1"
+    public static let name = "siwa_claim_jobs_v2"
     public static let sql = """
         WITH picked AS (
             SELECT id FROM siwa.jobs
@@ -21,19 +24,20 @@ public struct ClaimJobsStatement: PostgresPreparedStatement {
             FOR UPDATE SKIP LOCKED
         ), claimed AS (
             UPDATE siwa.jobs AS j
-            SET state = 'running', attempt = j.attempt + 1, locked_by = $1::text,
+            SET state = 'running', attempt = j.attempt + 1, locked_by = $1::text || '/' || gen_random_uuid(),
                 locked_until = now() + make_interval(secs => $4::float8), attempted_at = now()
             FROM picked WHERE j.id = picked.id
-            RETURNING j.id, j.kind, j.args, j.attempt, j.max_attempts, j.steps_done
+            RETURNING j.id, j.kind, j.args, j.attempt, j.max_attempts, j.steps_done, j.locked_by
         ), audit AS (
             INSERT INTO siwa.audit_log (actor, action, apple_sub, details)
             SELECT 'worker', 'job.claimed', args->>'apple_sub',
-                   jsonb_build_object('job_id', id, 'kind', kind, 'attempt', attempt, 'worker', $1::text)
+                   jsonb_build_object('job_id', id, 'kind', kind, 'attempt', attempt, 'worker', locked_by)
             FROM claimed
         )
         SELECT claimed.id, claimed.kind, claimed.args->>'apple_sub' AS apple_sub, claimed.args->>'event_type' AS event_type,
                claimed.attempt, claimed.max_attempts, ARRAY(SELECT jsonb_object_keys(claimed.steps_done)) AS steps_done,
-               (SELECT users.id FROM siwa.users WHERE users.apple_sub = claimed.args->>'apple_sub') AS user_id
+               (SELECT users.id FROM siwa.users WHERE users.apple_sub = claimed.args->>'apple_sub') AS user_id,
+               claimed.locked_by AS lease
         FROM claimed ORDER BY claimed.id
         """
     public typealias Row = ClaimedJob
@@ -60,10 +64,10 @@ public struct ClaimJobsStatement: PostgresPreparedStatement {
     }
 
     public func decodeRow(_ row: PostgresRow) throws -> ClaimedJob {
-        let (id, kind, sub, eventType, attempt, maxAttempts, steps, userID) =
-            try row.decode((Int64, String, String?, String?, Int32, Int32, [String], Int64?).self)
+        let (id, kind, sub, eventType, attempt, maxAttempts, steps, userID, lease) =
+            try row.decode((Int64, String, String?, String?, Int32, Int32, [String], Int64?, String).self)
         return ClaimedJob(id: id, kind: kind, appleSub: sub, eventType: eventType, attempt: Int(attempt),
-                          maxAttempts: Int(maxAttempts), stepsDone: Set(steps), userID: userID)
+                          maxAttempts: Int(maxAttempts), stepsDone: Set(steps), userID: userID, lease: lease)
     }
 }
 
@@ -73,10 +77,10 @@ public struct ClaimJobsStatement: PostgresPreparedStatement {
 /// the UPDATE locks the job row, so no rescue can interleave, and if the
 /// lease was already lost it returns 0 and the caller rolls the step back.
 public struct RecordStepStatement: PostgresPreparedStatement {
-    public static let name = "siwa_record_job_step_v1"
+    public static let name = "siwa_record_job_step_v2"
 
     /// `job` (the guarded update, returning id, apple_sub, attempt) and
-    /// `audit` CTEs; $1 job id, $2 worker, $3 step name, $4 completes the job.
+    /// `audit` CTEs; $1 job id, $2 lease, $3 step name, $4 completes the job.
     static let recordingCTEs = """
         job AS (
             UPDATE siwa.jobs
@@ -84,7 +88,7 @@ public struct RecordStepStatement: PostgresPreparedStatement {
                 state = CASE WHEN $4::boolean THEN 'completed' ELSE state END,
                 finalized_at = CASE WHEN $4::boolean THEN now() END,
                 locked_until = CASE WHEN $4::boolean THEN NULL ELSE locked_until END
-            WHERE id = $1::bigint AND locked_by = $2::text AND state = 'running'
+            WHERE id = $1::bigint AND locked_by = $2::text AND state = 'running' AND NOT steps_done ? $3::text
             RETURNING id, args->>'apple_sub' AS apple_sub, attempt
         ), audit AS (
             INSERT INTO siwa.audit_log (actor, action, apple_sub, details)
@@ -109,16 +113,16 @@ public struct RecordStepStatement: PostgresPreparedStatement {
     public func decodeRow(_ row: PostgresRow) throws -> Int64 { try row.decode(Int64.self) }
 }
 
-/// Which job, held by which worker, which step, and whether it is the last.
+/// Which job, under which lease, which step, and whether it is the last.
 public struct JobStep: Sendable {
     public var jobID: Int64
-    public var worker: String
+    public var lease: String
     public var name: String
     public var completesJob: Bool
 
-    public init(jobID: Int64, worker: String, name: String, completesJob: Bool) {
+    public init(jobID: Int64, lease: String, name: String, completesJob: Bool) {
         self.jobID = jobID
-        self.worker = worker
+        self.lease = lease
         self.name = name
         self.completesJob = completesJob
     }
@@ -126,7 +130,7 @@ public struct JobStep: Sendable {
     func bindings() -> PostgresBindings {
         var b = PostgresBindings(capacity: 4)
         b.append(jobID)
-        b.append(worker)
+        b.append(lease)
         b.append(name)
         b.append(completesJob)
         return b
@@ -141,10 +145,10 @@ public struct JobStep: Sendable {
 /// plan has no other step is completed by it too.
 public struct ErasePersonalDataStatement: PostgresPreparedStatement {
     public static let stepName = "siwa.erase_personal_data"
-    public static let name = "siwa_erase_personal_data_v2"
+    public static let name = "siwa_erase_personal_data_v3"
     public static let sql = """
         WITH input AS (
-            SELECT * FROM unnest($1::bigint[], $3::boolean[]) AS i(job_id, completes)
+            SELECT * FROM unnest($1::bigint[], $2::text[], $3::boolean[]) AS i(job_id, lease, completes)
         ), job AS (
             UPDATE siwa.jobs AS j
             SET steps_done = j.steps_done || jsonb_build_object('\(stepName)', now()),
@@ -152,12 +156,13 @@ public struct ErasePersonalDataStatement: PostgresPreparedStatement {
                 finalized_at = CASE WHEN input.completes THEN now() END,
                 locked_until = CASE WHEN input.completes THEN NULL ELSE j.locked_until END
             FROM input
-            WHERE j.id = input.job_id AND j.locked_by = $2::text AND j.state = 'running'
-            RETURNING j.id, j.args->>'apple_sub' AS apple_sub, j.attempt, input.completes
+            WHERE j.id = input.job_id AND j.locked_by = input.lease AND j.state = 'running'
+              AND NOT j.steps_done ? '\(stepName)'
+            RETURNING j.id, j.args->>'apple_sub' AS apple_sub, j.attempt, j.locked_by, input.completes
         ), audit AS (
             INSERT INTO siwa.audit_log (actor, action, apple_sub, details)
             SELECT 'worker', outcome.action, job.apple_sub,
-                   jsonb_build_object('job_id', job.id, 'attempt', job.attempt, 'worker', $2::text) || outcome.details
+                   jsonb_build_object('job_id', job.id, 'attempt', job.attempt, 'worker', job.locked_by) || outcome.details
             FROM job, (VALUES (1, 'job.step_completed', jsonb_build_object('step', '\(stepName)')),
                               (2, 'job.completed', '{}'::jsonb)) AS outcome(position, action, details)
             WHERE outcome.position = 1 OR job.completes
@@ -175,20 +180,20 @@ public struct ErasePersonalDataStatement: PostgresPreparedStatement {
     public typealias Row = Int64
 
     public var jobIDs: [Int64]
-    public var worker: String
+    public var leases: [String]
     /// Per job: this step is its last, so the job completes.
     public var completes: [Bool]
 
-    public init(jobIDs: [Int64], worker: String, completes: [Bool]) {
+    public init(jobIDs: [Int64], leases: [String], completes: [Bool]) {
         self.jobIDs = jobIDs
-        self.worker = worker
+        self.leases = leases
         self.completes = completes
     }
 
     public func makeBindings() throws -> PostgresBindings {
         var b = PostgresBindings(capacity: 3)
         b.append(jobIDs)
-        b.append(worker)
+        b.append(leases)
         b.append(completes)
         return b
     }
