@@ -144,7 +144,7 @@ enum WorkerBench {
             ("$1", "('pgbench-' || :client_id)"), ("$2", "1"), ("$3", "'purge_user'"), ("$4", "60"),
         ])
         let step = PgbenchScript.oneLine(ErasePersonalDataStatement.sql, substitutions: [
-            ("$1", "ARRAY[:id]"), ("$2", "('pgbench-' || :client_id)"), ("$3", "ARRAY[true]"),
+            ("$1", "ARRAY[:id]"), ("$2", "ARRAY[:lease]"), ("$3", "ARRAY[true]"),
         ])
         let script = "\(claim) \\gset\n\(step);\n"
         return try await Pgbench.run(script: script, databaseURL: databaseURL, clients: clients, seconds: seconds)
