@@ -33,6 +33,32 @@ CREATE TRIGGER jobs_wake_workers_on_requeue
     FOR EACH ROW WHEN (NEW.state = 'available' AND OLD.state IS DISTINCT FROM 'available')
     EXECUTE FUNCTION siwa.wake_workers();
 
+-- An account event that arrives while the user's purge is running may need
+-- steps the purge has already passed (and the downstream should hear of it):
+-- the receiver marks the running job (args->'rerun'), and when that job
+-- completes this trigger enqueues a fresh purge for the same user, in the
+-- same transaction as the completion, so the rerun cannot be lost.
+CREATE FUNCTION siwa.enqueue_purge_rerun() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+    rerun_id bigint;
+BEGIN
+    INSERT INTO siwa.jobs (kind, args)
+    VALUES (NEW.kind, jsonb_build_object('apple_sub', NEW.args->>'apple_sub',
+                                         'event_type', NEW.args->'rerun'->>'event_type',
+                                         'jti', NEW.args->'rerun'->>'jti', 'rerun_of', NEW.id))
+    ON CONFLICT DO NOTHING
+    RETURNING id INTO rerun_id;
+    INSERT INTO siwa.audit_log (actor, action, apple_sub, details)
+    VALUES ('worker', 'job.rerun_enqueued', NEW.args->>'apple_sub',
+            jsonb_build_object('job_id', rerun_id, 'after_job_id', NEW.id));
+    RETURN NULL;
+END $$;
+
+CREATE TRIGGER jobs_purge_rerun
+    AFTER UPDATE OF state ON siwa.jobs
+    FOR EACH ROW WHEN (NEW.state = 'completed' AND OLD.state <> 'completed' AND NEW.args ? 'rerun')
+    EXECUTE FUNCTION siwa.enqueue_purge_rerun();
+
 -- Admin views for the auditor role: what happened to each job, without args
 -- beyond the Apple sub (which the audit trail holds too).
 CREATE VIEW siwa.job_overview AS

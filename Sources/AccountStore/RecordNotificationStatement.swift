@@ -24,7 +24,7 @@ import PostgresNIO
 /// `siwa-bench` (`make bench`) runs this same text under pgbench, one
 /// notification per transaction, to measure the ceiling.
 public struct RecordNotificationStatement: PostgresPreparedStatement {
-    public static let name = "siwa_record_notifications_v2"
+    public static let name = "siwa_record_notifications_v3"
 
     public static let sql = """
         WITH input AS (
@@ -80,16 +80,24 @@ public struct RecordNotificationStatement: PostgresPreparedStatement {
             SELECT 'purge_user', jsonb_build_object('apple_sub', apple_sub, 'event_type', event_type, 'jti', jti)
             FROM fresh WHERE purge ORDER BY ord
             ON CONFLICT (kind, (args->>'apple_sub')) WHERE kind = 'purge_user' AND state IN ('available', 'running', 'retryable')
-            DO NOTHING
-            RETURNING id, args->>'apple_sub' AS apple_sub
+            -- A purge that has not started covers this event too. One that is
+            -- running may have passed steps this event needs again: it gets a
+            -- rerun mark, and its completion enqueues a fresh purge (trigger
+            -- jobs_purge_rerun in sql/002_queue.sql).
+            DO UPDATE SET args = siwa.jobs.args || jsonb_build_object('rerun', jsonb_build_object(
+                'event_type', excluded.args->>'event_type', 'jti', excluded.args->>'jti'))
+            WHERE siwa.jobs.state = 'running'
+            RETURNING id, args->>'apple_sub' AS apple_sub, xmax = 0 AS inserted
         ), audit AS (
             INSERT INTO siwa.audit_log (actor, action, apple_sub, details)
             SELECT 'apple', 'notification.recorded', fresh.apple_sub,
                    jsonb_build_object('jti', fresh.jti, 'event_type', fresh.event_type, 'notification_id', fresh.notification_id,
-                                      'event_time', fresh.event_time, 'purge_job_id', purge.id)
+                                      'event_time', fresh.event_time,
+                                      'purge_job_id', CASE WHEN purge.inserted THEN purge.id END,
+                                      'purge_rerun_after_job_id', CASE WHEN NOT purge.inserted THEN purge.id END)
             FROM fresh LEFT JOIN purge USING (apple_sub) ORDER BY fresh.ord
         )
-        SELECT input.ord, fresh.notification_id, purge.id
+        SELECT input.ord, fresh.notification_id, CASE WHEN purge.inserted THEN purge.id END
         FROM input LEFT JOIN fresh USING (ord) LEFT JOIN purge ON purge.apple_sub = fresh.apple_sub
         ORDER BY input.ord
         """

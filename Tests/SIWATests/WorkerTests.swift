@@ -272,4 +272,37 @@ struct WorkerTests {
         #expect(worker.log.contains("Lease lost; stopping the job here"), "\(worker.log.suffix(2000))")
         #expect(await worker.terminate() == 0)
     }
+
+    /// An account event that arrives while the user's purge is running gets a
+    /// purge of its own once that one completes (the running one may have
+    /// passed the steps already; the downstream hears of the new event).
+    @Test func anEventDuringARunningPurgeGetsAPurgeOfItsOwn() async throws {
+        let siwa = try await ServerHarness.start()
+        defer { Task { await siwa.stop() } }
+        let harness = try await WorkerHarness.start(database: siwa.database)
+        defer { Task { await harness.stop() } }
+        harness.downstream.set(delay: .seconds(1.5))
+        let sub = "during.\(UUID().uuidString)"
+        #expect(try await siwa.post(token: siwa.notification("consent-revoked", sub: sub)).status == 200)
+        let worker = try harness.startWorker()
+        try await harness.wait(upTo: .seconds(30)) { harness.downstream.deliveries.count == 1 }
+        // The purge is in its webhook step now.
+        let answer = try await siwa.post(token: siwa.notification("account-deleted", sub: sub))
+        #expect(answer.status == 200)
+        let db = siwa.database
+        let done = try await harness.wait(upTo: .seconds(30)) { try await harness.count(state: "completed") == 2 }
+        #expect(done, "\(worker.log.suffix(2000))")
+        #expect(try await db.strings("SELECT args->>'event_type' FROM siwa.jobs ORDER BY id") == ["consent-revoked", "account-deleted"])
+        #expect(try await db.scalar("SELECT count(*) FROM siwa.audit_log WHERE action = 'job.rerun_enqueued'") == 1)
+        #expect(try await db.scalar("SELECT count(*) FROM app.purge_log") == 2)
+        let events = harness.downstream.deliveries.compactMap { $0.fields["event_type"] as? String }
+        #expect(events == ["consent-revoked", "account-deleted"])
+        // Later events (worker stopped): the first enqueues a purge, and a
+        // purge that has not started covers the next.
+        #expect(await worker.terminate() == 0)
+        #expect(try await siwa.post(token: siwa.notification("account-delete", sub: sub)).status == 200)
+        #expect(try await siwa.post(token: siwa.notification("account-delete", sub: sub)).status == 200)
+        #expect(try await db.scalar("SELECT count(*) FROM siwa.jobs") == 3)
+        #expect(try await db.scalar("SELECT count(*) FROM siwa.jobs WHERE args ? 'rerun'") == 1)
+    }
 }
