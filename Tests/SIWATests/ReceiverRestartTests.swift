@@ -1,0 +1,51 @@
+import AppleSimulator
+import Foundation
+import Testing
+
+extension FaultTests {
+    /// PostgreSQL restarted while senders keep posting: siwa answers 503
+    /// meanwhile, recovers without a restart, and in the end every
+    /// notification is recorded exactly once. (A writer whose connection
+    /// died mid-transaction used to wait forever on its ROLLBACK, so enough
+    /// of them turned siwa into a permanent 503; see GuardedConnection.swift.)
+    @Test func databaseRestartUnderLoadLosesNothing() async throws {
+        let database = try await TestDatabase.create(serverURL: try TestEnvironment.faultDatabaseURL)
+        let siwa = try await ServerHarness.start(database: database, settings: ["SIWA_INGEST_TIMEOUT_SECONDS": "2"])
+        defer { Task { await siwa.stop() } }
+        let types = ["email-disabled", "email-enabled", "consent-revoked", "account-deleted"]
+        let tokens = try (0..<600).map { i in
+            try siwa.notification(types[i % 4], sub: "restart.\(i % 200)", jti: "rs-\(i)")
+        }
+        let acknowledged = Locked(0)
+        let next = Locked(0)
+        let deadline = ContinuousClock.now + .seconds(120)
+        let senders = Task {
+            await withTaskGroup(of: Void.self) { group in
+                for _ in 0..<8 {
+                    group.addTask {
+                        while true {
+                            let i = next.withLock { n -> Int in defer { n += 1 }; return n }
+                            guard i < tokens.count else { return }
+                            // Like Apple: retry anything but 200 (until the test's deadline).
+                            while ContinuousClock.now < deadline {
+                                if (try? await siwa.post(token: tokens[i]))?.status == 200 { break }
+                                try? await Task.sleep(for: .milliseconds(50))
+                            }
+                            acknowledged.withLock { $0 += 1 }
+                        }
+                    }
+                }
+            }
+        }
+        while acknowledged.withLock({ $0 }) < 150 { try await Task.sleep(for: .milliseconds(5)) }
+        try await pgScript("stop", "fault")
+        try await Task.sleep(for: .seconds(1.5))
+        try await pgScript("start", "fault")
+        await senders.value
+        #expect(ContinuousClock.now < deadline, "senders were still refused two minutes on")
+        #expect(try await database.scalar("SELECT count(*) FROM siwa.notifications") == tokens.count)
+        #expect(try await database.scalar("SELECT count(DISTINCT jti) FROM siwa.notifications") == tokens.count)
+        #expect(try await database.scalar("SELECT count(*) FROM siwa.audit_log WHERE action = 'notification.recorded'") == tokens.count)
+        #expect(try await siwa.get("/readyz").status == 200)
+    }
+}
