@@ -41,6 +41,23 @@ public struct AccountQueries: Sendable {
         return 0
     }
 
+    /// The purge queue at a glance, for `/metrics`: jobs per state, and how
+    /// long the oldest runnable job has been waiting (0 if none).
+    public func queueSnapshot(logger: Logger) async throws -> QueueSnapshot {
+        let rows = try await client.query("""
+            SELECT state, count(*)::bigint,
+                   coalesce(extract(epoch FROM now() - min(run_at) FILTER (
+                       WHERE state IN ('available', 'retryable') AND run_at <= now())), 0)::float8
+            FROM siwa.jobs GROUP BY state
+            """, logger: logger)
+        var snapshot = QueueSnapshot(jobsByState: [:], oldestRunnableSeconds: 0)
+        for try await (state, count, oldest) in rows.decode((String, Int64, Double).self) {
+            snapshot.jobsByState[state] = Int(count)
+            snapshot.oldestRunnableSeconds = max(snapshot.oldestRunnableSeconds, oldest)
+        }
+        return snapshot
+    }
+
     public func pendingPurgeJobs(appleSub: String, logger: Logger) async throws -> Int {
         let rows = try await client.query("""
             SELECT count(*) FROM siwa.jobs
@@ -49,6 +66,11 @@ public struct AccountQueries: Sendable {
         for try await count in rows.decode(Int.self) { return count }
         return 0
     }
+}
+
+public struct QueueSnapshot: Sendable {
+    public var jobsByState: [String: Int]
+    public var oldestRunnableSeconds: Double
 }
 
 /// Tables whose sizes are reported (a closed list: the name goes into SQL).

@@ -17,10 +17,28 @@ struct HealthRoutes: Sendable {
         router.get("/healthz") { _, _ in JSONResponse.make(.ok, ["status": "ok"]) }
         router.get("/readyz") { _, _ in await readiness() }
         router.get("/metrics") { _, _ in
+            await refreshQueueGauges()
             var headers = HTTPFields()
             headers[.contentType] = "text/plain; version=0.0.4; charset=utf-8"
             return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: registry.emitToBuffer())))
         }
+    }
+
+    /// The purge queue, read at scrape time (one small query; skipped if the
+    /// database does not answer within a second, so /metrics never hangs):
+    /// `siwa_jobs{state}` and `siwa_jobs_oldest_runnable_seconds`. Alert on
+    /// `siwa_jobs{state="discarded"} > 0` and on a growing oldest age.
+    func refreshQueueGauges() async {
+        guard let snapshot = await withDeadline(.seconds(1), { try await queries.queueSnapshot(logger: logger) }) else { return }
+        let jobs = MetricNameDescriptor(namespace: "siwa", metricName: "jobs", unitName: "",
+                                        helpText: "Purge jobs in siwa.jobs by state")
+        for state in JobState.allCases {
+            registry.makeGauge(descriptor: jobs, labels: [("state", state.rawValue)])
+                .set(Double(snapshot.jobsByState[state.rawValue] ?? 0))
+        }
+        registry.makeGauge(descriptor: MetricNameDescriptor(namespace: "siwa", metricName: "jobs_oldest_runnable", unitName: "seconds",
+                                                            helpText: "How long the oldest runnable purge job has waited (0: none)"))
+            .set(snapshot.oldestRunnableSeconds)
     }
 
     func readiness() async -> Response {
