@@ -7,8 +7,9 @@ struct SIWACommand: AsyncParsableCommand {
         abstract: "Sign in with Apple account-lifecycle server.",
         discussion: """
             Receives Apple's server-to-server notifications, records them in PostgreSQL \
-            and enqueues data-purge jobs. Settings come from SIWA_* environment variables \
-            (see `siwa serve --help` and README.md).
+            and enqueues data-purge jobs (`siwa serve`); runs those jobs against the \
+            operator's purge plan (`siwa worker`). Settings come from SIWA_* environment \
+            variables (see `siwa serve --help`, `siwa worker --help` and README.md).
             """,
         subcommands: [Serve.self, Worker.self, Jobs.self, Migrate.self, Verify.self, Demo.self]
     )
