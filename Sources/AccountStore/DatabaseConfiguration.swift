@@ -13,6 +13,9 @@ public struct DatabaseConfiguration: Sendable {
     public var database: String
     public var tls: TLSMode
     public var maximumConnections: Int
+    /// PostgreSQL's `lock_timeout` for every statement on these connections
+    /// (nil: the server's, normally none).
+    public var lockTimeout: String?
 
     public init(url: String, maximumConnections: Int = 20) throws {
         guard let components = URLComponents(string: url),
@@ -57,6 +60,7 @@ public struct DatabaseConfiguration: Sendable {
         configuration.options.maximumConnections = maximumConnections
         configuration.options.connectTimeout = .seconds(5)
         configuration.options.additionalStartupParameters = [("application_name", "siwa")]
+        if let lockTimeout { configuration.options.additionalStartupParameters.append(("lock_timeout", lockTimeout)) }
         return configuration
     }
 

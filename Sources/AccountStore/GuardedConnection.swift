@@ -58,7 +58,12 @@ extension PostgresClient {
         let work = Task {
             do { result.complete(.success(try await body(connection))) } catch { result.complete(.failure(error)) }
         }
-        let unwatch = ConnectionCloseWatch.shared.watch(connection) { result.complete(.failure(ConnectionClosed())) }
+        let unwatch = ConnectionCloseWatch.shared.watch(connection) {
+            // The outcome of `body` is unknown now (a COMMIT may have landed
+            // just before the close); callers treat this as "maybe done".
+            result.complete(.failure(ConnectionClosed()))
+            work.cancel()
+        }
         defer { unwatch() }
         return try await withTaskCancellationHandler {
             try await result.wait()

@@ -143,6 +143,11 @@ public final class InboxWriter: Sendable {
             logger.warning("Batch commit failed; retrying its entries one by one",
                            metadata: ["batch": "\(live.count)", "error": "\(Self.safeDescription(error))"])
             for pending in live {
+                // Past its deadline the caller has its 503 already; Apple retries it.
+                guard ContinuousClock.now - pending.enqueued < options.timeout else {
+                    pending.result.complete(.failure(InboxUnavailable(reason: "queued too long")))
+                    continue
+                }
                 do {
                     let outcomes = try await client.withGuardedTransaction(logger: logger) { connection in
                         try await Self.record([pending.entry], on: connection, logger: logger)

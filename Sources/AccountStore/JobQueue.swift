@@ -127,17 +127,22 @@ public struct JobQueue: Sendable {
     }
 
     /// Runs `body` in one transaction on siwa's database together with the
-    /// step's record, which goes first and locks the job row: either both
-    /// commit or neither does, so the step takes effect exactly once. Returns
-    /// false (and commits nothing) if the lease was lost.
+    /// step's record: either both commit or neither does, so the step takes
+    /// effect exactly once. The record goes last, so the job row is locked
+    /// only for a moment (the receiver may need it to mark a rerun); if the
+    /// lease was lost meanwhile, the record matches nothing and the whole
+    /// transaction rolls back. Returns false then.
     public func inStepTransaction(_ step: JobStep, _ body: @escaping @Sendable (PostgresConnection) async throws -> Void) async throws -> Bool {
-        try await client.withGuardedTransaction(logger: logger) { connection in
-            var held: Int64 = 0
-            for try await count in try await connection.execute(RecordStepStatement(step), logger: logger) { held = count }
-            // Lease lost: the record wrote nothing, so an empty commit is harmless.
-            guard held == 1 else { return false }
-            try await body(connection)
+        do {
+            try await client.withGuardedTransaction(logger: logger) { connection in
+                try await body(connection)
+                var held: Int64 = 0
+                for try await count in try await connection.execute(RecordStepStatement(step), logger: logger) { held = count }
+                guard held == 1 else { throw LeaseLostDuringStep() }
+            }
             return true
+        } catch is LeaseLostDuringStep {
+            return false
         }
     }
 
@@ -257,3 +262,6 @@ public struct JobQueue: Sendable {
             """)
     }
 }
+
+/// The step's record matched nothing (the lease was lost): roll the step back.
+struct LeaseLostDuringStep: Error {}

@@ -39,7 +39,9 @@ public struct RecordNotificationStatement: PostgresPreparedStatement {
             SELECT jti, event_type, apple_sub, event_time, audience, issued_at,
                    CASE WHEN EXISTS (SELECT FROM siwa.users WHERE users.apple_sub = input.apple_sub AND status <> 'active')
                         THEN claims::jsonb #- '{events,email}' ELSE claims::jsonb END
-            FROM input ORDER BY ord
+            -- Rows are locked in key order (jti here, sub below), so two
+            -- concurrent batches cannot deadlock on each other.
+            FROM input ORDER BY jti
             ON CONFLICT (jti) DO NOTHING
             RETURNING id, jti
         ), fresh AS (
@@ -50,7 +52,7 @@ public struct RecordNotificationStatement: PostgresPreparedStatement {
             SELECT apple_sub, coalesce(nullif(status, ''), 'active'), CASE WHEN status <> '' THEN event_time END,
                    nullif(email, ''), nullif(is_private_email, '')::boolean,
                    coalesce(nullif(forwarding, '')::boolean, true), CASE WHEN forwarding <> '' THEN event_time END
-            FROM fresh ORDER BY ord
+            FROM fresh ORDER BY apple_sub
             ON CONFLICT (apple_sub) DO UPDATE SET
                 -- excluded.email_event_time is set only by an email event;
                 -- NULL > x is NULL, so other events leave the email state alone.
@@ -78,15 +80,22 @@ public struct RecordNotificationStatement: PostgresPreparedStatement {
         ), purge AS (
             INSERT INTO siwa.jobs (kind, args)
             SELECT 'purge_user', jsonb_build_object('apple_sub', apple_sub, 'event_type', event_type, 'jti', jti)
-            FROM fresh WHERE purge ORDER BY ord
+            FROM fresh WHERE purge ORDER BY apple_sub
             ON CONFLICT (kind, (args->>'apple_sub')) WHERE kind = 'purge_user' AND state IN ('available', 'running', 'retryable')
-            -- A purge that has not started covers this event too. One that is
-            -- running may have passed steps this event needs again: it gets a
-            -- rerun mark, and its completion enqueues a fresh purge (trigger
-            -- jobs_purge_rerun in sql/002_queue.sql).
-            DO UPDATE SET args = siwa.jobs.args || jsonb_build_object('rerun', jsonb_build_object(
-                'event_type', excluded.args->>'event_type', 'jti', excluded.args->>'jti'))
-            WHERE siwa.jobs.state = 'running'
+            -- One purge per user while pending. A purge that has not started
+            -- yet covers this event too, and takes its type (the downstream
+            -- hears of the latest event). One that has started (running, or
+            -- retrying with steps done) may have passed steps this event needs
+            -- again: it gets a rerun mark, and its completion enqueues a fresh
+            -- purge (trigger jobs_purge_rerun in sql/002_queue.sql).
+            DO UPDATE SET args = CASE
+                WHEN siwa.jobs.state = 'running' OR siwa.jobs.steps_done <> '{}'::jsonb
+                THEN siwa.jobs.args || jsonb_build_object('rerun', jsonb_build_object(
+                         'event_type', excluded.args->>'event_type', 'jti', excluded.args->>'jti'))
+                ELSE siwa.jobs.args || jsonb_build_object('event_type', excluded.args->>'event_type', 'jti', excluded.args->>'jti')
+                END
+            -- xmax = 0 only on a freshly inserted row version (PostgreSQL's
+            -- usual way to tell the two ON CONFLICT outcomes apart).
             RETURNING id, args->>'apple_sub' AS apple_sub, xmax = 0 AS inserted
         ), audit AS (
             INSERT INTO siwa.audit_log (actor, action, apple_sub, details)
@@ -94,7 +103,7 @@ public struct RecordNotificationStatement: PostgresPreparedStatement {
                    jsonb_build_object('jti', fresh.jti, 'event_type', fresh.event_type, 'notification_id', fresh.notification_id,
                                       'event_time', fresh.event_time,
                                       'purge_job_id', CASE WHEN purge.inserted THEN purge.id END,
-                                      'purge_rerun_after_job_id', CASE WHEN NOT purge.inserted THEN purge.id END)
+                                      'purge_merged_into_job_id', CASE WHEN NOT purge.inserted THEN purge.id END)
             FROM fresh LEFT JOIN purge USING (apple_sub) ORDER BY fresh.ord
         )
         SELECT input.ord, fresh.notification_id, CASE WHEN purge.inserted THEN purge.id END

@@ -21,7 +21,13 @@ public enum ServerAssembly {
         logger: Logger,
         onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
     ) throws -> Application<RouterResponder<BasicRequestContext>> {
-        let database = try DatabaseConfiguration(url: settings.databaseURL, maximumConnections: settings.databaseMaxConnections)
+        var configuration = try DatabaseConfiguration(url: settings.databaseURL, maximumConnections: settings.databaseMaxConnections)
+        // A batch never waits more than 5 s for a row lock (say, a purge step
+        // holding the user's job row): it fails, its entries are retried one
+        // by one, and a blocked one answers 503 (Apple retries) instead of
+        // stalling a writer and the batch behind it.
+        configuration.lockTimeout = "5s"
+        let database = configuration
         let client = PostgresClient(configuration: database.postgresClientConfiguration,
                                     backgroundLogger: Logger(label: "siwa.postgres"))
         let metrics = PrometheusMetricsFactory(registry: registry)

@@ -66,4 +66,58 @@ struct InboxBatchTests {
         guard case .recorded(let id, _) = outcome else { throw TestSetupError("not recorded: \(outcome)") }
         return id
     }
+
+    /// A user who revokes consent gets no email back from a later event in
+    /// the same batch (users row and recorded claims), and an event meeting
+    /// a pending purge merges into it: a purge that has not started takes
+    /// the newer type; one that has started gets a rerun mark.
+    @Test func laterEventsMeetRevokedUsersAndPendingPurges() async throws {
+        let database = try await TestDatabase.create()
+        let logger = TestEnvironment.logger
+        func claims(_ jti: String, email: String?) -> String {
+            let emailField = email.map { #","email":"\#($0)""# } ?? ""
+            return #"{"jti":"\#(jti)","events":{"type":"x","sub":"s"\#(emailField)}}"#
+        }
+        var revoke = Self.entry("r1", sub: "revoker", at: 10, UserEffect(status: .consentRevoked, enqueuePurge: true), type: "consent-revoked")
+        revoke.claimsJSON = claims("r1", email: nil)
+        var mail = Self.entry("r2", sub: "revoker", at: 20, UserEffect(emailForwardingEnabled: true, email: "back@privaterelay.appleid.com"))
+        mail.claimsJSON = claims("r2", email: "back@privaterelay.appleid.com")
+        try await database.withClient { client in
+            try await client.withTransaction(logger: logger) { connection in
+                _ = try await InboxWriter.record([revoke, mail], on: connection, logger: logger)
+            }
+        }
+        #expect(try await database.strings("SELECT status || '/' || (email IS NULL)::text || '/' || email_forwarding_enabled::text FROM siwa.users WHERE apple_sub = 'revoker'")
+                == ["consent_revoked/true/true"])
+        #expect(try await database.scalar("SELECT count(*) FROM siwa.notifications WHERE claims::text LIKE '%@%'") == 0)
+        #expect(try await database.strings("SELECT args->>'event_type' FROM siwa.jobs") == ["consent-revoked"])
+
+        // A later deletion meets the purge before it starts: it takes the type.
+        let delete = Self.entry("r3", sub: "revoker", at: 30, UserEffect(status: .deleted, enqueuePurge: true), type: "account-deleted")
+        let outcomes = try await database.withClient { client in
+            try await client.withTransaction(logger: logger) { connection in
+                try await InboxWriter.record([delete], on: connection, logger: logger)
+            }
+        }
+        #expect(try Self.id(outcomes[0]) > 0)
+        guard case .recorded(_, let newJob) = outcomes[0] else { return }
+        #expect(newJob == nil)
+        #expect(try await database.strings("SELECT (args->>'event_type') || '/' || (args ? 'rerun')::text FROM siwa.jobs") == ["account-deleted/false"])
+        #expect(try await database.scalar("""
+            SELECT count(*) FROM siwa.audit_log WHERE details->>'jti' = 'r3' AND details->>'purge_merged_into_job_id' IS NOT NULL
+            """) == 1)
+
+        // Once a step is done (retrying after a failure), a new event marks a rerun instead.
+        try await database.execute("""
+            UPDATE siwa.jobs SET state = 'retryable', steps_done = '{"siwa.erase_personal_data": "2026-01-01"}'
+            """)
+        let again = Self.entry("r4", sub: "revoker", at: 40, UserEffect(status: .deleted, enqueuePurge: true), type: "account-delete")
+        try await database.withClient { client in
+            try await client.withTransaction(logger: logger) { connection in
+                _ = try await InboxWriter.record([again], on: connection, logger: logger)
+            }
+        }
+        #expect(try await database.strings("SELECT (args->>'event_type') || '/' || (args->'rerun'->>'event_type') FROM siwa.jobs")
+                == ["account-deleted/account-delete"])
+    }
 }

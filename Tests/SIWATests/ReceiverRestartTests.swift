@@ -17,6 +17,7 @@ extension FaultTests {
             try siwa.notification(types[i % 4], sub: "restart.\(i % 200)", jti: "rs-\(i)")
         }
         let acknowledged = Locked(0)
+        let refused = Locked(0)
         let next = Locked(0)
         let deadline = ContinuousClock.now + .seconds(120)
         let senders = Task {
@@ -29,6 +30,7 @@ extension FaultTests {
                             // Like Apple: retry anything but 200 (until the test's deadline).
                             while ContinuousClock.now < deadline {
                                 if (try? await siwa.post(token: tokens[i]))?.status == 200 { break }
+                                refused.withLock { $0 += 1 }
                                 try? await Task.sleep(for: .milliseconds(50))
                             }
                             acknowledged.withLock { $0 += 1 }
@@ -41,7 +43,10 @@ extension FaultTests {
         try await pgScript("stop", "fault")
         try await Task.sleep(for: .seconds(1.5))
         try await pgScript("start", "fault")
+        let ackedAtStop = acknowledged.withLock { $0 }
         await senders.value
+        #expect(ackedAtStop < tokens.count, "the outage should land while senders are posting")
+        #expect(refused.withLock { $0 } > 0, "the outage should have been felt (503s)")
         #expect(ContinuousClock.now < deadline, "senders were still refused two minutes on")
         #expect(try await database.scalar("SELECT count(*) FROM siwa.notifications") == tokens.count)
         #expect(try await database.scalar("SELECT count(DISTINCT jti) FROM siwa.notifications") == tokens.count)
