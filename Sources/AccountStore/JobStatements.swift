@@ -72,10 +72,11 @@ public struct ClaimJobsStatement: PostgresPreparedStatement {
 }
 
 /// Records one completed plan step (and, for the last one, the job's
-/// completion) with its audit rows. Run it first in the step's own
+/// completion) with its audit rows. Run it last in the step's own
 /// transaction on siwa's database and the step takes effect exactly once:
-/// the UPDATE locks the job row, so no rescue can interleave, and if the
-/// lease was already lost it returns 0 and the caller rolls the step back.
+/// it matches (returns 1) only while the run holds its lease and the step is
+/// not recorded yet; otherwise it returns 0 and the caller rolls the step
+/// back (JobQueue.inStepTransaction).
 public struct RecordStepStatement: PostgresPreparedStatement {
     public static let name = "siwa_record_job_step_v2"
 
