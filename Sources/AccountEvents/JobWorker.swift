@@ -79,7 +79,7 @@ public final class JobWorker: Service, Sendable {
                 } catch {
                     failures += 1
                     if failures == 1 || failures % 30 == 0 {
-                        logger.warning("Cannot claim jobs; retrying", metadata: ["error": "\(Self.safeDescription(error))"])
+                        logger.warning("Cannot claim jobs; retrying", metadata: ["error": "\(safeDescription(error))"])
                     }
                     await wakeup.wait(upTo: .seconds(min(Double(failures), 5)))
                     continue
@@ -129,7 +129,7 @@ public final class JobWorker: Service, Sendable {
             } catch {
                 // The job keeps its lease until it expires, then is rescued.
                 logger.warning("Cannot record a failed attempt; the job will be rescued when its lease expires",
-                               metadata: metadata.merging(["error": "\(Self.safeDescription(error))"]) { $1 })
+                               metadata: metadata.merging(["error": "\(safeDescription(error))"]) { $1 })
             }
         }
     }
@@ -151,7 +151,7 @@ public final class JobWorker: Service, Sendable {
                 }
             } catch {
                 if Task.isCancelled { return }
-                logger.debug("LISTEN connection lost; polling until it is back", metadata: ["error": "\(Self.safeDescription(error))"])
+                logger.debug("LISTEN connection lost; polling until it is back", metadata: ["error": "\(safeDescription(error))"])
             }
             try? await Task.sleep(for: .seconds(1))
         }
@@ -170,7 +170,7 @@ public final class JobWorker: Service, Sendable {
                     logger.warning("Lease lost; stopping the job here", metadata: ["job": "\(run.id)"])
                 }
             } catch {
-                logger.warning("Cannot extend leases", metadata: ["error": "\(Self.safeDescription(error))"])
+                logger.warning("Cannot extend leases", metadata: ["error": "\(safeDescription(error))"])
             }
         }
     }
@@ -195,7 +195,7 @@ public final class JobWorker: Service, Sendable {
                     if pruned > 0 { logger.info("Pruned finished jobs", metadata: ["jobs": "\(pruned)"]) }
                 }
             } catch {
-                logger.debug("Maintenance skipped", metadata: ["error": "\(Self.safeDescription(error))"])
+                logger.debug("Maintenance skipped", metadata: ["error": "\(safeDescription(error))"])
             }
             try? await Task.sleep(for: .seconds(min(options.leaseSeconds / 2, 30)))
         }
@@ -217,8 +217,10 @@ public final class JobWorker: Service, Sendable {
         // lease, so no other worker can start the same step beside it; it is
         // rescued when the lease runs out.
         var stopped: [(id: Int64, lease: String)] = []
+        let stopDeadline = ContinuousClock.now + .seconds(2)  // for all of them together
         for (run, task) in running.cancelAll() {
-            if await withDeadline(.seconds(2), { await task.value; return true }) == true { stopped.append(run) }
+            let left = stopDeadline - ContinuousClock.now
+            if left > .zero, await withDeadline(left, { await task.value; return true }) == true { stopped.append(run) }
         }
         guard !stopped.isEmpty else { return }
         do {
@@ -226,17 +228,8 @@ public final class JobWorker: Service, Sendable {
             logger.notice("Released unfinished jobs for another worker", metadata: ["jobs": "\(released)"])
         } catch {
             logger.warning("Cannot release unfinished jobs; they are rescued when their leases expire",
-                           metadata: ["jobs": "\(stopped.count)", "error": "\(Self.safeDescription(error))"])
+                           metadata: ["jobs": "\(stopped.count)", "error": "\(safeDescription(error))"])
         }
-    }
-
-    static func safeDescription(_ error: any Error) -> String {
-        var error = error
-        if let transaction = error as? PostgresTransactionError {
-            error = transaction.closureError ?? transaction.commitError ?? transaction.beginError ?? error
-        }
-        guard let psql = error as? PSQLError else { return "\(type(of: error))" }
-        return "PSQLError \(psql.code) sqlstate \(psql.serverInfo?[.sqlState] ?? "-")"
     }
 }
 

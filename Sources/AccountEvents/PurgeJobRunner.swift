@@ -174,10 +174,6 @@ public struct PurgeJobRunner: Sendable {
     /// "relation app.profiles does not exist"); the audit trail and logs get
     /// the SQLSTATE only.
     static func failure(_ step: String, _ error: any Error) -> StepFailure {
-        var error = error
-        if let transaction = error as? PostgresTransactionError {
-            error = transaction.closureError ?? transaction.commitError ?? transaction.beginError ?? error
-        }
         if let psql = error as? PSQLError {
             let state = psql.serverInfo?[.sqlState] ?? "-"
             let message = psql.serverInfo?[.message].map { ": \($0)" } ?? ""

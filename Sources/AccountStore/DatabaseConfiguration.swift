@@ -64,6 +64,17 @@ public struct DatabaseConfiguration: Sendable {
         return configuration
     }
 
+    /// Runs `body` with a client on this database that runs beside it and
+    /// stops when it returns: for commands, tools and tests that connect once.
+    public func withClient<T: Sendable>(_ body: (PostgresClient) async throws -> T) async throws -> T {
+        let client = PostgresClient(configuration: postgresClientConfiguration)
+        return try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { await client.run() }
+            defer { group.cancelAll() }
+            return try await body(client)
+        }
+    }
+
     /// For logs: never the password.
     public var redactedDescription: String { "postgres://\(username)@\(host):\(port)/\(database)" }
 }

@@ -3,6 +3,15 @@ import NIOCore
 import PostgresNIO
 import Synchronization
 
+/// An error for logs and the audit trail, without values: a PSQLError's
+/// reflection can quote a failing row, and siwa's rows carry email
+/// addresses. (The guarded calls rethrow the statement's own error, never
+/// PostgresNIO's PostgresTransactionError wrapper.)
+public func safeDescription(_ error: any Error) -> String {
+    guard let error = error as? PSQLError else { return "\(type(of: error))" }
+    return "PSQLError \(error.code) sqlstate \(error.serverInfo?[.sqlState] ?? "-")"
+}
+
 /// The connection closed under a statement (the server restarted or the
 /// network dropped); the statement's effect is unknown unless it committed.
 public struct ConnectionClosed: Error, Sendable, CustomStringConvertible {

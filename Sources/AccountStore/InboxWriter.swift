@@ -141,7 +141,7 @@ public final class InboxWriter: Sendable {
             for (pending, outcome) in zip(live, outcomes) { pending.result.complete(.success(outcome)) }
         } catch {
             logger.warning("Batch commit failed; retrying its entries one by one",
-                           metadata: ["batch": "\(live.count)", "error": "\(Self.safeDescription(error))"])
+                           metadata: ["batch": "\(live.count)", "error": "\(safeDescription(error))"])
             for pending in live {
                 // Past its deadline the caller has its 503 already; Apple retries it.
                 guard ContinuousClock.now - pending.enqueued < options.timeout else {
@@ -158,14 +158,6 @@ public final class InboxWriter: Sendable {
                 }
             }
         }
-    }
-
-    /// An error for the log without values: a PSQLError's reflection can
-    /// quote a failing row, and this statement carries email addresses.
-    static func safeDescription(_ error: any Error) -> String {
-        guard let error = error as? PSQLError else { return "\(type(of: error))" }
-        let state = error.serverInfo?[.sqlState] ?? "-"
-        return "PSQLError \(error.code) sqlstate \(state)"
     }
 
     /// Records `entries` in one transaction (the caller's), one statement

@@ -102,11 +102,14 @@ public struct JobQueue: Sendable {
     /// SQL elsewhere), completing the job if it was the last step. False if
     /// the lease was lost (the step will run again: at-least-once).
     public func recordStep(_ step: JobStep) async throws -> Bool {
-        try await client.withGuardedConnection { connection in
-            var held: Int64 = 0
-            for try await count in try await connection.execute(RecordStepStatement(step), logger: logger) { held = count }
-            return held == 1
-        }
+        try await client.withGuardedConnection { connection in try await record(step, on: connection) }
+    }
+
+    /// RecordStepStatement on `connection`: true if it matched (lease held, step new).
+    private func record(_ step: JobStep, on connection: PostgresConnection) async throws -> Bool {
+        var held: Int64 = 0
+        for try await count in try await connection.execute(RecordStepStatement(step), logger: logger) { held = count }
+        return held == 1
     }
 
     /// Completes a job that has no step left to run (its plan lost steps
@@ -136,9 +139,7 @@ public struct JobQueue: Sendable {
         do {
             try await client.withGuardedTransaction(logger: logger) { connection in
                 try await body(connection)
-                var held: Int64 = 0
-                for try await count in try await connection.execute(RecordStepStatement(step), logger: logger) { held = count }
-                guard held == 1 else { throw LeaseLostDuringStep() }
+                guard try await record(step, on: connection) else { throw LeaseLostDuringStep() }
             }
             return true
         } catch is LeaseLostDuringStep {

@@ -26,10 +26,7 @@ enum WorkerBench {
     static func run(databaseURL: String, rounds: Int, jobs: Int, concurrency: Int, pgbenchClients: Int,
                     pgbenchSeconds: Int, latencySamples: Int, logger: Logger) async throws -> Report {
         let configuration = try DatabaseConfiguration(url: databaseURL, maximumConnections: 4)
-        let client = PostgresClient(configuration: configuration.postgresClientConfiguration)
-        return try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask { await client.run() }
-            defer { group.cancelAll() }
+        return try await configuration.withClient { client in
             var report = Report()
             for round in 1...rounds {
                 try await reset(client, logger: logger)

@@ -72,10 +72,7 @@ struct Demo: AsyncParsableCommand {
         }
 
         let database = Startup.settings { try DatabaseConfiguration(url: databaseURL, maximumConnections: 2) }
-        let client = PostgresClient(configuration: database.postgresClientConfiguration)
-        try await withThrowingDiscardingTaskGroup { group in
-            group.addTask { await client.run() }
-            defer { group.cancelAll() }
+        try await database.withClient { client in
             try await Self.printReports(Self.reports(sub: sub), client: client)
             try await DemoPurge.run(sub: sub, databaseURL: databaseURL, client: client, serveLog: quiet)
         }

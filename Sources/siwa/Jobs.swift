@@ -102,18 +102,14 @@ enum JobsConnection {
         LoggingSetup.bootstrap(log)
         let url = Startup.settings { try env.required("SIWA_DATABASE_URL", example: "postgres://siwa:secret@127.0.0.1:5432/siwa") }
         let database = Startup.settings { try DatabaseConfiguration(url: url, maximumConnections: 2) }
-        let client = PostgresClient(configuration: database.postgresClientConfiguration)
-        let admin = JobAdministration(client: client, logger: Logger(label: "siwa.jobs"))
-        return await withTaskGroup(of: Void.self) { group in
-            group.addTask { await client.run() }
-            defer { group.cancelAll() }
-            do {
-                return try await body(admin)
-            } catch let error as JobAdministrationError {
-                refuse(error.description)
-            } catch {
-                Startup.fail("cannot reach the database (\(database.redactedDescription)): \(type(of: error))", code: 1)
+        do {
+            return try await database.withClient { client in
+                try await body(JobAdministration(client: client, logger: Logger(label: "siwa.jobs")))
             }
+        } catch let error as JobAdministrationError {
+            refuse(error.description)
+        } catch {
+            Startup.fail("cannot reach the database (\(database.redactedDescription)): \(type(of: error))", code: 1)
         }
     }
 

@@ -31,10 +31,7 @@ struct Migrate: AsyncParsableCommand {
         let database = Startup.settings { try DatabaseConfiguration(url: url, maximumConnections: 2) }
         let directory = dir.map { URL(fileURLWithPath: $0) } ?? Migrator.defaultDirectory()
         let migrator = Startup.settings { try Migrator(directory: directory) }
-        let client = PostgresClient(configuration: database.postgresClientConfiguration)
-        try await withThrowingDiscardingTaskGroup { group in
-            group.addTask { await client.run() }
-            defer { group.cancelAll() }
+        try await database.withClient { client in
             do {
                 if check {
                     try await migrator.checkUpToDate(client: client, logger: logger)

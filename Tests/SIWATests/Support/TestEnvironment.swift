@@ -80,12 +80,7 @@ struct TestDatabase: Sendable {
     static func withClient<T: Sendable>(_ configuration: DatabaseConfiguration, _ body: (PostgresClient) async throws -> T) async throws -> T {
         var config = configuration
         config.tls = .disable
-        let client = PostgresClient(configuration: config.postgresClientConfiguration)
-        return try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask { await client.run() }
-            defer { group.cancelAll() }
-            return try await body(client)
-        }
+        return try await config.withClient(body)
     }
 
     /// One integer from a query (counts, mostly).
