@@ -2,11 +2,10 @@ import AppleSimulator
 import AsyncHTTPClient
 import Foundation
 import NIOCore
-import Synchronization
 
-/// Sends pre-signed notifications to siwa over real HTTP and times each
-/// answer. Closed loop (N senders back to back) measures throughput; open
-/// loop (a fixed offered rate) measures latency the way Apple experiences it.
+/// Sends pre-signed notifications to siwa over real HTTP at a fixed offered
+/// rate and times each answer: latency the way Apple experiences it.
+/// (Throughput is measured with wrk; see Wrk.swift.)
 struct LoadGenerator: Sendable {
     let url: String
     let client: HTTPClient
@@ -34,30 +33,6 @@ struct LoadGenerator: Sendable {
         return response.status == .ok
     }
 
-    /// `concurrency` senders, each posting the next body as soon as its last answer came.
-    func closedLoop(bodies: [Data], concurrency: Int) async -> Result {
-        let next = Ticket()
-        let start = ContinuousClock.now
-        let samples = await withTaskGroup(of: ([Double], Int).self) { group in
-            for _ in 0..<concurrency {
-                group.addTask {
-                    var latencies: [Double] = []
-                    var failed = 0
-                    while true {
-                        let i = next.take()
-                        guard i < bodies.count else { break }
-                        let sent = ContinuousClock.now
-                        if await post(bodies[i]) { latencies.append((ContinuousClock.now - sent).milliseconds) } else { failed += 1 }
-                    }
-                    return (latencies, failed)
-                }
-            }
-            return await group.reduce(into: ([Double](), 0)) { $0.0 += $1.0; $0.1 += $1.1 }
-        }
-        let seconds = (ContinuousClock.now - start).milliseconds / 1000
-        return Result(completed: samples.0.count, failed: samples.1, seconds: seconds, latencies: samples.0)
-    }
-
     /// Offer `rate` notifications per second; latency counts from the
     /// scheduled send time, so queueing in the generator is not hidden.
     func openLoop(bodies: [Data], rate: Double) async -> Result {
@@ -81,10 +56,4 @@ struct LoadGenerator: Sendable {
 
 extension Duration {
     var milliseconds: Double { Double(components.seconds) * 1000 + Double(components.attoseconds) / 1e15 }
-}
-
-/// Hands out 0, 1, 2, … to concurrent senders.
-final class Ticket: Sendable {
-    private let next = Mutex(0)
-    func take() -> Int { next.withLock { n in defer { n += 1 }; return n } }
 }

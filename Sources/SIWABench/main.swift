@@ -46,36 +46,24 @@ LoggingSystem.bootstrap { label in
 let logger = Logger(label: "siwa-bench")
 
 if only != "worker" {
-    // Apple stand-in and siwa serve (in this process, release build).
+    // Apple stand-in (its JWKS endpoint), then the real `siwa serve` in its own process.
     let apple = try AppleSimulator()
     let appleServer = try await apple.start(logger: logger)
     let clientID = "com.example.siwa.bench"
-    let settings = try ServerSettings(environment: Environment([
-        "SIWA_DATABASE_URL": databaseURL, "SIWA_HTTP_PORT": "0", "SIWA_APPLE_CLIENT_IDS": clientID,
-        "SIWA_APPLE_JWKS_URL": appleServer.baseURL + "/auth/keys", "SIWA_DATABASE_MAX_CONNECTIONS": "40",
-        "SIWA_INGEST_WRITERS": String(setting("SIWA_INGEST_WRITERS", 4)),
-        "SIWA_INGEST_MAX_BATCH": String(setting("SIWA_INGEST_MAX_BATCH", 64)),
-    ]))
-    let port = OneShot<Int>()
-    let app = try ServerAssembly.makeApplication(settings: settings, logger: logger) { port.complete(.success($0)) }
-    let server = Task { try await ServiceGroup(services: [app], gracefulShutdownSignals: [], logger: logger).run() }
-    let siwaURL = "http://127.0.0.1:\(try await port.wait())/apple/notifications"
+    let http = HTTPClient(eventLoopGroupProvider: .singleton)
+    let siwa = try await ServeProcess.start(databaseURL: databaseURL, clientID: clientID,
+                                            jwksURL: appleServer.baseURL + "/auth/keys", http: http)
+    let siwaURL = siwa.url + "/apple/notifications"
 
-    var httpConfiguration = HTTPClient.Configuration()
-    httpConfiguration.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = concurrency
-    let http = HTTPClient(eventLoopGroupProvider: .singleton, configuration: httpConfiguration)
-    let load = LoadGenerator(url: siwaURL, client: http)
-
-    // A second ceiling: the bare HTTP stack. The same load generator against a
-    // Hummingbird route that reads the body and answers 200 with no work at all,
-    // on the same two cores: what any Swift HTTP service could do here.
+    // A second ceiling: the bare HTTP stack. A Hummingbird route that reads
+    // the body and answers 200 with no work at all, on the same two cores,
+    // under the same load: what any Swift HTTP service could do here.
     let bareRouter = Router(context: BasicRequestContext.self)
     bareRouter.post("/apple/notifications") { request, _ -> Response in
         _ = try await request.body.collect(upTo: 64 * 1024)
         return Response(status: .ok, body: .init(byteBuffer: ByteBuffer(string: #"{"status":"recorded"}"#)))
     }
     let bareServer = try await RunningServer.start(router: bareRouter, port: 0, logger: logger)
-    let bare = LoadGenerator(url: bareServer.baseURL + "/apple/notifications", client: http)
 
     // Pre-sign everything (RSA signing is Apple's cost, not ours).
     let warmUp = 5000
@@ -98,13 +86,20 @@ if only != "worker" {
         for try await chunk in group { chunks.append(chunk) }
         return chunks.sorted { $0.0 < $1.0 }.flatMap(\.1)
     }
+    // wrk reads its bodies from files, one per line.
+    let bodyFiles = BodyFiles()
+    defer { bodyFiles.removeAll() }
+    let warmUpFile = try bodyFiles.write(bodies.prefix(warmUp))
+    let roundFiles = try (0..<rounds).map { round in
+        try bodyFiles.write(bodies[(warmUp + round * perRound)..<(warmUp + (round + 1) * perRound)])
+    }
 
-    say("signed; warming up, then \(rounds) rounds of \(perRound) at \(concurrency) concurrent connections")
+    say("signed; warming up, then \(rounds) rounds of \(perRound) at \(concurrency) concurrent connections (wrk)")
 
     // Warm up connections, prepared statements and caches.
     // One notification per bench user (5,000), so the users exist before the
     // statistics are taken, as in a database that has been running.
-    _ = await load.closedLoop(bodies: Array(bodies.prefix(warmUp)), concurrency: concurrency)
+    _ = try await Wrk.run(url: siwaURL, bodiesFile: warmUpFile, count: warmUp, connections: concurrency)
     // Statistics, as autovacuum has them on any database that has run for a
     // minute. Without them the plans cached during the warm-up (users table
     // empty) scan siwa.users for every notification; ANALYZE also makes every
@@ -117,26 +112,29 @@ if only != "worker" {
     var closedP50: [Double] = []
     var closedP99: [Double] = []
     for round in 0..<rounds {
-        let slice = Array(bodies[(warmUp + round * perRound)..<min(bodies.count, warmUp + (round + 1) * perRound)])
-        let result = await load.closedLoop(bodies: slice, concurrency: concurrency)
+        let result = try await Wrk.run(url: siwaURL, bodiesFile: roundFiles[round], count: perRound, connections: concurrency)
         let ceiling = try await PgbenchCeiling.run(databaseURL: databaseURL, clients: concurrency, seconds: pgbenchSeconds)
-        let bareResult = await bare.closedLoop(bodies: slice, concurrency: concurrency)
+        let bareResult = try await Wrk.run(url: bareServer.baseURL + "/apple/notifications", bodiesFile: roundFiles[round], count: perRound,
+                                           connections: concurrency)
         bareRates.append(bareResult.rate)
         siwaRates.append(result.rate)
         pgbenchRates.append(ceiling)
-        closedP50.append(result.percentile(0.5))
-        closedP99.append(result.percentile(0.99))
+        closedP50.append(result.p50)
+        closedP99.append(result.p99)
         say(String(format: "round %d: siwa %.0f notifications/s (p50 %.1f ms, p99 %.1f ms, %d failed) | pgbench ceiling %.0f tps | ratio %.2f | bare HTTP %.0f/s",
-                     round + 1, result.rate, result.percentile(0.5), result.percentile(0.99), result.failed, ceiling, result.rate / ceiling,
+                     round + 1, result.rate, result.p50, result.p99, result.failed, ceiling, result.rate / ceiling,
                      bareResult.rate))
     }
+    let recorded = try await Shell.run("psql", ["-qtA", databaseURL, "-c", "SELECT count(*) FROM siwa.notifications WHERE jti LIKE 'bench-%'"])
 
-    let openBodies = Array(bodies.suffix(openLoopCount))
-    let open = await load.openLoop(bodies: openBodies, rate: Double(offeredRate))
+    // Apple's view at a steady rate: an open loop from an in-process client
+    // (light load, so the client's own cost does not matter here).
+    let load = LoadGenerator(url: siwaURL, client: http)
+    let open = await load.openLoop(bodies: Array(bodies.suffix(openLoopCount)), rate: Double(offeredRate))
 
     let ratios = zip(siwaRates, pgbenchRates).map { $0 / $1 }
     say("")
-    say("== siwa ingest benchmark (release build, \(ProcessInfo.processInfo.activeProcessorCount) cores, \(concurrency) concurrent connections)")
+    say("== siwa ingest benchmark (release build, `siwa serve` with JSON logs at info, \(ProcessInfo.processInfo.activeProcessorCount) cores, \(concurrency) concurrent connections from wrk)")
     say(String(format: "committed notifications/s   median %.0f   (rounds: %@)", median(siwaRates),
                  siwaRates.map { String(format: "%.0f", $0) }.joined(separator: ", ")))
     say(String(format: "closed-loop latency         p50 %.1f ms   p99 %.1f ms   (medians over rounds)", median(closedP50), median(closedP99)))
@@ -144,14 +142,14 @@ if only != "worker" {
                  median(pgbenchRates), concurrency))
     say(String(format: "ratio siwa / ceiling        median %.2f   (target >= 1.0; rounds: %@)", median(ratios),
                  ratios.map { String(format: "%.2f", $0) }.joined(separator: ", ")))
-    say(String(format: "ceiling: bare HTTP route     median %.0f/s   (same load generator, no verification, no database)", median(bareRates)))
+    say(String(format: "ceiling: bare HTTP route     median %.0f/s   (same load, no verification, no database)", median(bareRates)))
     say(String(format: "ratio siwa / bare HTTP       median %.2f", median(zip(siwaRates, bareRates).map { $0 / $1 })))
     say(String(format: "open loop at %d/s offered    achieved %.0f/s   p50 %.1f ms   p99 %.1f ms   failed %d   (target p99 <= 25 ms)",
                  offeredRate, open.rate, open.percentile(0.5), open.percentile(0.99), open.failed))
+    say("recorded in siwa.notifications: \(recorded.trimmingCharacters(in: .whitespacesAndNewlines)) of \(total) sent")
 
+    await siwa.stop()
     _ = try? await http.shutdown().get()
-    server.cancel()
-    _ = try? await server.value
     await appleServer.stop()
     await bareServer.stop()
 }

@@ -1,16 +1,31 @@
-import Foundation
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import Logging
 import Synchronization
 
-/// One JSON object per line on stderr, for journald and log shippers.
+/// One JSON object per line on stderr, for journald and log shippers:
+/// `ts`, `level`, `logger`, `msg`, then the metadata in key order.
 /// Callers never put tokens, emails or names in messages or metadata.
+///
+/// Written by hand because it runs once per notification: Foundation's
+/// JSONSerialization and ISO8601DateFormatter (an ICU formatter per call)
+/// cost more CPU than verifying the notification, and halved `make bench`.
 public struct JSONLogHandler: LogHandler {
     public var metadata: Logger.Metadata = [:]
     public var logLevel: Logger.Level = .info
     let label: String
+    let fileDescriptor: Int32
+    /// Lines from concurrent tasks must not interleave on the way out.
     private static let output = Mutex(())
+    private static let reservedKeys: Set<String> = ["ts", "level", "logger", "msg"]
 
-    public init(label: String) { self.label = label }
+    public init(label: String, fileDescriptor: Int32 = STDERR_FILENO) {
+        self.label = label
+        self.fileDescriptor = fileDescriptor
+    }
 
     public subscript(metadataKey key: String) -> Logger.Metadata.Value? {
         get { metadata[key] }
@@ -18,28 +33,120 @@ public struct JSONLogHandler: LogHandler {
     }
 
     public func log(event: LogEvent) {
-        let (level, message, explicit) = (event.level, event.message, event.metadata)
-        var object: [String: Any] = [
-            "ts": ISO8601DateFormatter.string(from: Date(), timeZone: .gmt, formatOptions: [.withInternetDateTime, .withFractionalSeconds]),
-            "level": level.rawValue,
-            "logger": label,
-            "msg": message.description,
-        ]
-        for (key, value) in metadata.merging(explicit ?? [:], uniquingKeysWith: { $1 }) {
-            object[key] = Self.plain(value)
+        var line: [UInt8] = []
+        line.reserveCapacity(256)
+        line.append(contentsOf: #"{"ts":""#.utf8)
+        Self.appendTimestamp(to: &line)
+        line.append(contentsOf: #"","level":"#.utf8)
+        Self.appendString(event.level.rawValue, to: &line)
+        line.append(contentsOf: #","logger":"#.utf8)
+        Self.appendString(label, to: &line)
+        line.append(contentsOf: #","msg":"#.utf8)
+        Self.appendString(event.message.description, to: &line)
+        let merged = event.metadata.map { metadata.merging($0) { $1 } } ?? metadata
+        for (key, value) in merged.sorted(by: { $0.key < $1.key }) {
+            line.append(UInt8(ascii: ","))
+            // A metadata key never hides one of the four fields.
+            Self.appendString(Self.reservedKeys.contains(key) ? "meta." + key : key, to: &line)
+            line.append(UInt8(ascii: ":"))
+            Self.appendValue(value, to: &line)
         }
-        guard var data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]) else { return }
-        data.append(0x0A)
-        Self.output.withLock { _ in FileHandle.standardError.write(data) }
+        line.append(contentsOf: "}\n".utf8)
+        Self.output.withLock { _ in
+            line.withUnsafeBytes { bytes in
+                var offset = 0
+                while offset < bytes.count {
+                    let written = write(fileDescriptor, bytes.baseAddress! + offset, bytes.count - offset)
+                    if written > 0 {
+                        offset += written
+                    } else if written < 0 && errno == EINTR {
+                        continue
+                    } else {
+                        return  // nowhere to report a failed log write
+                    }
+                }
+            }
+        }
     }
 
-    static func plain(_ value: Logger.MetadataValue) -> Any {
+    static func appendValue(_ value: Logger.MetadataValue, to line: inout [UInt8]) {
         switch value {
-        case .string(let text): text
-        case .stringConvertible(let convertible): convertible.description
-        case .array(let values): values.map(plain)
-        case .dictionary(let values): values.mapValues(plain)
+        case .string(let text):
+            appendString(text, to: &line)
+        case .stringConvertible(let convertible):
+            appendString(convertible.description, to: &line)
+        case .array(let values):
+            line.append(UInt8(ascii: "["))
+            for (index, element) in values.enumerated() {
+                if index > 0 { line.append(UInt8(ascii: ",")) }
+                appendValue(element, to: &line)
+            }
+            line.append(UInt8(ascii: "]"))
+        case .dictionary(let values):
+            line.append(UInt8(ascii: "{"))
+            for (index, (key, element)) in values.sorted(by: { $0.key < $1.key }).enumerated() {
+                if index > 0 { line.append(UInt8(ascii: ",")) }
+                appendString(key, to: &line)
+                line.append(UInt8(ascii: ":"))
+                appendValue(element, to: &line)
+            }
+            line.append(UInt8(ascii: "}"))
         }
+    }
+
+    /// A JSON string. UTF-8 bytes of 0x80 and up are valid inside one as they are.
+    static func appendString(_ text: String, to line: inout [UInt8]) {
+        line.append(UInt8(ascii: "\""))
+        for byte in text.utf8 {
+            switch byte {
+            case UInt8(ascii: "\""): line.append(contentsOf: #"\""#.utf8)
+            case UInt8(ascii: "\\"): line.append(contentsOf: #"\\"#.utf8)
+            case UInt8(ascii: "\n"): line.append(contentsOf: #"\n"#.utf8)
+            case UInt8(ascii: "\r"): line.append(contentsOf: #"\r"#.utf8)
+            case UInt8(ascii: "\t"): line.append(contentsOf: #"\t"#.utf8)
+            case 0..<0x20:
+                line.append(contentsOf: #"\u00"#.utf8)
+                line.append(hexDigit(byte >> 4))
+                line.append(hexDigit(byte & 0x0F))
+            default: line.append(byte)
+            }
+        }
+        line.append(UInt8(ascii: "\""))
+    }
+
+    private static func hexDigit(_ value: UInt8) -> UInt8 {
+        value < 10 ? UInt8(ascii: "0") + value : UInt8(ascii: "a") + value - 10
+    }
+
+    /// Now in UTC as `2026-11-22T12:34:56.789Z`.
+    static func appendTimestamp(to line: inout [UInt8]) {
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        var seconds = now.tv_sec
+        var parts = tm()
+        gmtime_r(&seconds, &parts)
+        func digits(_ value: Int, _ count: Int) {
+            var divisor = 1
+            for _ in 1..<count { divisor *= 10 }
+            while divisor > 0 {
+                line.append(UInt8(ascii: "0") + UInt8(value / divisor % 10))
+                divisor /= 10
+            }
+        }
+        digits(Int(parts.tm_year) + 1900, 4)
+        line.append(UInt8(ascii: "-"))
+        digits(Int(parts.tm_mon) + 1, 2)
+        line.append(UInt8(ascii: "-"))
+        digits(Int(parts.tm_mday), 2)
+        line.append(UInt8(ascii: "T"))
+        digits(Int(parts.tm_hour), 2)
+        line.append(UInt8(ascii: ":"))
+        digits(Int(parts.tm_min), 2)
+        line.append(UInt8(ascii: ":"))
+        digits(Int(parts.tm_sec), 2)
+        line.append(UInt8(ascii: "."))
+        digits(Int(now.tv_nsec) / 1_000_000, 3)
+        line.append(UInt8(ascii: "Z"))
     }
 }
 

@@ -1,0 +1,48 @@
+import AsyncHTTPClient
+import ChildProcesses
+import Foundation
+
+/// The real `siwa serve` (the release binary next to siwa-bench), in its own
+/// process with production defaults: JSON logs at info level, written to a
+/// file as journald would take them.
+struct ServeProcess {
+    let process: ChildProcess
+    let url: String
+    let logFile: String
+
+    static func start(databaseURL: String, clientID: String, jwksURL: String, http: HTTPClient) async throws -> ServeProcess {
+        let binary = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("siwa").path
+        guard FileManager.default.isExecutableFile(atPath: binary) else {
+            throw BenchError("\(binary) is missing: run `swift build -c release` first (make bench does)")
+        }
+        let port = try freeLoopbackPort()
+        let logFile = FileManager.default.temporaryDirectory.appendingPathComponent("siwa-bench-serve-\(getpid()).log").path
+        var environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("SIWA_") }
+        environment.merge([
+            "SIWA_DATABASE_URL": databaseURL, "SIWA_HTTP_PORT": String(port), "SIWA_APPLE_CLIENT_IDS": clientID,
+            "SIWA_APPLE_JWKS_URL": jwksURL, "SIWA_LOG_FORMAT": "json",
+        ]) { $1 }
+        // Ingest tuning from the caller's environment, for experiments.
+        for name in ["SIWA_DATABASE_MAX_CONNECTIONS", "SIWA_INGEST_WRITERS", "SIWA_INGEST_MAX_BATCH", "SIWA_LOG_LEVEL"] {
+            if let value = ProcessInfo.processInfo.environment[name] { environment[name] = value }
+        }
+        let process = try ChildProcess(executable: binary, arguments: ["serve"], environment: environment, outputFile: logFile)
+        let serve = ServeProcess(process: process, url: "http://127.0.0.1:\(port)", logFile: logFile)
+        let deadline = ContinuousClock.now + .seconds(30)
+        while ContinuousClock.now < deadline {
+            guard process.isRunning else { throw BenchError("siwa serve exited; its log is \(logFile)") }
+            var request = HTTPClientRequest(url: serve.url + "/readyz")
+            request.method = .GET
+            if let response = try? await http.execute(request, timeout: .seconds(2)), response.status == .ok { return serve }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        process.signal(SIGKILL)
+        throw BenchError("siwa serve did not become ready in 30 s; its log is \(logFile)")
+    }
+
+    /// SIGTERM, as systemd stops it; the log file is removed after a clean exit.
+    func stop() async {
+        process.signal(SIGTERM)
+        if await process.wait() == 0 { try? FileManager.default.removeItem(atPath: logFile) }
+    }
+}

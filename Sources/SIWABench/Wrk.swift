@@ -1,0 +1,146 @@
+import Foundation
+
+/// Closed-loop HTTP load from wrk, the way pgbench drives the ceiling: a lean
+/// C client on the same two cores. An in-process Swift client would spend a
+/// fifth of the machine on itself and count it against siwa.
+///
+/// Each body in the file (one per line) is sent once. The connections of a
+/// wrk thread take the thread's share of the lines in turn; the thread stops
+/// when its share runs out, and the run ends when every thread has stopped.
+enum Wrk {
+    struct Result {
+        var completed: Int
+        var failed: Int
+        var seconds: Double
+        var p50: Double  // milliseconds
+        var p99: Double
+        var rate: Double { Double(completed) / seconds }
+    }
+
+    static let threads = 2
+
+    /// Sends each of the `count` lines of `bodiesFile` to `url` as a JSON
+    /// POST over `connections` connections; the rate counts those `count`.
+    static func run(url: String, bodiesFile: String, count: Int, connections: Int) async throws -> Result {
+        let work = FileManager.default.temporaryDirectory.appendingPathComponent("siwa-wrk-\(UUID().uuidString)")
+        let doneDirectory = work.appendingPathComponent("done")
+        try FileManager.default.createDirectory(at: doneDirectory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: work) }
+        let script = work.appendingPathComponent("bench.lua")
+        try luaScript.write(to: script, atomically: true, encoding: .utf8)
+        let output = try await Shell.run("wrk", ["-t", String(threads), "-c", String(connections), "-d", "600s", "--timeout", "30s",
+                                                 "-s", script.path, url, "--", bodiesFile, String(threads), doneDirectory.path])
+        // The script's done() prints one line of key=value pairs.
+        guard let line = output.split(separator: "\n").first(where: { $0.hasPrefix("SIWA-WRK ") }) else {
+            throw BenchError("wrk printed no result:\n\(output)")
+        }
+        var fields: [String: Double] = [:]
+        for pair in line.dropFirst(9).split(separator: " ") {
+            let parts = pair.split(separator: "=")
+            if parts.count == 2, let value = Double(parts[1]) { fields[String(parts[0])] = value }
+        }
+        guard let duration = fields["duration_us"], duration > 0,
+              let failed = fields["failed"], let p50 = fields["p50_us"], let p99 = fields["p99_us"] else {
+            throw BenchError("cannot read wrk's result: \(line)")
+        }
+        return Result(completed: count - Int(failed), failed: Int(failed), seconds: duration / 1e6, p50: p50 / 1000, p99: p99 / 1000)
+    }
+
+    /// Runs in each wrk thread (LuaJIT). `id` is set per thread in setup().
+    ///
+    /// wrk 4.1 has no "send N requests" mode and its main thread sleeps for
+    /// the whole `-d`, so a thread that has its answers stops itself, and
+    /// the last one to finish interrupts wrk (SIGINT, which wrk takes as
+    /// "stop and report"). A thread knows the others are done by their
+    /// marker files in `doneDirectory`.
+    static let luaScript = #"""
+        local threads = {}
+        function setup(thread)
+            thread:set("id", #threads)
+            table.insert(threads, thread)
+        end
+
+        local requests = {}
+        local sent = 0
+        answered, idleAnswers = 0, 0  -- globals: done() reads them with thread:get
+        local count, doneDirectory
+        function init(args)
+            local file = args[1]
+            count, doneDirectory = tonumber(args[2]), args[3]
+            local headers = { ["Content-Type"] = "application/json" }
+            local line = 0
+            for body in io.lines(file) do
+                if line % count == id then
+                    requests[#requests + 1] = wrk.format("POST", nil, headers, body)
+                end
+                line = line + 1
+            end
+        end
+
+        -- Past its share a connection waits a second and then asks for a
+        -- path neither server has (404, no work). The run normally ends
+        -- within that second, so no body is sent twice, none is abandoned,
+        -- and no idle answer lands in the latency figures.
+        local idle = wrk.format("GET", "/wrk-idle")
+        function delay()
+            if sent >= #requests then return 1000 end
+            return 0
+        end
+
+        -- wrk calls request() once on the first thread before the run, to
+        -- check what it returns; that call must not use up a body.
+        local checked = false
+        function request()
+            if id == 0 and not checked then checked = true; return requests[1] end
+            sent = sent + 1
+            if sent > #requests then return idle end
+            return requests[sent]
+        end
+
+        function response(status, headers, body)
+            if status == 404 then idleAnswers = idleAnswers + 1; return end
+            answered = answered + 1
+            if answered ~= #requests then return end
+            io.open(doneDirectory .. "/" .. id, "w"):close()
+            wrk.thread:stop()
+            local finished = 0
+            for i = 0, count - 1 do
+                local marker = io.open(doneDirectory .. "/" .. i, "r")
+                if marker then marker:close(); finished = finished + 1 end
+            end
+            -- popen, not os.execute: system() ignores SIGINT in wrk while it runs.
+            if finished == count then io.popen("kill -INT $PPID"):close() end
+        end
+
+        function done(summary, latency, requests)
+            local idleAnswers = 0
+            for _, thread in ipairs(threads) do idleAnswers = idleAnswers + thread:get("idleAnswers") end
+            local e = summary.errors
+            io.write(string.format("SIWA-WRK requests=%d duration_us=%d failed=%d p50_us=%d p99_us=%d\n",
+                summary.requests - idleAnswers, summary.duration,
+                e.status - idleAnswers + e.connect + e.read + e.write + e.timeout,
+                latency:percentile(50), latency:percentile(99)))
+        end
+        """#
+}
+
+/// Body files for wrk in the temporary directory, one body per line.
+final class BodyFiles {
+    private var paths: [String] = []
+
+    func write(_ bodies: some Sequence<Data>) throws -> String {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("siwa-bench-bodies-\(getpid())-\(paths.count).txt").path
+        var text = Data()
+        for body in bodies {
+            text.append(body)
+            text.append(0x0A)
+        }
+        try text.write(to: URL(fileURLWithPath: path))
+        paths.append(path)
+        return path
+    }
+
+    func removeAll() {
+        for path in paths { try? FileManager.default.removeItem(atPath: path) }
+    }
+}

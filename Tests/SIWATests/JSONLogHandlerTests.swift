@@ -1,0 +1,70 @@
+import Foundation
+import Logging
+import SIWAServer
+import Testing
+
+/// The hand-written JSON log lines parse as JSON and say what was logged.
+@Suite("JSON log lines")
+struct JSONLogHandlerTests {
+    /// Logs through a handler into a temporary file and parses each line.
+    func lines(_ body: (Logger) -> Void) throws -> [[String: Any]] {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("siwa-log-\(UUID().uuidString)").path
+        let descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        try #require(descriptor >= 0)
+        defer { unlink(path) }
+        var logger = Logger(label: "siwa.test") { label in JSONLogHandler(label: label, fileDescriptor: descriptor) }
+        logger[metadataKey: "worker"] = "w1"
+        body(logger)
+        close(descriptor)
+        let text = try String(contentsOfFile: path, encoding: .utf8)
+        #expect(text.hasSuffix("\n"))
+        return try text.split(separator: "\n").map { line in
+            try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any], "\(line)")
+        }
+    }
+
+    @Test func escapesAndNestsValues() throws {
+        let awkward = "quote \" backslash \\ newline \n tab \t bell \u{07} é 🍎"
+        let logged = try lines { logger in
+            logger.info("\(awkward)", metadata: [
+                "text": "\(awkward)", "count": "\(42)", "list": ["a", "\"b\""],
+                "nested": ["inner": ["x": "1"]], "msg": "not the message",
+            ])
+            logger.warning("second")
+        }
+        try #require(logged.count == 2)
+        let first = logged[0]
+        #expect(first["msg"] as? String == awkward)
+        #expect(first["text"] as? String == awkward)
+        #expect(first["level"] as? String == "info")
+        #expect(first["logger"] as? String == "siwa.test")
+        #expect(first["count"] as? String == "42")
+        #expect(first["list"] as? [String] == ["a", "\"b\""])
+        #expect((first["nested"] as? [String: Any])?["inner"] as? [String: String] == ["x": "1"])
+        #expect(first["meta.msg"] as? String == "not the message", "a metadata key must not replace the message")
+        #expect(first["worker"] as? String == "w1", "the handler's own metadata")
+        #expect(logged[1]["level"] as? String == "warning")
+    }
+
+    @Test func timestampIsUTCWithMilliseconds() throws {
+        let before = Date()
+        let logged = try lines { $0.info("now") }
+        let after = Date()
+        let stamp = try #require(logged.first?["ts"] as? String)
+        #expect(stamp.wholeMatch(of: /\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z/) != nil, "\(stamp)")
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        let parsed = try #require(formatter.date(from: stamp))
+        #expect(parsed >= before.addingTimeInterval(-0.002) && parsed <= after.addingTimeInterval(0.002), "\(stamp)")
+    }
+
+    @Test func levelFilterApplies() throws {
+        let logged = try lines { logger in
+            var quiet = logger
+            quiet.logLevel = .notice
+            quiet.info("dropped")
+            quiet.notice("kept")
+        }
+        #expect(logged.map { $0["msg"] as? String } == ["kept"])
+    }
+}
