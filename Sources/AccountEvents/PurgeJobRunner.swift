@@ -1,4 +1,5 @@
 import AccountStore
+import AppleSignIn
 import Foundation
 import Logging
 import PostgresNIO

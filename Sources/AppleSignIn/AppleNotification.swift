@@ -97,11 +97,8 @@ public struct NotificationVerifier: Sendable {
                 throw VerificationFailure.malformedEvents(AppleTokenVerifier.describe(error))
             }
         }
-        let stored = StoredNotificationClaims(
-            iss: VerificationPolicy.appleIssuer, aud: verified.audience, iat: verified.claims.iat ?? 0,
-            exp: verified.claims.exp ?? 0, jti: jti, events: event
-        )
-        let claimsJSON = (try? JSONEncoder().encode(stored)) ?? verified.payload
+        let claimsJSON = Self.storedClaims(audience: verified.audience, issuedAt: verified.claims.iat ?? 0,
+                                           expiresAt: verified.claims.exp ?? 0, jti: jti, event: event)
         return AppleNotification(
             jti: jti, audience: verified.audience, issuedAt: verified.issuedAt,
             expiresAt: verified.expiresAt, event: event, claimsJSON: claimsJSON
@@ -136,12 +133,28 @@ enum EventsClaim: Decodable, Sendable {
     }
 }
 
-/// The verified claims as siwa stores them: `events` decoded into an object.
-struct StoredNotificationClaims: Encodable {
-    let iss: String
-    let aud: String
-    let iat: Double
-    let exp: Double
-    let jti: String
-    let events: AppleEvent
+extension NotificationVerifier {
+    /// The verified claims as siwa stores them, `events` decoded into an
+    /// object. Built by hand: JSONEncoder cost 4% of a notification's CPU.
+    static func storedClaims(audience: String, issuedAt: Double, expiresAt: Double, jti: String, event: AppleEvent) -> Data {
+        var json: [UInt8] = []
+        json.reserveCapacity(384)
+        func field(_ name: String, _ value: String) {
+            json.append(contentsOf: ",\"\(name)\":".utf8)
+            JSONText.appendQuoted(value, to: &json)
+        }
+        json.append(contentsOf: #"{"iss":"#.utf8)
+        JSONText.appendQuoted(VerificationPolicy.appleIssuer, to: &json)
+        field("aud", audience)
+        json.append(contentsOf: ",\"iat\":\(JSONText.number(issuedAt)),\"exp\":\(JSONText.number(expiresAt))".utf8)
+        field("jti", jti)
+        json.append(contentsOf: #","events":{"type":"#.utf8)
+        JSONText.appendQuoted(event.type, to: &json)
+        field("sub", event.sub)
+        json.append(contentsOf: ",\"event_time\":\(event.eventTime)".utf8)
+        if let email = event.email { field("email", email) }
+        if let isPrivate = event.isPrivateEmail { json.append(contentsOf: ",\"is_private_email\":\(isPrivate)".utf8) }
+        json.append(contentsOf: "}}".utf8)
+        return Data(json)
+    }
 }

@@ -112,10 +112,12 @@ public final class AppleSimulator: Sendable {
 /// A Hummingbird server running in a task, with the port it bound.
 public final class RunningServer: Sendable {
     public let port: Int
+    private let group: ServiceGroup
     private let task: Task<Void, any Error>
 
-    init(port: Int, task: Task<Void, any Error>) {
+    init(port: Int, group: ServiceGroup, task: Task<Void, any Error>) {
         self.port = port
+        self.group = group
         self.task = task
     }
 
@@ -129,16 +131,23 @@ public final class RunningServer: Sendable {
             onServerRunning: { channel in bound.set(channel.localAddress?.port ?? port) },
             logger: logger
         )
-        let task = Task {
-            let group = ServiceGroup(services: [app], gracefulShutdownSignals: [], logger: logger)
-            try await group.run()
-        }
-        return RunningServer(port: try await bound.value(), task: task)
+        let group = ServiceGroup(services: [app], gracefulShutdownSignals: [], logger: logger)
+        let task = Task { try await group.run() }
+        return RunningServer(port: try await bound.value(), group: group, task: task)
     }
 
+    /// Graceful (open requests finish, idle connections close), cancelled
+    /// after 2 s; a plain cancel makes Hummingbird log errors for each open
+    /// connection.
     public func stop() async {
-        task.cancel()
+        await group.triggerGracefulShutdown()
+        let task = self.task
+        let deadline = Task {
+            try await Task.sleep(for: .seconds(2))
+            task.cancel()
+        }
         _ = try? await task.value
+        deadline.cancel()
     }
 }
 

@@ -46,3 +46,17 @@ struct ServeProcess {
         if await process.wait() == 0 { try? FileManager.default.removeItem(atPath: logFile) }
     }
 }
+
+extension ServeProcess {
+    /// CPU seconds (user + system) the process has used so far, from
+    /// /proc/PID/stat: per-notification CPU is steadier than a rate on a
+    /// noisy machine.
+    var cpuSeconds: Double {
+        guard let stat = try? String(contentsOfFile: "/proc/\(process.pid)/stat", encoding: .utf8),
+              let afterName = stat.lastIndex(of: ")") else { return .nan }
+        // Fields after "(comm)": state is field 3; utime and stime are 14 and 15.
+        let fields = stat[stat.index(after: afterName)...].split(separator: " ")
+        guard fields.count > 13, let user = Double(fields[11]), let system = Double(fields[12]) else { return .nan }
+        return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
+    }
+}

@@ -28,7 +28,7 @@ guard !databaseURL.isEmpty else {
     exit(2)
 }
 let rounds = setting("BENCH_ROUNDS", 3)
-let perRound = setting("BENCH_NOTIFICATIONS", 6000)
+let perRound = setting("BENCH_NOTIFICATIONS", 10_000)
 let concurrency = setting("BENCH_CONCURRENCY", 64)
 let pgbenchSeconds = setting("BENCH_PGBENCH_SECONDS", 5)
 let offeredRate = setting("BENCH_OFFERED_RATE", 1000)
@@ -111,8 +111,11 @@ if only != "worker" {
     var pgbenchRates: [Double] = []
     var closedP50: [Double] = []
     var closedP99: [Double] = []
+    var cpuPerNotification: [Double] = []
     for round in 0..<rounds {
+        let cpuBefore = siwa.cpuSeconds
         let result = try await Wrk.run(url: siwaURL, bodiesFile: roundFiles[round], count: perRound, connections: concurrency)
+        cpuPerNotification.append((siwa.cpuSeconds - cpuBefore) / Double(perRound) * 1e6)
         let ceiling = try await PgbenchCeiling.run(databaseURL: databaseURL, clients: concurrency, seconds: pgbenchSeconds)
         let bareResult = try await Wrk.run(url: bareServer.baseURL + "/apple/notifications", bodiesFile: roundFiles[round], count: perRound,
                                            connections: concurrency)
@@ -121,8 +124,8 @@ if only != "worker" {
         pgbenchRates.append(ceiling)
         closedP50.append(result.p50)
         closedP99.append(result.p99)
-        say(String(format: "round %d: siwa %.0f notifications/s (p50 %.1f ms, p99 %.1f ms, %d failed) | pgbench ceiling %.0f tps | ratio %.2f | bare HTTP %.0f/s",
-                     round + 1, result.rate, result.p50, result.p99, result.failed, ceiling, result.rate / ceiling,
+        say(String(format: "round %d: siwa %.0f notifications/s (p50 %.1f ms, p99 %.1f ms, %d failed, %.0f µs CPU each) | pgbench ceiling %.0f tps | ratio %.2f | bare HTTP %.0f/s",
+                     round + 1, result.rate, result.p50, result.p99, result.failed, cpuPerNotification[round], ceiling, result.rate / ceiling,
                      bareResult.rate))
     }
     let recorded = try await Shell.run("psql", ["-qtA", databaseURL, "-c", "SELECT count(*) FROM siwa.notifications WHERE jti LIKE 'bench-%'"])
@@ -137,6 +140,7 @@ if only != "worker" {
     say("== siwa ingest benchmark (release build, `siwa serve` with JSON logs at info, \(ProcessInfo.processInfo.activeProcessorCount) cores, \(concurrency) concurrent connections from wrk)")
     say(String(format: "committed notifications/s   median %.0f   (rounds: %@)", median(siwaRates),
                  siwaRates.map { String(format: "%.0f", $0) }.joined(separator: ", ")))
+    say(String(format: "siwa CPU per notification   median %.0f µs   (user + system time of the siwa process)", median(cpuPerNotification)))
     say(String(format: "closed-loop latency         p50 %.1f ms   p99 %.1f ms   (medians over rounds)", median(closedP50), median(closedP99)))
     say(String(format: "ceiling: pgbench, same SQL  median %.0f tps   (one notification per transaction, %d clients)",
                  median(pgbenchRates), concurrency))

@@ -3,6 +3,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import AppleSignIn
 import Logging
 import Synchronization
 
@@ -38,16 +39,16 @@ public struct JSONLogHandler: LogHandler {
         line.append(contentsOf: #"{"ts":""#.utf8)
         Self.appendTimestamp(to: &line)
         line.append(contentsOf: #"","level":"#.utf8)
-        Self.appendString(event.level.rawValue, to: &line)
+        JSONText.appendQuoted(event.level.rawValue, to: &line)
         line.append(contentsOf: #","logger":"#.utf8)
-        Self.appendString(label, to: &line)
+        JSONText.appendQuoted(label, to: &line)
         line.append(contentsOf: #","msg":"#.utf8)
-        Self.appendString(event.message.description, to: &line)
+        JSONText.appendQuoted(event.message.description, to: &line)
         let merged = event.metadata.map { metadata.merging($0) { $1 } } ?? metadata
         for (key, value) in merged.sorted(by: { $0.key < $1.key }) {
             line.append(UInt8(ascii: ","))
             // A metadata key never hides one of the four fields.
-            Self.appendString(Self.reservedKeys.contains(key) ? "meta." + key : key, to: &line)
+            JSONText.appendQuoted(Self.reservedKeys.contains(key) ? "meta." + key : key, to: &line)
             line.append(UInt8(ascii: ":"))
             Self.appendValue(value, to: &line)
         }
@@ -72,9 +73,9 @@ public struct JSONLogHandler: LogHandler {
     static func appendValue(_ value: Logger.MetadataValue, to line: inout [UInt8]) {
         switch value {
         case .string(let text):
-            appendString(text, to: &line)
+            JSONText.appendQuoted(text, to: &line)
         case .stringConvertible(let convertible):
-            appendString(convertible.description, to: &line)
+            JSONText.appendQuoted(convertible.description, to: &line)
         case .array(let values):
             line.append(UInt8(ascii: "["))
             for (index, element) in values.enumerated() {
@@ -86,36 +87,12 @@ public struct JSONLogHandler: LogHandler {
             line.append(UInt8(ascii: "{"))
             for (index, (key, element)) in values.sorted(by: { $0.key < $1.key }).enumerated() {
                 if index > 0 { line.append(UInt8(ascii: ",")) }
-                appendString(key, to: &line)
+                JSONText.appendQuoted(key, to: &line)
                 line.append(UInt8(ascii: ":"))
                 appendValue(element, to: &line)
             }
             line.append(UInt8(ascii: "}"))
         }
-    }
-
-    /// A JSON string. UTF-8 bytes of 0x80 and up are valid inside one as they are.
-    static func appendString(_ text: String, to line: inout [UInt8]) {
-        line.append(UInt8(ascii: "\""))
-        for byte in text.utf8 {
-            switch byte {
-            case UInt8(ascii: "\""): line.append(contentsOf: #"\""#.utf8)
-            case UInt8(ascii: "\\"): line.append(contentsOf: #"\\"#.utf8)
-            case UInt8(ascii: "\n"): line.append(contentsOf: #"\n"#.utf8)
-            case UInt8(ascii: "\r"): line.append(contentsOf: #"\r"#.utf8)
-            case UInt8(ascii: "\t"): line.append(contentsOf: #"\t"#.utf8)
-            case 0..<0x20:
-                line.append(contentsOf: #"\u00"#.utf8)
-                line.append(hexDigit(byte >> 4))
-                line.append(hexDigit(byte & 0x0F))
-            default: line.append(byte)
-            }
-        }
-        line.append(UInt8(ascii: "\""))
-    }
-
-    private static func hexDigit(_ value: UInt8) -> UInt8 {
-        value < 10 ? UInt8(ascii: "0") + value : UInt8(ascii: "a") + value - 10
     }
 
     /// Now in UTC as `2026-11-22T12:34:56.789Z`.

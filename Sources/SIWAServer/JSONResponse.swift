@@ -1,4 +1,5 @@
 import AccountEvents
+import AppleSignIn
 import Foundation
 import Hummingbird
 
