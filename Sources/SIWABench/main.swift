@@ -1,12 +1,9 @@
-import AccountStore
 import AppleSimulator
 import AsyncHTTPClient
 import Foundation
 import Hummingbird
 import Logging
 import NIOCore
-import SIWAServer
-import ServiceLifecycle
 
 // `make bench`: siwa's committed notifications/s and latency over real HTTP,
 // against the ceiling of pgbench running the same SQL, in the same run, on
