@@ -22,13 +22,17 @@ enum Wrk {
     /// Sends each of the `count` lines of `bodiesFile` to `url` as a JSON
     /// POST over `connections` connections; the rate counts those `count`.
     static func run(url: String, bodiesFile: String, count: Int, connections: Int) async throws -> Result {
+        guard count >= threads else { throw BenchError("wrk needs at least \(threads) bodies, one per thread") }
+        // The run ends when the last answer is in; -d only bounds a run
+        // whose server stopped answering.
+        let limit = max(120, count / 100)
         let work = FileManager.default.temporaryDirectory.appendingPathComponent("siwa-wrk-\(UUID().uuidString)")
         let doneDirectory = work.appendingPathComponent("done")
         try FileManager.default.createDirectory(at: doneDirectory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: work) }
         let script = work.appendingPathComponent("bench.lua")
         try luaScript.write(to: script, atomically: true, encoding: .utf8)
-        let output = try await Shell.run("wrk", ["-t", String(threads), "-c", String(connections), "-d", "600s", "--timeout", "30s",
+        let output = try await Shell.run("wrk", ["-t", String(threads), "-c", String(connections), "-d", "\(limit)s", "--timeout", "30s",
                                                  "-s", script.path, url, "--", bodiesFile, String(threads), doneDirectory.path])
         // The script's done() prints one line of key=value pairs.
         guard let line = output.split(separator: "\n").first(where: { $0.hasPrefix("SIWA-WRK ") }) else {
@@ -42,6 +46,9 @@ enum Wrk {
         guard let duration = fields["duration_us"], duration > 0,
               let failed = fields["failed"], let p50 = fields["p50_us"], let p99 = fields["p99_us"] else {
             throw BenchError("cannot read wrk's result: \(line)")
+        }
+        guard let answered = fields["answered"], Int(answered) == count else {
+            throw BenchError("wrk stopped after \(limit) s with \(fields["answered"].map { Int($0) } ?? 0) of \(count) answers: \(line)")
         }
         return Result(completed: count - Int(failed), failed: Int(failed), seconds: duration / 1e6, p50: p50 / 1000, p99: p99 / 1000)
     }
@@ -113,12 +120,14 @@ enum Wrk {
         end
 
         function done(summary, latency, requests)
-            local idleAnswers = 0
-            for _, thread in ipairs(threads) do idleAnswers = idleAnswers + thread:get("idleAnswers") end
+            local idle, answered = 0, 0
+            for _, thread in ipairs(threads) do
+                idle = idle + thread:get("idleAnswers")
+                answered = answered + thread:get("answered")
+            end
             local e = summary.errors
-            io.write(string.format("SIWA-WRK requests=%d duration_us=%d failed=%d p50_us=%d p99_us=%d\n",
-                summary.requests - idleAnswers, summary.duration,
-                e.status - idleAnswers + e.connect + e.read + e.write + e.timeout,
+            io.write(string.format("SIWA-WRK answered=%d duration_us=%d failed=%d p50_us=%d p99_us=%d\n",
+                answered, summary.duration, e.status - idle + e.connect + e.read + e.write + e.timeout,
                 latency:percentile(50), latency:percentile(99)))
         end
         """#
