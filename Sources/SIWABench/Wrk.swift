@@ -6,7 +6,8 @@ import Foundation
 ///
 /// Each body in the file (one per line) is sent once. The connections of a
 /// wrk thread take the thread's share of the lines in turn; the thread stops
-/// when its share runs out, and the run ends when every thread has stopped.
+/// once its whole share is answered, and the run ends (its clock too) when
+/// the last thread stops.
 enum Wrk {
     struct Result {
         var completed: Int
@@ -70,14 +71,14 @@ enum Wrk {
         local requests = {}
         local sent = 0
         answered, idleAnswers = 0, 0  -- globals: done() reads them with thread:get
-        local count, doneDirectory
+        local threadCount, doneDirectory
         function init(args)
             local file = args[1]
-            count, doneDirectory = tonumber(args[2]), args[3]
+            threadCount, doneDirectory = tonumber(args[2]), args[3]
             local headers = { ["Content-Type"] = "application/json" }
             local line = 0
             for body in io.lines(file) do
-                if line % count == id then
+                if line % threadCount == id then
                     requests[#requests + 1] = wrk.format("POST", nil, headers, body)
                 end
                 line = line + 1
@@ -111,12 +112,12 @@ enum Wrk {
             io.open(doneDirectory .. "/" .. id, "w"):close()
             wrk.thread:stop()
             local finished = 0
-            for i = 0, count - 1 do
+            for i = 0, threadCount - 1 do
                 local marker = io.open(doneDirectory .. "/" .. i, "r")
                 if marker then marker:close(); finished = finished + 1 end
             end
             -- popen, not os.execute: system() ignores SIGINT in wrk while it runs.
-            if finished == count then io.popen("kill -INT $PPID"):close() end
+            if finished == threadCount then io.popen("kill -INT $PPID"):close() end
         end
 
         function done(summary, latency, requests)

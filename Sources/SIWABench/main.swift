@@ -125,12 +125,13 @@ if only != "worker" {
                      round + 1, result.rate, result.p50, result.p99, result.failed, cpuPerNotification[round], ceiling, result.rate / ceiling,
                      bareResult.rate))
     }
-    let recorded = try await Shell.run("psql", ["-qtA", databaseURL, "-c", "SELECT count(*) FROM siwa.notifications WHERE jti LIKE 'bench-%'"])
 
     // Apple's view at a steady rate: an open loop from an in-process client
     // (light load, so the client's own cost does not matter here).
     let load = LoadGenerator(url: siwaURL, client: http)
     let open = await load.openLoop(bodies: Array(bodies.suffix(openLoopCount)), rate: Double(offeredRate))
+    // Every notification answered 200 must be in the table, once.
+    let recorded = try await Shell.run("psql", ["-qtA", databaseURL, "-c", "SELECT count(*) FROM siwa.notifications WHERE jti LIKE 'bench-%'"])
 
     let ratios = zip(siwaRates, pgbenchRates).map { $0 / $1 }
     say("")
