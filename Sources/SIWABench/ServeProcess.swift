@@ -3,8 +3,8 @@ import ChildProcesses
 import Foundation
 
 /// The real `siwa serve` (the release binary next to siwa-bench), in its own
-/// process with production defaults: JSON logs at info level, written to a
-/// file as journald would take them.
+/// process with default settings and JSON logs at info level (the costlier
+/// format: a line per notification), written to a file as journald takes them.
 struct ServeProcess {
     let process: ChildProcess
     let url: String
