@@ -22,8 +22,8 @@ struct ServeProcess {
             "SIWA_DATABASE_URL": databaseURL, "SIWA_HTTP_PORT": String(port), "SIWA_APPLE_CLIENT_IDS": clientID,
             "SIWA_APPLE_JWKS_URL": jwksURL, "SIWA_LOG_FORMAT": "json",
         ]) { $1 }
-        // Ingest tuning from the caller's environment, for experiments.
-        for name in ["SIWA_DATABASE_MAX_CONNECTIONS", "SIWA_INGEST_WRITERS", "SIWA_INGEST_MAX_BATCH", "SIWA_LOG_LEVEL"] {
+        // Tuning and log settings from the caller's environment, for experiments.
+        for name in ["SIWA_DATABASE_MAX_CONNECTIONS", "SIWA_INGEST_WRITERS", "SIWA_INGEST_MAX_BATCH", "SIWA_LOG_LEVEL", "SIWA_LOG_FORMAT"] {
             if let value = ProcessInfo.processInfo.environment[name] { environment[name] = value }
         }
         let process = try ChildProcess(executable: binary, arguments: ["serve"], environment: environment, outputFile: logFile)

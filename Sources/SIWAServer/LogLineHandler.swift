@@ -7,24 +7,32 @@ import AppleSignIn
 import Logging
 import Synchronization
 
-/// One JSON object per line on stderr, for journald and log shippers:
-/// `ts`, `level`, `logger`, `msg`, then the metadata in key order.
-/// Callers never put tokens, emails or names in messages or metadata.
+/// One line per event on stderr, for journald and log shippers; callers
+/// never put tokens, emails or names in messages or metadata.
+///
+/// - `json`: one object per line: `ts`, `level`, `logger`, `msg`, then the
+///   metadata in key order.
+/// - `text`: `2026-11-22T12:34:56.789Z info siwa.serve: Listening address=…`,
+///   metadata in key order after the message.
 ///
 /// Written by hand because it runs once per notification: Foundation's
 /// JSONSerialization and ISO8601DateFormatter (an ICU formatter per call)
-/// cost more CPU than verifying the notification, and halved `make bench`.
-public struct JSONLogHandler: LogHandler {
+/// cost more CPU than verifying the notification and halved `make bench`;
+/// swift-log's StreamLogHandler (strftime and a flush per line) cost a
+/// fifth more CPU per notification than these lines.
+public struct LogLineHandler: LogHandler {
     public var metadata: Logger.Metadata = [:]
     public var logLevel: Logger.Level = .info
     let label: String
+    let format: LogSettings.Format
     let fileDescriptor: Int32
     /// Lines from concurrent tasks must not interleave on the way out.
     private static let output = Mutex(())
     private static let reservedKeys: Set<String> = ["ts", "level", "logger", "msg"]
 
-    public init(label: String, fileDescriptor: Int32 = STDERR_FILENO) {
+    public init(label: String, format: LogSettings.Format, fileDescriptor: Int32 = STDERR_FILENO) {
         self.label = label
+        self.format = format
         self.fileDescriptor = fileDescriptor
     }
 
@@ -34,25 +42,15 @@ public struct JSONLogHandler: LogHandler {
     }
 
     public func log(event: LogEvent) {
+        let merged = event.metadata.map { metadata.merging($0) { $1 } } ?? metadata
+        let fields = merged.sorted(by: { $0.key < $1.key })
         var line: [UInt8] = []
         line.reserveCapacity(256)
-        line.append(contentsOf: #"{"ts":""#.utf8)
-        Self.appendTimestamp(to: &line)
-        line.append(contentsOf: #"","level":"#.utf8)
-        JSONText.appendQuoted(event.level.rawValue, to: &line)
-        line.append(contentsOf: #","logger":"#.utf8)
-        JSONText.appendQuoted(label, to: &line)
-        line.append(contentsOf: #","msg":"#.utf8)
-        JSONText.appendQuoted(event.message.description, to: &line)
-        let merged = event.metadata.map { metadata.merging($0) { $1 } } ?? metadata
-        for (key, value) in merged.sorted(by: { $0.key < $1.key }) {
-            line.append(UInt8(ascii: ","))
-            // A metadata key never hides one of the four fields.
-            JSONText.appendQuoted(Self.reservedKeys.contains(key) ? "meta." + key : key, to: &line)
-            line.append(UInt8(ascii: ":"))
-            Self.appendValue(value, to: &line)
+        switch format {
+        case .json: jsonLine(event, fields, into: &line)
+        case .text: textLine(event, fields, into: &line)
         }
-        line.append(contentsOf: "}\n".utf8)
+        line.append(UInt8(ascii: "\n"))
         Self.output.withLock { _ in
             line.withUnsafeBytes { bytes in
                 var offset = 0
@@ -66,6 +64,52 @@ public struct JSONLogHandler: LogHandler {
                         return  // nowhere to report a failed log write
                     }
                 }
+            }
+        }
+    }
+
+    private func jsonLine(_ event: LogEvent, _ fields: [(key: String, value: Logger.MetadataValue)], into line: inout [UInt8]) {
+        line.append(contentsOf: #"{"ts":""#.utf8)
+        Self.appendTimestamp(to: &line)
+        line.append(contentsOf: #"","level":"#.utf8)
+        JSONText.appendQuoted(event.level.rawValue, to: &line)
+        line.append(contentsOf: #","logger":"#.utf8)
+        JSONText.appendQuoted(label, to: &line)
+        line.append(contentsOf: #","msg":"#.utf8)
+        JSONText.appendQuoted(event.message.description, to: &line)
+        for (key, value) in fields {
+            line.append(UInt8(ascii: ","))
+            // A metadata key never hides one of the four fields.
+            JSONText.appendQuoted(Self.reservedKeys.contains(key) ? "meta." + key : key, to: &line)
+            line.append(UInt8(ascii: ":"))
+            Self.appendValue(value, to: &line)
+        }
+        line.append(UInt8(ascii: "}"))
+    }
+
+    private func textLine(_ event: LogEvent, _ fields: [(key: String, value: Logger.MetadataValue)], into line: inout [UInt8]) {
+        Self.appendTimestamp(to: &line)
+        line.append(UInt8(ascii: " "))
+        line.append(contentsOf: event.level.rawValue.utf8)
+        line.append(UInt8(ascii: " "))
+        line.append(contentsOf: label.utf8)
+        line.append(contentsOf: ": ".utf8)
+        // One event, one line: a newline inside a message would forge another.
+        Self.appendSingleLine(event.message.description, to: &line)
+        for (key, value) in fields {
+            line.append(UInt8(ascii: " "))
+            Self.appendSingleLine(key, to: &line)
+            line.append(UInt8(ascii: "="))
+            Self.appendSingleLine(value.description, to: &line)
+        }
+    }
+
+    static func appendSingleLine(_ text: String, to line: inout [UInt8]) {
+        for byte in text.utf8 {
+            switch byte {
+            case UInt8(ascii: "\n"): line.append(contentsOf: #"\n"#.utf8)
+            case UInt8(ascii: "\r"): line.append(contentsOf: #"\r"#.utf8)
+            default: line.append(byte)
             }
         }
     }
@@ -132,10 +176,7 @@ public enum LoggingSetup {
     public static func bootstrap(_ settings: LogSettings) {
         let level = Logger.Level(rawValue: settings.level) ?? .info
         LoggingSystem.bootstrap { label in
-            var handler: any LogHandler = switch settings.format {
-            case .json: JSONLogHandler(label: label)
-            case .text: StreamLogHandler.standardError(label: label)
-            }
+            var handler = LogLineHandler(label: label, format: settings.format)
             handler.logLevel = level
             return handler
         }

@@ -3,24 +3,42 @@ import Logging
 import SIWAServer
 import Testing
 
-/// The hand-written JSON log lines parse as JSON and say what was logged.
-@Suite("JSON log lines")
-struct JSONLogHandlerTests {
-    /// Logs through a handler into a temporary file and parses each line.
-    func lines(_ body: (Logger) -> Void) throws -> [[String: Any]] {
+/// The hand-written log lines: JSON ones parse as JSON, text ones stay one
+/// line per event, and both say what was logged.
+@Suite("Log lines")
+struct LogLineHandlerTests {
+    /// What a handler writes, through a temporary file.
+    func output(_ format: LogSettings.Format, _ body: (Logger) -> Void) throws -> String {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("siwa-log-\(UUID().uuidString)").path
         let descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
         try #require(descriptor >= 0)
         defer { unlink(path) }
-        var logger = Logger(label: "siwa.test") { label in JSONLogHandler(label: label, fileDescriptor: descriptor) }
+        var logger = Logger(label: "siwa.test") { label in LogLineHandler(label: label, format: format, fileDescriptor: descriptor) }
         logger[metadataKey: "worker"] = "w1"
         body(logger)
         close(descriptor)
         let text = try String(contentsOfFile: path, encoding: .utf8)
-        #expect(text.hasSuffix("\n"))
-        return try text.split(separator: "\n").map { line in
+        #expect(text.isEmpty || text.hasSuffix("\n"))
+        return text
+    }
+
+    /// JSON lines, parsed.
+    func lines(_ body: (Logger) -> Void) throws -> [[String: Any]] {
+        try output(.json, body).split(separator: "\n").map { line in
             try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any], "\(line)")
         }
+    }
+
+    @Test func textLinesAreOneLinePerEvent() throws {
+        let text = try output(.text) { logger in
+            logger.info("first\nforged line", metadata: ["b": "2", "a": "x\ny"])
+            logger.warning("second")
+        }
+        let lines = text.split(separator: "\n", omittingEmptySubsequences: false).dropLast()
+        try #require(lines.count == 2, "\(text)")
+        #expect(lines[0].wholeMatch(of: /\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z info siwa\.test: first\\nforged line a=x\\ny b=2 worker=w1/) != nil,
+                "\(lines[0])")
+        #expect(lines[1].hasSuffix(" warning siwa.test: second worker=w1"), "\(lines[1])")
     }
 
     @Test func escapesAndNestsValues() throws {
