@@ -16,9 +16,10 @@ if ! command -v wrk >/dev/null; then
 fi
 server_url="${SIWA_DATABASE_URL:-$(scripts/testdb.sh start bench)}"
 db="bench_$(date +%s)"
-psql -q "$server_url" -c "CREATE DATABASE $db"
-export SIWA_DATABASE_URL="${server_url%/*}/$db"
 command -v pgbench >/dev/null || { echo "bench: pgbench not found (apt-get install postgresql-contrib)" >&2; exit 1; }
+psql -q "$server_url" -c "CREATE DATABASE $db"
+# Dropped on failure too, so failed runs do not pile up on the cluster.
+trap 'psql -q "$server_url" -c "DROP DATABASE IF EXISTS $db" || true' EXIT
+export SIWA_DATABASE_URL="${server_url%/*}/$db"
 .build/release/siwa migrate
 .build/release/siwa-bench "$@"
-psql -q "$server_url" -c "DROP DATABASE $db" || true

@@ -20,10 +20,13 @@ func setting(_ name: String, _ fallback: Int) -> Int {
 }
 
 let databaseURL = ProcessInfo.processInfo.environment["SIWA_DATABASE_URL"] ?? ""
-guard !databaseURL.isEmpty else {
-    FileHandle.standardError.write(Data("siwa-bench: SIWA_DATABASE_URL is required (make bench sets it)\n".utf8))
-    exit(2)
+/// One line on stderr and a failed exit.
+func fail(_ message: String, status: Int32 = 1) -> Never {
+    FileHandle.standardError.write(Data("siwa-bench: \(message)\n".utf8))
+    exit(status)
 }
+
+guard !databaseURL.isEmpty else { fail("SIWA_DATABASE_URL is required (make bench sets it)", status: 2) }
 let rounds = setting("BENCH_ROUNDS", 3)
 let perRound = setting("BENCH_NOTIFICATIONS", 10_000)
 let concurrency = setting("BENCH_CONCURRENCY", 64)
@@ -47,7 +50,11 @@ if only != "worker" {
     let apple = try AppleSimulator()
     let appleServer = try await apple.start(logger: logger)
     let clientID = "com.example.siwa.bench"
-    let http = HTTPClient(eventLoopGroupProvider: .singleton)
+    // The open loop's client: enough connections that a slow answer never
+    // makes the next send queue in the client.
+    var httpConfiguration = HTTPClient.Configuration()
+    httpConfiguration.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = concurrency
+    let http = HTTPClient(eventLoopGroupProvider: .singleton, configuration: httpConfiguration)
     let siwa = try await ServeProcess.start(databaseURL: databaseURL, clientID: clientID,
                                             jwksURL: appleServer.baseURL + "/auth/keys", http: http)
     let siwaURL = siwa.url + "/apple/notifications"
@@ -62,94 +69,100 @@ if only != "worker" {
     }
     let bareServer = try await RunningServer.start(router: bareRouter, port: 0, logger: logger)
 
-    // Pre-sign everything (RSA signing is Apple's cost, not ours).
-    let warmUp = 5000
-    let total = warmUp + rounds * perRound + openLoopCount
-    say("signing \(total) notifications (not timed)…")
-    let runID = UUID().uuidString.prefix(8)
-    let bodies: [Data] = try await withThrowingTaskGroup(of: (Int, [Data]).self) { group in
-        let chunk = 2000
-        for start in stride(from: 0, to: total, by: chunk) {
-            group.addTask {
-                let slice = try (start..<min(total, start + chunk)).map { i in
-                    AppleSimulator.body(for: try apple.notification(
-                        type: i % 2 == 0 ? "email-enabled" : "email-disabled", sub: "bench-sub-\(i % 5000)",
-                        audience: clientID, jti: "bench-\(runID)-\(i)", email: "bench@privaterelay.appleid.com"))
+    // From here on siwa serve is stopped on failure too: an orphaned server
+    // would keep running and hold the bench database open.
+    do {
+        // Pre-sign everything (RSA signing is Apple's cost, not ours).
+        let warmUp = 5000
+        let total = warmUp + rounds * perRound + openLoopCount
+        say("signing \(total) notifications (not timed)…")
+        let runID = UUID().uuidString.prefix(8)
+        let bodies: [Data] = try await withThrowingTaskGroup(of: (Int, [Data]).self) { group in
+            let chunk = 2000
+            for start in stride(from: 0, to: total, by: chunk) {
+                group.addTask {
+                    let slice = try (start..<min(total, start + chunk)).map { i in
+                        AppleSimulator.body(for: try apple.notification(
+                            type: i % 2 == 0 ? "email-enabled" : "email-disabled", sub: "bench-sub-\(i % 5000)",
+                            audience: clientID, jti: "bench-\(runID)-\(i)", email: "bench@privaterelay.appleid.com"))
+                    }
+                    return (start, slice)
                 }
-                return (start, slice)
             }
+            var chunks: [(Int, [Data])] = []
+            for try await chunk in group { chunks.append(chunk) }
+            return chunks.sorted { $0.0 < $1.0 }.flatMap(\.1)
         }
-        var chunks: [(Int, [Data])] = []
-        for try await chunk in group { chunks.append(chunk) }
-        return chunks.sorted { $0.0 < $1.0 }.flatMap(\.1)
+        // wrk reads its bodies from files, one per line.
+        let bodyFiles = BodyFiles()
+        defer { bodyFiles.removeAll() }
+        let warmUpFile = try bodyFiles.write(bodies.prefix(warmUp))
+        let roundFiles = try (0..<rounds).map { round in
+            try bodyFiles.write(bodies[(warmUp + round * perRound)..<(warmUp + (round + 1) * perRound)])
+        }
+
+        say("signed; warming up, then \(rounds) rounds of \(perRound) at \(concurrency) concurrent connections (wrk)")
+
+        // Warm up connections, prepared statements and caches.
+        // One notification per bench user (5,000), so the users exist before the
+        // statistics are taken, as in a database that has been running.
+        _ = try await Wrk.run(url: siwaURL, bodiesFile: warmUpFile, count: warmUp, connections: concurrency)
+        // Statistics, as autovacuum has them on any database that has run for a
+        // minute. Without them the plans cached during the warm-up (users table
+        // empty) scan siwa.users for every notification; ANALYZE also makes every
+        // connection plan again. pgbench then plans with the same statistics.
+        _ = try await Shell.run("psql", ["-q", databaseURL, "-c", "ANALYZE"])
+
+        var bareRates: [Double] = []
+        var siwaRates: [Double] = []
+        var pgbenchRates: [Double] = []
+        var closedP50: [Double] = []
+        var closedP99: [Double] = []
+        var cpuPerNotification: [Double] = []
+        for round in 0..<rounds {
+            let cpuBefore = siwa.cpuSeconds
+            let result = try await Wrk.run(url: siwaURL, bodiesFile: roundFiles[round], count: perRound, connections: concurrency)
+            cpuPerNotification.append((siwa.cpuSeconds - cpuBefore) / Double(perRound) * 1e6)
+            let ceiling = try await PgbenchCeiling.run(databaseURL: databaseURL, clients: concurrency, seconds: pgbenchSeconds)
+            let bareResult = try await Wrk.run(url: bareServer.baseURL + "/apple/notifications", bodiesFile: roundFiles[round], count: perRound,
+                                               connections: concurrency)
+            bareRates.append(bareResult.rate)
+            siwaRates.append(result.rate)
+            pgbenchRates.append(ceiling)
+            closedP50.append(result.p50)
+            closedP99.append(result.p99)
+            say(String(format: "round %d: siwa %.0f notifications/s (p50 %.1f ms, p99 %.1f ms, %d failed, %.0f µs CPU each) | pgbench ceiling %.0f tps | ratio %.2f | bare HTTP %.0f/s",
+                         round + 1, result.rate, result.p50, result.p99, result.failed, cpuPerNotification[round], ceiling, result.rate / ceiling,
+                         bareResult.rate))
+        }
+
+        // Apple's view at a steady rate: an open loop from an in-process client
+        // (light load, so the client's own cost does not matter here).
+        let load = LoadGenerator(url: siwaURL, client: http)
+        let open = await load.openLoop(bodies: Array(bodies.suffix(openLoopCount)), rate: Double(offeredRate))
+        // Every notification answered 200 must be in the table, once.
+        let recorded = try await Shell.run("psql", ["-qtA", databaseURL, "-c", "SELECT count(*) FROM siwa.notifications WHERE jti LIKE 'bench-%'"])
+
+        let ratios = zip(siwaRates, pgbenchRates).map { $0 / $1 }
+        say("")
+        say("== siwa ingest benchmark (release build, `siwa serve` with JSON logs at info, \(ProcessInfo.processInfo.activeProcessorCount) cores, \(concurrency) concurrent connections from wrk)")
+        say(String(format: "committed notifications/s   median %.0f   (rounds: %@)", median(siwaRates),
+                     siwaRates.map { String(format: "%.0f", $0) }.joined(separator: ", ")))
+        say(String(format: "siwa CPU per notification   median %.0f µs   (user + system time of the siwa process)", median(cpuPerNotification)))
+        say(String(format: "closed-loop latency         p50 %.1f ms   p99 %.1f ms   (medians over rounds)", median(closedP50), median(closedP99)))
+        say(String(format: "ceiling: pgbench, same SQL  median %.0f tps   (one notification per transaction, %d clients)",
+                     median(pgbenchRates), concurrency))
+        say(String(format: "ratio siwa / ceiling        median %.2f   (target >= 1.0; rounds: %@)", median(ratios),
+                     ratios.map { String(format: "%.2f", $0) }.joined(separator: ", ")))
+        say(String(format: "ceiling: bare HTTP route     median %.0f/s   (same load, no verification, no database)", median(bareRates)))
+        say(String(format: "ratio siwa / bare HTTP       median %.2f", median(zip(siwaRates, bareRates).map { $0 / $1 })))
+        say(String(format: "open loop at %d/s offered    achieved %.0f/s   p50 %.1f ms   p99 %.1f ms   failed %d   (target p99 <= 25 ms)",
+                     offeredRate, open.rate, open.percentile(0.5), open.percentile(0.99), open.failed))
+        say("recorded in siwa.notifications: \(recorded.trimmingCharacters(in: .whitespacesAndNewlines)) of \(total) sent")
+    } catch {
+        await siwa.stop()
+        fail("\(error)")
     }
-    // wrk reads its bodies from files, one per line.
-    let bodyFiles = BodyFiles()
-    defer { bodyFiles.removeAll() }
-    let warmUpFile = try bodyFiles.write(bodies.prefix(warmUp))
-    let roundFiles = try (0..<rounds).map { round in
-        try bodyFiles.write(bodies[(warmUp + round * perRound)..<(warmUp + (round + 1) * perRound)])
-    }
-
-    say("signed; warming up, then \(rounds) rounds of \(perRound) at \(concurrency) concurrent connections (wrk)")
-
-    // Warm up connections, prepared statements and caches.
-    // One notification per bench user (5,000), so the users exist before the
-    // statistics are taken, as in a database that has been running.
-    _ = try await Wrk.run(url: siwaURL, bodiesFile: warmUpFile, count: warmUp, connections: concurrency)
-    // Statistics, as autovacuum has them on any database that has run for a
-    // minute. Without them the plans cached during the warm-up (users table
-    // empty) scan siwa.users for every notification; ANALYZE also makes every
-    // connection plan again. pgbench then plans with the same statistics.
-    _ = try await Shell.run("psql", ["-q", databaseURL, "-c", "ANALYZE"])
-
-    var bareRates: [Double] = []
-    var siwaRates: [Double] = []
-    var pgbenchRates: [Double] = []
-    var closedP50: [Double] = []
-    var closedP99: [Double] = []
-    var cpuPerNotification: [Double] = []
-    for round in 0..<rounds {
-        let cpuBefore = siwa.cpuSeconds
-        let result = try await Wrk.run(url: siwaURL, bodiesFile: roundFiles[round], count: perRound, connections: concurrency)
-        cpuPerNotification.append((siwa.cpuSeconds - cpuBefore) / Double(perRound) * 1e6)
-        let ceiling = try await PgbenchCeiling.run(databaseURL: databaseURL, clients: concurrency, seconds: pgbenchSeconds)
-        let bareResult = try await Wrk.run(url: bareServer.baseURL + "/apple/notifications", bodiesFile: roundFiles[round], count: perRound,
-                                           connections: concurrency)
-        bareRates.append(bareResult.rate)
-        siwaRates.append(result.rate)
-        pgbenchRates.append(ceiling)
-        closedP50.append(result.p50)
-        closedP99.append(result.p99)
-        say(String(format: "round %d: siwa %.0f notifications/s (p50 %.1f ms, p99 %.1f ms, %d failed, %.0f µs CPU each) | pgbench ceiling %.0f tps | ratio %.2f | bare HTTP %.0f/s",
-                     round + 1, result.rate, result.p50, result.p99, result.failed, cpuPerNotification[round], ceiling, result.rate / ceiling,
-                     bareResult.rate))
-    }
-
-    // Apple's view at a steady rate: an open loop from an in-process client
-    // (light load, so the client's own cost does not matter here).
-    let load = LoadGenerator(url: siwaURL, client: http)
-    let open = await load.openLoop(bodies: Array(bodies.suffix(openLoopCount)), rate: Double(offeredRate))
-    // Every notification answered 200 must be in the table, once.
-    let recorded = try await Shell.run("psql", ["-qtA", databaseURL, "-c", "SELECT count(*) FROM siwa.notifications WHERE jti LIKE 'bench-%'"])
-
-    let ratios = zip(siwaRates, pgbenchRates).map { $0 / $1 }
-    say("")
-    say("== siwa ingest benchmark (release build, `siwa serve` with JSON logs at info, \(ProcessInfo.processInfo.activeProcessorCount) cores, \(concurrency) concurrent connections from wrk)")
-    say(String(format: "committed notifications/s   median %.0f   (rounds: %@)", median(siwaRates),
-                 siwaRates.map { String(format: "%.0f", $0) }.joined(separator: ", ")))
-    say(String(format: "siwa CPU per notification   median %.0f µs   (user + system time of the siwa process)", median(cpuPerNotification)))
-    say(String(format: "closed-loop latency         p50 %.1f ms   p99 %.1f ms   (medians over rounds)", median(closedP50), median(closedP99)))
-    say(String(format: "ceiling: pgbench, same SQL  median %.0f tps   (one notification per transaction, %d clients)",
-                 median(pgbenchRates), concurrency))
-    say(String(format: "ratio siwa / ceiling        median %.2f   (target >= 1.0; rounds: %@)", median(ratios),
-                 ratios.map { String(format: "%.2f", $0) }.joined(separator: ", ")))
-    say(String(format: "ceiling: bare HTTP route     median %.0f/s   (same load, no verification, no database)", median(bareRates)))
-    say(String(format: "ratio siwa / bare HTTP       median %.2f", median(zip(siwaRates, bareRates).map { $0 / $1 })))
-    say(String(format: "open loop at %d/s offered    achieved %.0f/s   p50 %.1f ms   p99 %.1f ms   failed %d   (target p99 <= 25 ms)",
-                 offeredRate, open.rate, open.percentile(0.5), open.percentile(0.99), open.failed))
-    say("recorded in siwa.notifications: \(recorded.trimmingCharacters(in: .whitespacesAndNewlines)) of \(total) sent")
-
     await siwa.stop()
     _ = try? await http.shutdown().get()
     await appleServer.stop()
