@@ -11,7 +11,9 @@
 #   scripts/testdb.sh list                    print the names of all clusters
 #
 # Clusters live in ${SIWA_PG_ROOT:-/tmp/siwa-pg}/NAME (data/, port, url, log).
-# The URL is postgres://siwa:siwa@127.0.0.1:PORT/siwa; a cluster keeps its port
+# The URL is postgres://siwa:siwa@127.0.0.1:PORT/siwa, the schema owner's (for
+# siwa migrate); serve and worker connect as the runtime role, the same URL
+# with siwa_app:siwa_app as user and password. A cluster keeps its port
 # across stop/start as long as the port is free. Only the URL goes to stdout.
 # As root the server runs as the `postgres` user (PostgreSQL is installed with
 # apt-get if missing); as any other user it runs as that user.
@@ -266,16 +268,30 @@ cmd_start() {
         exit 1
     fi
 
-    # Role and database (idempotent, cheap): superuser siwa/siwa owning db siwa.
+    # Roles and database (idempotent, cheap), as in production: `siwa` owns
+    # the schema (siwa migrate; CREATEDB so tests can make databases of
+    # their own), `siwa_app` is the runtime role serve and worker use (it
+    # owns nothing; siwa migrate grants it what it needs). Neither is a
+    # superuser. Authentication is `trust` on loopback: the passwords are
+    # only there because the URLs carry them.
     local psql=(as_pg "$BIN/psql" -X -q -v ON_ERROR_STOP=1 -h "$DIR" -p "$port" -U postgres)
     "${psql[@]}" -d postgres >&2 <<'SQL'
 DO $$
 BEGIN
   IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'siwa') THEN
-    CREATE ROLE siwa LOGIN SUPERUSER PASSWORD 'siwa';
+    CREATE ROLE siwa LOGIN PASSWORD 'siwa';
+  END IF;
+  IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'siwa_app') THEN
+    CREATE ROLE siwa_app LOGIN PASSWORD 'siwa_app';
+  END IF;
+  IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'siwa_auditor') THEN
+    CREATE ROLE siwa_auditor NOLOGIN;
   END IF;
 END
 $$;
+-- Clusters made by older versions of this script had a superuser siwa.
+ALTER ROLE siwa NOSUPERUSER CREATEDB NOCREATEROLE;
+ALTER ROLE siwa_app NOSUPERUSER NOCREATEDB NOCREATEROLE;
 SQL
     if [[ "$("${psql[@]}" -d postgres -Atc "SELECT 1 FROM pg_database WHERE datname = 'siwa'")" != 1 ]]; then
         "${psql[@]}" -d postgres -c "CREATE DATABASE siwa OWNER siwa" >&2

@@ -46,35 +46,35 @@ public enum ReceiveResult: Sendable, Equatable {
     case unavailable(String)
 }
 
-/// Verify, route, record: the whole path of one notification, short of HTTP.
+/// Verify, route, record: the whole path of one notification's token, short
+/// of HTTP (the body, its size cap and its parsing are the HTTP layer's).
 public struct NotificationReceiver: Sendable {
     let verifier: NotificationVerifier
+    let router: EventRouter
     let inbox: InboxWriter
-    let rejections: RejectionLog
+    let rejections: RejectionWriter
     let metrics: NotificationMetrics
     let logger: Logger
 
-    public init(verifier: NotificationVerifier, inbox: InboxWriter, rejections: RejectionLog,
+    public init(verifier: NotificationVerifier, router: EventRouter, inbox: InboxWriter, rejections: RejectionWriter,
                 metrics: any MetricsFactory, logger: Logger) {
         self.verifier = verifier
+        self.router = router
         self.inbox = inbox
         self.rejections = rejections
         self.metrics = NotificationMetrics(factory: metrics)
         self.logger = logger
     }
 
-    public func receive(body: Data) async -> ReceiveResult {
-        let token: String
-        switch Self.payload(of: body) {
-        case .success(let payload): token = payload
-        case .failure(let rejection): return await reject(rejection, body: body)
-        }
-
+    /// - Parameters:
+    ///   - token: the JWS from the body's `payload`.
+    ///   - body: the whole body, hashed into the rejection record if refused.
+    public func receive(token: String, body: Data) async -> ReceiveResult {
         let notification: AppleNotification
         do {
             notification = try await verifier.verify(token)
         } catch let failure as VerificationFailure {
-            return await reject(.token(failure), body: body)
+            return reject(.token(failure), body: body)
         } catch {
             logger.warning("Cannot verify a notification now", metadata: ["error": "\(error)"])
             count(outcome: "unavailable", type: "none")
@@ -83,7 +83,7 @@ public struct NotificationReceiver: Sendable {
 
         let type = Self.metricType(notification.event.type)
         do {
-            let outcome = try await inbox.record(EventRouter.entry(for: notification))
+            let outcome = try await inbox.record(router.entry(for: notification))
             let label = outcome == .duplicate ? "duplicate" : "recorded"
             count(outcome: label, type: type)
             logger.info("Notification \(label)", metadata: ["jti": "\(notification.jti)", "type": "\(type)"])
@@ -96,57 +96,16 @@ public struct NotificationReceiver: Sendable {
         }
     }
 
-    /// Record a body refused before it was read whole: too large (the hash
-    /// covers the part read; `announcedBytes` is the Content-Length when the
-    /// body was refused unread), or unreadable.
-    public func rejectUnread(_ rejection: Rejection, bodyPrefix: Data, announcedBytes: Int? = nil) async {
-        _ = await reject(rejection, body: bodyPrefix, byteCount: announcedBytes)
-    }
-
-    /// The `payload` field of `{"payload": "<JWS>"}`.
-    static func payload(of body: Data) -> Result<String, Rejection> {
-        guard body.contains(where: { !($0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09) }) else { return .failure(.emptyBody) }
-        if let token = compactPayload(of: body) { return .success(token) }
-        guard let decoded = try? JSONDecoder().decode(NotificationBody.self, from: body) else { return .failure(.malformedBody) }
-        guard let payload = decoded.payload, !payload.isEmpty else { return .failure(.missingPayload) }
-        return .success(payload)
-    }
-
-    /// Apple's body as Apple writes it, `{"payload":"<JWS>"}` with no space
-    /// and a token of base64url characters and dots, taken without a JSON
-    /// parser (JSONDecoder cost 2% of a notification). Such a string holds
-    /// no quote or escape, so this reads it exactly as the parser would;
-    /// any other spelling goes to the parser.
-    static func compactPayload(of body: Data) -> String? {
-        let prefix = #"{"payload":""#.utf8
-        let suffix = #""}"#.utf8
-        guard body.count > prefix.count + suffix.count, body.starts(with: prefix), body.suffix(suffix.count).elementsEqual(suffix)
-        else { return nil }
-        let token = body.dropFirst(prefix.count).dropLast(suffix.count)
-        let isTokenByte: (UInt8) -> Bool = { byte in
-            switch byte {
-            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
-                 UInt8(ascii: "-"), UInt8(ascii: "_"), UInt8(ascii: "."), UInt8(ascii: "="): true
-            default: false
-            }
-        }
-        guard token.allSatisfy(isTokenByte) else { return nil }
-        return String(decoding: token, as: UTF8.self)
-    }
-
-    private func reject(_ rejection: Rejection, body: Data, byteCount: Int? = nil) async -> ReceiveResult {
+    /// Refuse a delivery: counted, logged (the reason only) and queued for
+    /// `siwa.rejected_notifications`; never waits for the database.
+    /// - Parameters:
+    ///   - body: what was read of the body (the hash covers it).
+    ///   - announcedBytes: the Content-Length of a body refused unread.
+    @discardableResult
+    public func reject(_ rejection: Rejection, body: Data, announcedBytes: Int64? = nil) -> ReceiveResult {
         count(outcome: "rejected", type: "none")
         logger.notice("Notification rejected", metadata: ["reason": "\(rejection.reason)"])
-        // The answer is 400 whatever happens here: a rejection does not
-        // depend on the database, so do not wait long for it.
-        let (rejections, logger) = (self.rejections, self.logger)
-        let recorded: Void? = await withDeadline(.seconds(2)) {
-            try await rejections.record(reason: rejection.reason, detail: rejection.detail, body: body,
-                                        byteCount: byteCount, logger: logger)
-        }
-        if recorded == nil {
-            logger.warning("Could not record a rejection", metadata: ["reason": "\(rejection.reason)"])
-        }
+        rejections.record(reason: rejection.reason, detail: rejection.detail, body: body, byteCount: announcedBytes)
         return .rejected(rejection)
     }
 
@@ -158,16 +117,5 @@ public struct NotificationReceiver: Sendable {
     /// label must not take arbitrary values from the outside).
     static func metricType(_ type: String) -> String {
         AppleEventType(rawValue: type)?.rawValue ?? "other"
-    }
-}
-
-/// Apple's body: `{"payload": "<JWS>"}`. A JSON object whose `payload` is
-/// missing or not a string decodes with `payload == nil`.
-struct NotificationBody: Decodable {
-    let payload: String?
-    enum CodingKeys: String, CodingKey { case payload }
-    init(from decoder: any Decoder) throws {
-        let container = try decoder.container(keyedBy: CodingKeys.self)
-        payload = try? container.decode(String.self, forKey: .payload)
     }
 }

@@ -52,7 +52,14 @@ extension PostgresClient {
                 try await connection.query("COMMIT", logger: logger)
                 return value
             } catch {
-                if !connection.isClosed { _ = try? await connection.query("ROLLBACK", logger: logger) }
+                // A connection whose ROLLBACK failed may still hold the open
+                // transaction: close it (the server rolls back), so the pool
+                // never hands it to the next caller.
+                if !connection.isClosed {
+                    do { try await connection.query("ROLLBACK", logger: logger) } catch {
+                        try? await connection.close()
+                    }
+                }
                 throw error
             }
         }

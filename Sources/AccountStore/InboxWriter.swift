@@ -7,13 +7,18 @@ import Synchronization
 ///
 /// A durable commit costs a disk flush; one notification per transaction tops
 /// out at a few thousand per second. Here callers queue their entries and a
-/// few writer tasks each take everything that is waiting (up to `maxBatch`)
-/// into one transaction. No artificial delay: an idle writer takes a lone
-/// entry at once, and entries pile up only while the writers are busy
-/// committing, which is exactly when batching pays. Each caller is answered
-/// after its own batch commits. If a batch fails (a deadlock, a lost
-/// connection), its entries are retried one transaction each, so one bad
-/// entry never fails the others.
+/// few writer tasks each take everything that is waiting in their queue (up
+/// to `maxBatch`) into one transaction. No artificial delay: an idle writer
+/// takes a lone entry at once, and entries pile up only while the writers are
+/// busy committing, which is exactly when batching pays. Each caller is
+/// answered after its own batch commits. If a batch fails (a lost
+/// connection, a lock timeout), its entries are retried one transaction
+/// each, so one bad entry never fails the others.
+///
+/// Each Apple user (`sub`) has one writer: every row a notification locks
+/// (its user, its pending purge job, its `jti`, which Apple never reuses for
+/// another sub) belongs to that sub, so two writers never wait for each
+/// other and cannot deadlock, whatever Apple redelivers when.
 public final class InboxWriter: Sendable {
     public struct Options: Sendable {
         public var writers: Int = 4
@@ -32,23 +37,38 @@ public final class InboxWriter: Sendable {
     }
 
     private struct State {
-        var queue: [Pending] = []
-        var idle: [CheckedContinuation<[Pending]?, Never>] = []
+        /// One queue and one idle slot per writer.
+        var queues: [[Pending]]
+        var idle: [CheckedContinuation<[Pending]?, Never>?]
         var closed = false
     }
 
     private let client: PostgresClient
     private let options: Options
     private let logger: Logger
-    private let state = Mutex(State())
+    private let state: Mutex<State>
     /// Callers still waiting, so the sweeper can answer those past their
     /// deadline (one timer for all, rather than one task per request).
     private let waiting = Mutex([ObjectIdentifier: Pending]())
+    private let failedBatches = Atomic<Int>(0)
+
+    /// Batches whose transaction failed and were retried entry by entry
+    /// (a lost connection, a lock timeout), since start.
+    public var failedBatchCount: Int { failedBatches.load(ordering: .relaxed) }
 
     public init(client: PostgresClient, options: Options = .init(), logger: Logger) {
         self.client = client
         self.options = options
         self.logger = logger
+        let writers = max(1, options.writers)
+        state = Mutex(State(queues: Array(repeating: [], count: writers), idle: Array(repeating: nil, count: writers)))
+    }
+
+    /// The writer of a sub (see the type's comment).
+    private func writer(for sub: String, of count: Int) -> Int {
+        var hasher = Hasher()
+        hasher.combine(sub)
+        return Int(UInt(bitPattern: hasher.finalize()) % UInt(count))
     }
 
     /// Record one entry; returns once its transaction has committed.
@@ -57,8 +77,12 @@ public final class InboxWriter: Sendable {
         let pending = Pending(entry: entry, result: OneShot(), enqueued: .now)
         let handOff = state.withLock { state -> (CheckedContinuation<[Pending]?, Never>?, Bool) in
             if state.closed { return (nil, false) }
-            if let writer = state.idle.popLast() { return (writer, true) }
-            state.queue.append(pending)
+            let index = writer(for: entry.appleSub, of: state.queues.count)
+            if let idle = state.idle[index] {
+                state.idle[index] = nil
+                return (idle, true)
+            }
+            state.queues[index].append(pending)
             return (nil, true)
         }
         guard handOff.1 else { throw InboxUnavailable(reason: "shutting down") }
@@ -75,9 +99,9 @@ public final class InboxWriter: Sendable {
         await withTaskGroup(of: Void.self) { group in
             group.addTask { await self.answerOverdueCallers() }
             await withDiscardingTaskGroup { writers in
-                for _ in 0..<max(1, options.writers) {
+                for index in 0..<max(1, options.writers) {
                     writers.addTask {
-                        while let batch = await self.nextBatch() { await self.commit(batch) }
+                        while let batch = await self.nextBatch(for: index) { await self.commit(batch) }
                     }
                 }
             }
@@ -103,22 +127,22 @@ public final class InboxWriter: Sendable {
     public func close() {
         let idle = state.withLock { state -> [CheckedContinuation<[Pending]?, Never>] in
             state.closed = true
-            defer { state.idle = [] }
-            return state.idle
+            defer { state.idle = state.idle.map { _ in nil } }
+            return state.idle.compactMap { $0 }
         }
         for writer in idle { writer.resume(returning: nil) }
     }
 
-    private func nextBatch() async -> [Pending]? {
+    private func nextBatch(for index: Int) async -> [Pending]? {
         await withCheckedContinuation { continuation in
             let ready = state.withLock { state -> [Pending]?? in
-                if !state.queue.isEmpty {
-                    let batch = Array(state.queue.prefix(options.maxBatch))
-                    state.queue.removeFirst(batch.count)
+                if !state.queues[index].isEmpty {
+                    let batch = Array(state.queues[index].prefix(options.maxBatch))
+                    state.queues[index].removeFirst(batch.count)
                     return .some(batch)
                 }
                 if state.closed { return .some(nil) }
-                state.idle.append(continuation)
+                state.idle[index] = continuation
                 return .none
             }
             if let ready { continuation.resume(returning: ready) }
@@ -140,6 +164,7 @@ public final class InboxWriter: Sendable {
             }
             for (pending, outcome) in zip(live, outcomes) { pending.result.complete(.success(outcome)) }
         } catch {
+            failedBatches.add(1, ordering: .relaxed)
             logger.warning("Batch commit failed; retrying its entries one by one",
                            metadata: ["batch": "\(live.count)", "error": "\(safeDescription(error))"])
             for pending in live {

@@ -153,7 +153,18 @@ public struct JobQueue: Sendable {
     public func erasePersonalData(_ runs: [(id: Int64, lease: String)], completes: [Bool]) async throws -> Set<Int64> {
         guard !runs.isEmpty else { return [] }
         let statement = ErasePersonalDataStatement(jobIDs: runs.map(\.id), leases: runs.map(\.lease), completes: completes)
-        return try await client.withGuardedConnection { connection in
+        let logger = logger
+        return try await client.withGuardedTransaction(logger: logger) { connection in
+            // First lock the users, in a statement of its own: it waits for
+            // a notification being recorded for them to commit, so the erase
+            // (a new snapshot) sees that notification's email. The receiver
+            // takes the same locks before it decides to keep an email (see
+            // RecordNotificationStatement), and both lock users before jobs.
+            try await connection.query("""
+                SELECT FROM siwa.users WHERE apple_sub IN (
+                    SELECT args->>'apple_sub' FROM siwa.jobs WHERE id = ANY(\(runs.map(\.id))::bigint[]))
+                ORDER BY apple_sub FOR UPDATE
+                """, logger: logger)
             var done = Set<Int64>()
             for try await id in try await connection.execute(statement, logger: logger) { done.insert(id) }
             return done

@@ -24,7 +24,7 @@ import PostgresNIO
 /// `siwa-bench` (`make bench`) runs this same text under pgbench, one
 /// notification per transaction, to measure the ceiling.
 public struct RecordNotificationStatement: PostgresPreparedStatement {
-    public static let name = "siwa_record_notifications_v3"
+    public static let name = "siwa_record_notifications_v4"
 
     public static let sql = """
         WITH input AS (
@@ -32,15 +32,24 @@ public struct RecordNotificationStatement: PostgresPreparedStatement {
                                  $7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $12::boolean[])
                 WITH ORDINALITY AS i(jti, event_type, apple_sub, event_time, audience, issued_at,
                                      claims, forwarding, email, is_private_email, status, purge, ord)
+        ), known AS MATERIALIZED (
+            -- The users of this batch, locked before anything is decided and
+            -- read as they are now: FOR UPDATE waits for a concurrent
+            -- deletion (or the worker's erase) to commit and returns the row
+            -- it left, where the statement's snapshot would show the old one.
+            -- The worker's erase locks the same rows first, so an email
+            -- stored below is either seen by the erase or dropped here.
+            SELECT apple_sub, status FROM siwa.users
+            WHERE apple_sub IN (SELECT apple_sub FROM input) ORDER BY apple_sub FOR UPDATE
         ), inbox AS (
             INSERT INTO siwa.notifications (jti, event_type, apple_sub, event_time, audience, issued_at, claims)
             -- A user who revoked consent or was deleted is (being) purged:
             -- a late event's email address is not kept.
             SELECT jti, event_type, apple_sub, event_time, audience, issued_at,
-                   CASE WHEN EXISTS (SELECT FROM siwa.users WHERE users.apple_sub = input.apple_sub AND status <> 'active')
+                   CASE WHEN EXISTS (SELECT FROM known WHERE known.apple_sub = input.apple_sub AND status <> 'active')
                         THEN claims::jsonb #- '{events,email}' ELSE claims::jsonb END
-            -- Rows are locked in key order (jti here, sub below), so two
-            -- concurrent batches cannot deadlock on each other.
+            -- Every row here belongs to a sub of this batch, and a sub has
+            -- one writer (InboxWriter), so concurrent batches share no row.
             FROM input ORDER BY jti
             ON CONFLICT (jti) DO NOTHING
             RETURNING id, jti
@@ -101,7 +110,7 @@ public struct RecordNotificationStatement: PostgresPreparedStatement {
             INSERT INTO siwa.audit_log (actor, action, apple_sub, details)
             SELECT 'apple', 'notification.recorded', fresh.apple_sub,
                    jsonb_build_object('jti', fresh.jti, 'event_type', fresh.event_type, 'notification_id', fresh.notification_id,
-                                      'event_time', fresh.event_time,
+                                      'event_time', fresh.event_time, 'purge', fresh.purge,
                                       'purge_job_id', CASE WHEN purge.inserted THEN purge.id END,
                                       'purge_merged_into_job_id', CASE WHEN NOT purge.inserted THEN purge.id END)
             FROM fresh LEFT JOIN purge USING (apple_sub) ORDER BY fresh.ord

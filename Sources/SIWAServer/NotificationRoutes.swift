@@ -30,26 +30,35 @@ struct NotificationRoutes: Sendable {
     }
 
     func handle(_ request: Request) async -> Response {
-        // Refuse an announced oversize body before reading it.
-        if let length = request.headers[.contentLength].flatMap(Int.init), length > maxBodyBytes {
-            await receiver.rejectUnread(.bodyTooLarge(limit: maxBodyBytes), bodyPrefix: Data(), announcedBytes: length)
+        // Refuse an announced oversize body before reading it. (Int64: a
+        // Content-Length can announce more than 2^31 bytes.)
+        if let length = request.headers[.contentLength].flatMap(Int64.init), length > Int64(maxBodyBytes) {
+            receiver.reject(.bodyTooLarge(limit: maxBodyBytes), body: Data(), announcedBytes: length)
             return tooLarge()
         }
         var body = Data()
         do {
             for try await chunk in request.body {
                 guard body.count + chunk.readableBytes <= maxBodyBytes else {
-                    await receiver.rejectUnread(.bodyTooLarge(limit: maxBodyBytes), bodyPrefix: body)
+                    receiver.reject(.bodyTooLarge(limit: maxBodyBytes), body: body)
                     return tooLarge()
                 }
                 body.append(contentsOf: chunk.readableBytesView)
             }
         } catch {
-            await receiver.rejectUnread(.unreadableBody, bodyPrefix: body)
+            receiver.reject(.unreadableBody, body: body)
             return JSONResponse.error(.badRequest, reason: Rejection.unreadableBody.reason, detail: Rejection.unreadableBody.detail)
         }
 
-        switch await receiver.receive(body: body) {
+        let token: String
+        switch NotificationBody.payload(of: body) {
+        case .success(let payload): token = payload
+        case .failure(let rejection):
+            receiver.reject(rejection, body: body)
+            return JSONResponse.error(.badRequest, reason: rejection.reason, detail: rejection.detail)
+        }
+
+        switch await receiver.receive(token: token, body: body) {
         case .accepted(let outcome, let type):
             let status = switch outcome {
             case .recorded: "recorded"

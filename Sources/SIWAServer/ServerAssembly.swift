@@ -42,9 +42,21 @@ public enum ServerAssembly {
         inboxOptions.maxBatch = settings.ingestMaxBatch
         inboxOptions.timeout = .milliseconds(Int64(settings.ingestTimeout * 1000))
         let inbox = InboxWriter(client: client, options: inboxOptions, logger: Logger(label: "siwa.inbox"))
+        // Refusals have a small pool of their own: a flood of junk must not
+        // take the connections genuine notifications need.
+        var rejectionDatabase = database
+        rejectionDatabase.maximumConnections = 2
+        let rejectionClient = PostgresClient(configuration: rejectionDatabase.postgresClientConfiguration,
+                                             backgroundLogger: Logger(label: "siwa.postgres"))
+        var rejectionOptions = RejectionWriter.Options()
+        rejectionOptions.perMinute = settings.rejectionsPerMinute
+        rejectionOptions.retentionDays = settings.rejectionRetentionDays
+        let unrecorded = Counter(label: "siwa_rejections_unrecorded_total", factory: metrics)
+        let rejections = RejectionWriter(client: rejectionClient, options: rejectionOptions, logger: Logger(label: "siwa.rejections"),
+                                         countUnrecorded: { unrecorded.increment(by: $0) })
         let receiver = NotificationReceiver(
-            verifier: verifier, inbox: inbox, rejections: RejectionLog(client: client),
-            metrics: metrics, logger: Logger(label: "siwa.notifications")
+            verifier: verifier, router: EventRouter(onConsentRevoked: settings.onConsentRevoked), inbox: inbox,
+            rejections: rejections, metrics: metrics, logger: Logger(label: "siwa.notifications")
         )
         let dependencies = ServerDependencies(
             receiver: receiver, keys: keys, queries: AccountQueries(client: client),
@@ -54,7 +66,9 @@ public enum ServerAssembly {
             host: settings.host, port: settings.port, dependencies: dependencies,
             services: [
                 client,
+                rejectionClient,
                 InboxWriterService(writer: inbox),
+                RejectionWriterService(writer: rejections),
                 KeyRefreshService(keys: keys, interval: .milliseconds(Int64(settings.jwksRefreshInterval * 1000))),
             ],
             logger: logger,
@@ -65,6 +79,7 @@ public enum ServerAssembly {
             logger.info("Database", metadata: ["database": "\(database.redactedDescription)"])
             // Refuse to serve against a schema that is behind or was edited.
             if let migrator { try await migrator.checkUpToDate(client: client, logger: logger) }
+            try await RuntimeRole.warnIfPrivileged(client: client, logger: logger)
         }
         return app
     }

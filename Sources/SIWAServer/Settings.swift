@@ -1,3 +1,4 @@
+import AccountEvents
 import Foundation
 
 /// A setting that is missing or malformed; start-up stops with this one line.
@@ -75,6 +76,9 @@ public struct ServerSettings: Sendable {
     public var ingestWriters: Int
     public var ingestMaxBatch: Int
     public var ingestTimeout: Double
+    public var onConsentRevoked: ConsentRevokedPolicy
+    public var rejectionsPerMinute: Int
+    public var rejectionRetentionDays: Int
     public var log: LogSettings
 
     public static let appleJWKSURL = "https://appleid.apple.com/auth/keys"
@@ -97,6 +101,11 @@ public struct ServerSettings: Sendable {
         ingestWriters = try env.integer("SIWA_INGEST_WRITERS", default: 4, range: 1...64)
         ingestMaxBatch = try env.integer("SIWA_INGEST_MAX_BATCH", default: 64, range: 1...1000)
         ingestTimeout = try env.seconds("SIWA_INGEST_TIMEOUT_SECONDS", default: 10, range: 0.1...120)
+        onConsentRevoked = ConsentRevokedPolicy(rawValue: try env.choice(
+            "SIWA_ON_CONSENT_REVOKED", default: ConsentRevokedPolicy.signOut.rawValue,
+            among: ConsentRevokedPolicy.allCases.map(\.rawValue))) ?? .signOut
+        rejectionsPerMinute = try env.integer("SIWA_REJECTIONS_PER_MINUTE", default: 6_000, range: 0...1_000_000)
+        rejectionRetentionDays = try env.integer("SIWA_REJECTION_RETENTION_DAYS", default: 30, range: 1...3650)
         log = try LogSettings(environment: env)
         guard ingestWriters < databaseMaxConnections else {
             throw SettingError("SIWA_INGEST_WRITERS", "must be below SIWA_DATABASE_MAX_CONNECTIONS (\(databaseMaxConnections))")

@@ -47,6 +47,7 @@ public struct WorkerAssembly: Sendable {
             logger.info("Database", metadata: ["database": "\(database.redactedDescription)"])
             // Refuse to work against a schema that is behind or was edited.
             if let migrations { try await migrations.checkUpToDate(client: client, logger: logger) }
+            try await RuntimeRole.warnIfPrivileged(client: client, logger: logger)
         }
         self.plan = plan
         self.services = [client, HTTPClientService(client: webhookClient)] + external.values.map { $0 as any Service } + [worker]

@@ -12,7 +12,14 @@ struct Migrate: AsyncParsableCommand {
             Each file runs in its own transaction and is recorded in siwa.schema_migrations \
             with its SHA-256; a file changed after it was applied is refused. Safe to run \
             while servers are up, and twice at once (an advisory lock serialises runs).
-            Needs SIWA_DATABASE_URL. SIWA_MIGRATIONS_DIR overrides where the files are.
+
+            Connects as the schema's owner: SIWA_MIGRATE_DATABASE_URL, or SIWA_DATABASE_URL \
+            when that is unset (one role for everything: fine for a trial, not for \
+            production). Then grants the runtime privileges (sql/004_runtime_role.sql) to \
+            the user named in SIWA_DATABASE_URL, the role `siwa serve` and `siwa worker` \
+            run as: it can read and write what they need, only INSERT and SELECT on the \
+            audit trail, and cannot ALTER, DROP, TRUNCATE or disable a trigger.
+            SIWA_MIGRATIONS_DIR overrides where the files are.
             """
     )
 
@@ -27,8 +34,16 @@ struct Migrate: AsyncParsableCommand {
         let log = Startup.settings { try LogSettings(environment: env) }
         LoggingSetup.bootstrap(log)
         let logger = Logger(label: "siwa.migrate")
-        let url = Startup.settings { try env.required("SIWA_DATABASE_URL", example: "postgres://siwa:secret@127.0.0.1:5432/siwa") }
-        let database = Startup.settings { try DatabaseConfiguration(url: url, maximumConnections: 2) }
+        let runtimeURL = env.string("SIWA_DATABASE_URL")
+        let ownerName = env.string("SIWA_MIGRATE_DATABASE_URL") == nil ? "SIWA_DATABASE_URL" : "SIWA_MIGRATE_DATABASE_URL"
+        let url = Startup.settings {
+            try env.string("SIWA_MIGRATE_DATABASE_URL")
+                ?? env.required("SIWA_DATABASE_URL", example: "postgres://siwa_app:secret@127.0.0.1:5432/siwa")
+        }
+        let database = Startup.settings(ownerName) { try DatabaseConfiguration(url: url, maximumConnections: 2) }
+        let runtime = runtimeURL.map { runtimeURL in
+            Startup.settings("SIWA_DATABASE_URL") { try DatabaseConfiguration(url: runtimeURL) }
+        }
         let directory = dir.map { URL(fileURLWithPath: $0) } ?? Migrator.defaultDirectory()
         let migrator = Startup.settings { try Migrator(directory: directory) }
         try await database.withClient { client in
@@ -39,12 +54,33 @@ struct Migrate: AsyncParsableCommand {
                 } else {
                     let applied = try await migrator.migrate(client: client, logger: logger)
                     print(applied.isEmpty ? "nothing to apply" : "applied: \(applied.joined(separator: ", "))")
+                    try await grantRuntimePrivileges(owner: database, runtime: runtime, client: client, logger: logger)
                 }
             } catch let error as MigrationError {
                 Startup.fail("\(error)", code: 1)
             } catch let error as PSQLError {
                 Startup.fail("database \(database.redactedDescription): \(error.serverInfo?[.message] ?? "\(error.code)")", code: 1)
             }
+        }
+    }
+
+    /// Grants the runtime role its privileges, and says so when serve and
+    /// worker would run with more than they need.
+    private func grantRuntimePrivileges(owner: DatabaseConfiguration, runtime: DatabaseConfiguration?,
+                                        client: PostgresClient, logger: Logger) async throws {
+        guard let runtime, runtime.username != owner.username else {
+            Startup.warn("""
+                siwa serve and siwa worker will connect as \(owner.username), the owner of the schema, \
+                which can alter or truncate the audit trail. For production, create a runtime role and name it in \
+                SIWA_DATABASE_URL, and give the owner's URL to siwa migrate as SIWA_MIGRATE_DATABASE_URL.
+                """)
+            return
+        }
+        try await RuntimeRole.grant(to: runtime.username, client: client, logger: logger)
+        print("granted the runtime privileges to \(runtime.username)")
+        let problems = try await RuntimeRole.excessPrivileges(of: runtime.username, client: client, logger: logger)
+        if !problems.isEmpty {
+            Startup.warn("the runtime role \(runtime.username) \(problems.joined(separator: " and ")): it can alter the audit trail")
         }
     }
 }

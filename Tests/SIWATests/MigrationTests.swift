@@ -5,7 +5,7 @@ import Testing
 
 @Suite("Migrations")
 struct MigrationTests {
-    func emptyDatabase() async throws -> DatabaseConfiguration {
+    static func emptyDatabase() async throws -> DatabaseConfiguration {
         let server = try DatabaseConfiguration(url: try TestEnvironment.databaseURL)
         let name = "m_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased().prefix(16)
         try await TestDatabase.withClient(server) { client in
@@ -22,7 +22,7 @@ struct MigrationTests {
     }
 
     @Test func appliesInOrderOnceAndRefusesAnEditedFile() async throws {
-        let database = try await emptyDatabase()
+        let database = try await Self.emptyDatabase()
         let dir = try migrations([
             "001_a.sql": "CREATE TABLE siwa.a (id int); -- a comment; with a semicolon\nINSERT INTO siwa.a VALUES (1);",
             "002_b.sql": "CREATE FUNCTION siwa.f() RETURNS int LANGUAGE plpgsql AS $$ BEGIN RETURN 1; END $$; INSERT INTO siwa.a VALUES (2);",
@@ -45,7 +45,7 @@ struct MigrationTests {
     }
 
     @Test func aFailingMigrationLeavesNothingHalfApplied() async throws {
-        let database = try await emptyDatabase()
+        let database = try await Self.emptyDatabase()
         let dir = try migrations(["001_bad.sql": "CREATE TABLE siwa.half (id int); SELECT no_such_function();"])
         try await TestDatabase.withClient(database) { client in
             await #expect(throws: (any Error).self) {
@@ -57,7 +57,7 @@ struct MigrationTests {
     }
 
     @Test func serveRefusesAnUnmigratedDatabaseWithOneClearLine() async throws {
-        let database = try await emptyDatabase()
+        let database = try await Self.emptyDatabase()
         var components = URLComponents(string: try TestEnvironment.databaseURL)!
         components.path = "/\(database.database)"
         let result = try await runSIWA(["serve"], environment: [

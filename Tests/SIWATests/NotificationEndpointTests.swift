@@ -26,7 +26,8 @@ struct NotificationEndpointTests {
         answer = try await siwa.post(token: siwa.notification("consent-revoked", sub: sub, eventTime: t0.addingTimeInterval(20)))
         #expect(answer.status == 200)
         #expect(try await db.strings("SELECT status FROM siwa.users WHERE apple_sub = '\(sub)'") == ["consent_revoked"])
-        #expect(try await db.scalar("SELECT count(*) FROM siwa.jobs WHERE kind = 'purge_user' AND args->>'apple_sub' = '\(sub)'") == 1)
+        // By default consent revoked is a sign-out: no purge (ConsentPolicyTests).
+        #expect(try await db.scalar("SELECT count(*) FROM siwa.jobs WHERE kind = 'purge_user' AND args->>'apple_sub' = '\(sub)'") == 0)
 
         // Both spellings of the deletion event.
         for type in ["account-delete", "account-deleted"] {
@@ -98,8 +99,8 @@ struct NotificationEndpointTests {
         let siwa = try await ServerHarness.start()
         defer { Task { await siwa.stop() } }
         let sub = "never-seen.\(UUID().uuidString)"
-        #expect(try await siwa.post(token: siwa.notification("consent-revoked", sub: sub)).status == 200)
-        #expect(try await siwa.database.strings("SELECT status FROM siwa.users WHERE apple_sub = '\(sub)'") == ["consent_revoked"])
+        #expect(try await siwa.post(token: siwa.notification("account-delete", sub: sub)).status == 200)
+        #expect(try await siwa.database.strings("SELECT status FROM siwa.users WHERE apple_sub = '\(sub)'") == ["deleted"])
         #expect(try await siwa.database.scalar("SELECT count(*) FROM siwa.jobs WHERE args->>'apple_sub' = '\(sub)'") == 1)
     }
 

@@ -42,6 +42,18 @@ enum TestEnvironment {
     }()
 }
 
+/// Polls `condition` until it holds or `timeout` passes; returns whether it
+/// held. For effects that land after the answer (batched writers, workers).
+@discardableResult
+func eventually(upTo timeout: Duration = .seconds(60), _ condition: () async throws -> Bool) async throws -> Bool {
+    let deadline = ContinuousClock.now + timeout
+    while ContinuousClock.now < deadline {
+        if try await condition() { return true }
+        try await Task.sleep(for: .milliseconds(50))
+    }
+    return try await condition()
+}
+
 struct TestSetupError: Error, CustomStringConvertible {
     let description: String
     init(_ description: String) { self.description = description }
@@ -49,8 +61,20 @@ struct TestSetupError: Error, CustomStringConvertible {
 
 /// A fresh, migrated database of its own for one test (or suite), in the
 /// shared throwaway cluster, so tests run in parallel without interfering.
+///
+/// As in production, the schema belongs to the owner role (`siwa`, which
+/// migrates it) and siwa runs as the runtime role (`siwa_app`, granted its
+/// privileges by the migration step): `url` is the runtime role's, the one
+/// to give `siwa serve` and `siwa worker`. `configuration` (the owner's)
+/// sets up fixtures and reads results.
 struct TestDatabase: Sendable {
+    /// The runtime role siwa runs as (scripts/testdb.sh creates it).
+    static let runtimeRole = "siwa_app"
+
+    /// The runtime role's URL (SIWA_DATABASE_URL).
     let url: String
+    /// The owner's URL (SIWA_MIGRATE_DATABASE_URL).
+    let ownerURL: String
     let configuration: DatabaseConfiguration
 
     static func create(serverURL: String? = nil) async throws -> TestDatabase {
@@ -63,12 +87,20 @@ struct TestDatabase: Sendable {
         let migrator = try Migrator(directory: TestEnvironment.repositoryRoot.appendingPathComponent("sql"))
         try await withClient(configuration) { client in
             try await migrator.migrate(client: client, logger: TestEnvironment.logger)
+            try await RuntimeRole.grant(to: runtimeRole, client: client, logger: TestEnvironment.logger)
         }
         let base = try TestEnvironment.require(serverURL == nil ? "SIWA_TEST_DATABASE_URL" : "SIWA_TEST_FAULT_DATABASE_URL")
-        var components = URLComponents(string: base)!
+        guard var components = URLComponents(string: base) else { throw TestSetupError("\(base) is not a URL") }
         components.path = "/\(name)"
-        let url = components.string!
-        return TestDatabase(url: url, configuration: configuration)
+        let ownerURL = components.string ?? base
+        components.user = runtimeRole
+        components.password = runtimeRole
+        return TestDatabase(url: components.string ?? base, ownerURL: ownerURL, configuration: configuration)
+    }
+
+    /// The runtime role's view of this database, for tests of its privileges.
+    var runtimeConfiguration: DatabaseConfiguration {
+        get throws { try DatabaseConfiguration(url: url) }
     }
 
     @discardableResult

@@ -35,7 +35,12 @@ final class WorkerHarness: Sendable {
             CREATE SCHEMA app;
             CREATE TABLE app.profiles (apple_sub text NOT NULL, display_name text);
             CREATE TABLE app.purge_log (apple_sub text NOT NULL, siwa_user_id bigint, purged_at timestamptz NOT NULL DEFAULT now());
+            -- The plan's SQL runs as siwa's runtime role: the app grants it
+            -- what the plan does, as an operator would.
+            GRANT USAGE ON SCHEMA app TO \(TestDatabase.runtimeRole);
+            GRANT SELECT, INSERT, DELETE ON ALL TABLES IN SCHEMA app TO \(TestDatabase.runtimeRole);
             """)
+        try await analytics?.execute("GRANT SELECT, DELETE ON ALL TABLES IN SCHEMA public TO \(TestDatabase.runtimeRole)")
         let downstream = DownstreamStub()
         let server = try await downstream.start()
         var statements = [
@@ -98,12 +103,7 @@ final class WorkerHarness: Sendable {
     /// Polls `condition` until it holds or `timeout` passes; returns whether it held.
     @discardableResult
     func wait(upTo timeout: Duration = .seconds(60), until condition: () async throws -> Bool) async throws -> Bool {
-        let deadline = ContinuousClock.now + timeout
-        while ContinuousClock.now < deadline {
-            if try await condition() { return true }
-            try await Task.sleep(for: .milliseconds(100))
-        }
-        return try await condition()
+        try await eventually(upTo: timeout, condition)
     }
 
     func stop() async {

@@ -20,6 +20,24 @@ public struct InboxWriterService: Service {
     }
 }
 
+/// Writes refused deliveries in batches; on shutdown writes what is queued.
+public struct RejectionWriterService: Service {
+    let writer: RejectionWriter
+    public init(writer: RejectionWriter) { self.writer = writer }
+
+    public func run() async throws {
+        await withTaskCancellationHandler {
+            await withGracefulShutdownHandler {
+                await writer.run()
+            } onGracefulShutdown: {
+                writer.close()
+            }
+        } onCancel: {
+            writer.close()
+        }
+    }
+}
+
 /// Keeps Apple's keys fresh: loads at start (retrying while Apple is
 /// unreachable), then refreshes on an interval.
 public struct KeyRefreshService: Service {

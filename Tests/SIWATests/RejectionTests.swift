@@ -1,0 +1,148 @@
+import AccountStore
+import AppleSimulator
+import Foundation
+import Logging
+import PostgresNIO
+import Testing
+
+/// Refused deliveries: recorded in batches, bounded per minute, pruned, and
+/// never a reason for anything but a 4xx.
+@Suite("Rejections")
+struct RejectionTests {
+    /// A settable clock for the writer's minutes and retention.
+    final class Clock: Sendable {
+        let now = Locked(Date())
+        func advance(_ seconds: TimeInterval) { now.withLock { $0 = $0.addingTimeInterval(seconds) } }
+    }
+
+    static func writer(_ database: TestDatabase, perMinute: Int, clock: Clock, unrecorded: Locked<Int>)
+        async throws -> (RejectionWriter, PostgresClientRunner) {
+        let runner = try PostgresClientRunner(database.runtimeConfiguration)
+        var options = RejectionWriter.Options()
+        options.perMinute = perMinute
+        let writer = RejectionWriter(client: runner.client, options: options, logger: TestEnvironment.logger,
+                                     now: { clock.now.withLock { $0 } },
+                                     countUnrecorded: { count in unrecorded.withLock { $0 += count } })
+        return (writer, runner)
+    }
+
+    @Test func pastTheLimitRefusalsAreCountedInOneSummaryRowPerMinute() async throws {
+        let database = try await TestDatabase.create()
+        let clock = Clock()
+        // The start of a minute, so the 30 below fall in one.
+        clock.now.withLock { $0 = Date(timeIntervalSince1970: (($0.timeIntervalSince1970 / 60).rounded(.down) + 1) * 60) }
+        let unrecorded = Locked(0)
+        let (writer, runner) = try await Self.writer(database, perMinute: 10, clock: clock, unrecorded: unrecorded)
+        defer { runner.stop() }
+
+        for index in 0..<30 {
+            writer.record(reason: index % 3 == 0 ? "bad_signature" : "malformed_body", detail: "d\(index)", body: Data("junk \(index)".utf8))
+        }
+        await writer.flush()
+        #expect(try await database.scalar("SELECT count(*) FROM siwa.rejected_notifications") == 10)
+        #expect(unrecorded.withLock { $0 } == 20)
+
+        // The next minute: the summary of the one before, then a fresh allowance.
+        clock.advance(60)
+        writer.record(reason: "empty_body", detail: nil, body: Data())
+        await writer.flush()
+        #expect(try await database.strings("""
+            SELECT reason || '/' || occurrences || '/' || (body_sha256 IS NULL)::text FROM siwa.rejected_notifications
+            WHERE occurrences > 1
+            """) == ["over_rate_limit/20/true"])
+        let detail = try await database.strings("SELECT detail FROM siwa.rejected_notifications WHERE reason = 'over_rate_limit'")
+        #expect(detail.first?.contains("malformed_body 13") == true, "\(detail)")
+        #expect(detail.first?.contains("bad_signature 7") == true, "\(detail)")
+        #expect(try await database.scalar("SELECT sum(occurrences)::int FROM siwa.rejected_notifications") == 31)
+    }
+
+    @Test func rowsPastTheRetentionArePruned() async throws {
+        let database = try await TestDatabase.create()
+        try await database.execute("""
+            INSERT INTO siwa.rejected_notifications (received_at, reason, body_sha256, body_bytes)
+            SELECT now() - make_interval(days => d), 'old_' || d, '', 0 FROM generate_series(1, 40) AS d;
+            """)
+        let clock = Clock()
+        let (writer, runner) = try await Self.writer(database, perMinute: 10, clock: clock, unrecorded: Locked(0))
+        defer { runner.stop() }
+        await writer.prune()
+        // Retention 30 days (the default): days 1-29 stay (day 30 is just past it).
+        #expect(try await database.scalar("SELECT count(*) FROM siwa.rejected_notifications") == 29)
+        #expect(try await database.scalar("SELECT max(extract(day FROM now() - received_at))::int FROM siwa.rejected_notifications") == 29)
+    }
+
+    /// Bodies refused for what their header says are recorded too, with a
+    /// clean detail and their real (announced) size.
+    @Test func oddHeadersAndHugeLengthsLeaveTheirRecord() async throws {
+        let siwa = try await ServerHarness.start()
+        defer { Task { await siwa.stop() } }
+        let key = siwa.simulator.currentKey
+        let claims = TokenSigner.notificationClaims(type: "account-deleted", sub: "s", audience: ServerHarness.clientID)
+        let nulAlg = try siwa.simulator.signer.sign(header: ["kid": key.kid, "alg": "RS256\u{0}x"], claims: claims, key: key)
+        let longKid = try siwa.simulator.signer.sign(header: ["kid": String(repeating: "k", count: 5000), "alg": "RS256"],
+                                                     claims: claims, key: key)
+        for token in [nulAlg, longKid] {
+            let answer = try await siwa.post(token: token)
+            #expect(answer.status == 400, "\(answer.text)")
+            #expect(!answer.text.contains("\\u0000") && !answer.text.contains("kkkkkkkk"), "\(answer.text)")
+        }
+
+        // 3 GB announced: refused unread, 413, recorded with its size.
+        let answer = try rawHTTP(port: siwa.port, request: """
+            POST /apple/notifications HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
+            Content-Length: 3000000000\r\n\r\n{"payload":"
+            """)
+        #expect(answer.hasPrefix("HTTP/1.1 413"), "\(answer.prefix(200))")
+
+        let recorded = try await eventually(upTo: .seconds(10)) {
+            try await siwa.database.scalar("SELECT count(*) FROM siwa.rejected_notifications") == 3
+        }
+        #expect(recorded)
+        #expect(try await siwa.database.strings("""
+            SELECT reason FROM siwa.rejected_notifications WHERE body_bytes = 3000000000
+            """) == ["body_too_large"])
+        // Printable ASCII only, and short.
+        #expect(try await siwa.database.scalar("""
+            SELECT count(*) FROM siwa.rejected_notifications WHERE detail !~ '^[ -~]*$' OR length(detail) > 200
+            """) == 0)
+        #expect(try await siwa.database.scalar("SELECT count(*) FROM siwa.notifications") == 0)
+    }
+
+    /// A flood past the limit: every answer a 400, none a 5xx, the rows
+    /// bounded, the rest counted in /metrics.
+    @Test func aFloodIsAnsweredAndCountedNotStored() async throws {
+        let siwa = try await ServerHarness.start(settings: ["SIWA_REJECTIONS_PER_MINUTE": "50"])
+        defer { Task { await siwa.stop() } }
+        let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
+            for index in 0..<400 {
+                group.addTask { try await siwa.post(body: Data("junk \(index)".utf8)).status }
+            }
+            return try await group.reduce(into: [Int]()) { $0.append($1) }
+        }
+        #expect(Set(statuses) == [400])
+        try await Task.sleep(for: .milliseconds(500))
+        // At most 50 rows of their own (two minutes if the flood crossed one: 100).
+        let rows = try await siwa.database.scalar("SELECT count(*) FROM siwa.rejected_notifications WHERE occurrences = 1")
+        #expect(rows >= 50 && rows <= 100, "\(rows)")
+        let metrics = try await siwa.get("/metrics").text
+        let unrecorded = metrics.split(separator: "\n").first { $0.hasPrefix("siwa_rejections_unrecorded_total ") }
+        #expect(unrecorded.flatMap { Int($0.split(separator: " ")[1]) } == 400 - rows, "\(unrecorded ?? "none")")
+    }
+}
+
+/// A PostgresClient running in a task of its own, for tests that use a store
+/// type directly.
+final class PostgresClientRunner: Sendable {
+    let client: PostgresClient
+    private let task: Task<Void, Never>
+
+    init(_ configuration: DatabaseConfiguration) throws {
+        var configuration = configuration
+        configuration.tls = .disable
+        let client = PostgresClient(configuration: configuration.postgresClientConfiguration)
+        self.client = client
+        task = Task { await client.run() }
+    }
+
+    func stop() { task.cancel() }
+}
