@@ -45,7 +45,7 @@ demo: check-swift
 
 bench: check-swift
 	swift build -c release
-	url="$$($(TESTDB) start bench)"; SIWA_DATABASE_URL="$$url" scripts/bench.sh
+	url="$$($(TESTDB) start bench)"; SIWA_BENCH_SERVER_URL="$$url" scripts/bench.sh
 
 clean-db:
 	for name in $$($(TESTDB) list); do $(TESTDB) destroy "$$name"; done

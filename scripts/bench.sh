@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The benchmark: a fresh database on the throwaway `bench` cluster, migrated,
-# then siwa-bench: the release `siwa serve` in its own process under load
-# from wrk, and the pgbench ceiling. Run it with `make bench` (release build
+# The benchmark: siwa-bench on the throwaway `bench` cluster: the release
+# `siwa serve` in its own process under load from wrk, against the pgbench
+# ceiling, on a fresh database, a warm one (with a junk flood) and one with
+# a million users; then the worker. Run it with `make bench` (release build
 # first). wrk is installed with apt-get when missing (as root or with sudo).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -14,12 +15,8 @@ if ! command -v wrk >/dev/null; then
           DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -q wrk >&2; } ||
         { echo "bench: cannot install wrk; install it (apt-get install wrk) and retry" >&2; exit 1; }
 fi
-server_url="${SIWA_DATABASE_URL:-$(scripts/testdb.sh start bench)}"
-db="bench_$(date +%s)"
+# The bench cluster's owner URL; siwa-bench makes (and drops) a database of
+# its own per scenario, migrated as the owner, served as the runtime role.
+export SIWA_BENCH_SERVER_URL="${SIWA_BENCH_SERVER_URL:-$(scripts/testdb.sh start bench)}"
 command -v pgbench >/dev/null || { echo "bench: pgbench not found (apt-get install postgresql-contrib)" >&2; exit 1; }
-psql -q "$server_url" -c "CREATE DATABASE $db"
-# Dropped on failure too, so failed runs do not pile up on the cluster.
-trap 'psql -q "$server_url" -c "DROP DATABASE IF EXISTS $db" || true' EXIT
-export SIWA_DATABASE_URL="${server_url%/*}/$db"
-.build/release/siwa migrate
-.build/release/siwa-bench "$@"
+exec .build/release/siwa-bench "$@"

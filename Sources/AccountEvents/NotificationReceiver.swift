@@ -104,8 +104,11 @@ public struct NotificationReceiver: Sendable {
     @discardableResult
     public func reject(_ rejection: Rejection, body: Data, announcedBytes: Int64? = nil) -> ReceiveResult {
         count(outcome: "rejected", type: "none")
-        logger.notice("Notification rejected", metadata: ["reason": "\(rejection.reason)"])
-        rejections.record(reason: rejection.reason, detail: rejection.detail, body: body, byteCount: announcedBytes)
+        // Logged as stored: past SIWA_REJECTIONS_PER_MINUTE a flood of junk
+        // is only counted, in the log as in the table.
+        if rejections.record(reason: rejection.reason, detail: rejection.detail, body: body, byteCount: announcedBytes) {
+            logger.notice("Notification rejected", metadata: ["reason": "\(rejection.reason)"])
+        }
         return .rejected(rejection)
     }
 

@@ -147,6 +147,15 @@ public struct JobQueue: Sendable {
         }
     }
 
+    /// Locks the users of the jobs `$1` (ids), in sub order; the erase runs
+    /// after it, in the same transaction (see `erasePersonalData`). One
+    /// index probe per sub, as in RecordNotificationStatement: LIMIT keeps
+    /// the lookup from becoming a hash join over every user.
+    public static let lockUsersSQL = """
+        SELECT FROM (SELECT DISTINCT args->>'apple_sub' AS apple_sub FROM siwa.jobs WHERE id = ANY($1::bigint[]) ORDER BY 1) AS job,
+             LATERAL (SELECT FROM siwa.users WHERE users.apple_sub = job.apple_sub LIMIT 1 FOR UPDATE) AS u
+        """
+
     /// The built-in purge step for several runs in one statement (each
     /// recorded with it; `completes` marks jobs for which it is the last
     /// step). Returns the ids whose step was done; the others' leases were lost.
@@ -160,11 +169,11 @@ public struct JobQueue: Sendable {
             // (a new snapshot) sees that notification's email. The receiver
             // takes the same locks before it decides to keep an email (see
             // RecordNotificationStatement), and both lock users before jobs.
-            try await connection.query("""
-                SELECT FROM siwa.users WHERE apple_sub IN (
-                    SELECT args->>'apple_sub' FROM siwa.jobs WHERE id = ANY(\(runs.map(\.id))::bigint[]))
-                ORDER BY apple_sub FOR UPDATE
-                """, logger: logger)
+            try await connection.query(PostgresQuery(unsafeSQL: Self.lockUsersSQL, binds: {
+                var binds = PostgresBindings(capacity: 1)
+                binds.append(runs.map(\.id))
+                return binds
+            }()), logger: logger)
             var done = Set<Int64>()
             for try await id in try await connection.execute(statement, logger: logger) { done.insert(id) }
             return done

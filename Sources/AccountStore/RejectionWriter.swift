@@ -68,10 +68,12 @@ public final class RejectionWriter: Sendable {
         self.countUnrecorded = countUnrecorded
     }
 
-    /// Queue one refusal; never waits.
+    /// Queue one refusal; never waits. Returns false when it was only
+    /// counted (past the minute's limit, or shutting down).
     /// - Parameter byteCount: the body's size when it was not read whole
     ///   (its Content-Length); by default the size of `body`.
-    public func record(reason: String, detail: String?, body: some DataProtocol, byteCount: Int64? = nil) {
+    @discardableResult
+    public func record(reason: String, detail: String?, body: some DataProtocol, byteCount: Int64? = nil) -> Bool {
         let at = now()
         let minute = Int64(at.timeIntervalSince1970 / 60)
         let admitted = state.withLock { state -> Bool in
@@ -86,7 +88,7 @@ public final class RejectionWriter: Sendable {
         }
         guard admitted else {
             countUnrecorded(1)
-            return
+            return false
         }
         // Hashed outside the lock; queued after (a row may land a few
         // microseconds out of order, which received_at does not promise).
@@ -94,6 +96,7 @@ public final class RejectionWriter: Sendable {
                       bodySHA256: SHA256.hash(data: Data(body)).map { String(format: "%02x", $0) }.joined(),
                       bodyBytes: byteCount ?? Int64(body.count))
         state.withLock { $0.queue.append(row) }
+        return true
     }
 
     /// Writes what is queued every `flushInterval` and prunes old rows,

@@ -17,7 +17,7 @@ enum PgbenchCeiling {
             ("$12", "false"),
             ("$1", "('pgb-' || :client_id || '-' || :n)"),
             ("$2", "'email-enabled'"),
-            ("$3", "('bench-sub-' || :s)"),
+            ("$3", "('bench-sub-' || :s)"),  // the subs siwa's notifications use (IngestBench.sub)
             ("$4", "(:ms)"),
             ("$5", "'com.example.siwa.bench'"),
             ("$6", "now()"),
@@ -28,7 +28,7 @@ enum PgbenchCeiling {
         let oneLine = PgbenchScript.oneLine(sql, substitutions: substitutions.map { ($0.0, "ARRAY[" + $0.1 + "]") })
         return """
             \\set n random(1, 2000000000)
-            \\set s random(1, 5000)
+            \\set s random(0, \(IngestBench.subRange - 1))
             \\set e random(0, 1)
             \\set ms random(1600000000000, 1800000000000)
             \(oneLine);
@@ -84,11 +84,11 @@ struct BenchError: Error, CustomStringConvertible {
 
 enum Shell {
     /// Run a program from PATH to completion; returns stdout+stderr.
-    static func run(_ program: String, _ arguments: [String]) async throws -> String {
+    static func run(_ program: String, _ arguments: [String],
+                    environment: [String: String] = ProcessInfo.processInfo.environment) async throws -> String {
         let output = FileManager.default.temporaryDirectory.appendingPathComponent("siwa-bench-\(UUID().uuidString).out").path
         defer { try? FileManager.default.removeItem(atPath: output) }
-        let child = try ChildProcess(executable: program, arguments: arguments,
-                                     environment: ProcessInfo.processInfo.environment, outputFile: output)
+        let child = try ChildProcess(executable: program, arguments: arguments, environment: environment, outputFile: output)
         let status = await child.wait()
         let text = (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""
         guard status == 0 else { throw BenchError("\(program) failed (status \(status)):\n\(text)") }

@@ -23,8 +23,11 @@ enum WorkerBench {
         var wakeLatenciesMS: [Double] = []
     }
 
-    static func run(databaseURL: String, rounds: Int, jobs: Int, concurrency: Int, pgbenchClients: Int,
+    /// Set-up and pgbench as the owner; the worker as the runtime role.
+    static func run(database: BenchDatabase, rounds: Int, jobs: Int, concurrency: Int, pgbenchClients: Int,
                     pgbenchSeconds: Int, latencySamples: Int, logger: Logger) async throws -> Report {
+        let databaseURL = database.ownerURL
+        let workerURL = database.runtimeURL
         let configuration = try DatabaseConfiguration(url: databaseURL, maximumConnections: 4)
         return try await configuration.withClient { client in
             var report = Report()
@@ -33,7 +36,7 @@ enum WorkerBench {
                 try await enqueue(jobs * 2, prefix: "pgb\(round)", client: client, logger: logger)
                 let ceiling = try await pgbenchCeiling(databaseURL: databaseURL, clients: pgbenchClients, seconds: pgbenchSeconds)
                 try await reset(client, logger: logger)
-                let rate = try await burnDown(jobs: jobs, round: round, databaseURL: databaseURL, concurrency: concurrency,
+                let rate = try await burnDown(jobs: jobs, round: round, databaseURL: workerURL, concurrency: concurrency,
                                               client: client, logger: logger)
                 report.burnDown.append(rate)
                 report.ceiling.append(ceiling)
@@ -41,7 +44,7 @@ enum WorkerBench {
                            round, rate, ceiling, rate / ceiling))
             }
             try await reset(client, logger: logger)
-            report.wakeLatenciesMS = try await wakeLatencies(samples: latencySamples, databaseURL: databaseURL,
+            report.wakeLatenciesMS = try await wakeLatencies(samples: latencySamples, databaseURL: workerURL,
                                                              client: client, logger: logger)
             return report
         }
@@ -135,7 +138,8 @@ enum WorkerBench {
     }
 
     /// pgbench: the worker's claim (one job) and its built-in step that also
-    /// completes the job, one job per transaction; returns jobs/s.
+    /// completes the job (after locking the user, as JobQueue does), one job
+    /// per transaction; returns jobs/s.
     static func pgbenchCeiling(databaseURL: String, clients: Int, seconds: Int) async throws -> Double {
         let claim = PgbenchScript.oneLine(ClaimJobsStatement.sql, substitutions: [
             ("$1", "('pgbench-' || :client_id)"), ("$2", "1"), ("$3", "'purge_user'"), ("$4", "60"),
@@ -143,7 +147,8 @@ enum WorkerBench {
         let step = PgbenchScript.oneLine(ErasePersonalDataStatement.sql, substitutions: [
             ("$1", "ARRAY[:id]"), ("$2", "ARRAY[:lease]"), ("$3", "ARRAY[true]"),
         ])
-        let script = "\(claim) \\gset\n\(step);\n"
+        let lock = PgbenchScript.oneLine(JobQueue.lockUsersSQL, substitutions: [("$1", "ARRAY[:id]")])
+        let script = "\(claim) \\gset\nBEGIN;\n\(lock);\n\(step);\nCOMMIT;\n"
         return try await Pgbench.run(script: script, databaseURL: databaseURL, clients: clients, seconds: seconds)
     }
 }

@@ -54,6 +54,61 @@ enum Wrk {
         return Result(completed: count - Int(failed), failed: Int(failed), seconds: duration / 1e6, p50: p50 / 1000, p99: p99 / 1000)
     }
 
+    struct FloodResult {
+        var requests: Int
+        var seconds: Double
+        var serverErrors: Int  // 5xx answers
+        var otherThan400: Int
+        var rate: Double { Double(requests) / seconds }
+    }
+
+    /// The same body (line 1 of `bodyFile`) as fast as wrk can send it, for
+    /// `seconds`: a flood of junk. Counts the answers that are not 400.
+    static func flood(url: String, bodyFile: String, seconds: Int, connections: Int) async throws -> FloodResult {
+        let work = FileManager.default.temporaryDirectory.appendingPathComponent("siwa-wrk-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: work) }
+        let script = work.appendingPathComponent("flood.lua")
+        try floodScript.write(to: script, atomically: true, encoding: .utf8)
+        let output = try await Shell.run("wrk", ["-t", String(threads), "-c", String(connections), "-d", "\(seconds)s", "--timeout", "10s",
+                                                 "-s", script.path, url, "--", bodyFile])
+        guard let line = output.split(separator: "\n").first(where: { $0.hasPrefix("SIWA-FLOOD ") }) else {
+            throw BenchError("wrk printed no result:\n\(output)")
+        }
+        var fields: [String: Double] = [:]
+        for pair in line.dropFirst(11).split(separator: " ") {
+            let parts = pair.split(separator: "=")
+            if parts.count == 2, let value = Double(parts[1]) { fields[String(parts[0])] = value }
+        }
+        guard let requests = fields["requests"], let duration = fields["duration_us"], duration > 0,
+              let fives = fields["fives"], let other = fields["other"] else { throw BenchError("cannot read wrk's result: \(line)") }
+        return FloodResult(requests: Int(requests), seconds: duration / 1e6, serverErrors: Int(fives), otherThan400: Int(other))
+    }
+
+    static let floodScript = #"""
+        local threads = {}
+        function setup(thread) table.insert(threads, thread) end
+        fives, other = 0, 0
+        function init(args)
+            local file = io.open(args[1], "r")
+            local body = file:read("*l")
+            file:close()
+            wrk.method = "POST"
+            wrk.body = body
+            wrk.headers["Content-Type"] = "application/json"
+        end
+        function response(status, headers, body)
+            if status >= 500 then fives = fives + 1 end
+            if status ~= 400 then other = other + 1 end
+        end
+        function done(summary, latency, requests)
+            local f, o = 0, 0
+            for _, thread in ipairs(threads) do f = f + thread:get("fives"); o = o + thread:get("other") end
+            io.write(string.format("SIWA-FLOOD requests=%d duration_us=%d fives=%d other=%d\n",
+                summary.requests, summary.duration, f, o))
+        end
+        """#
+
     /// Runs in each wrk thread (LuaJIT). `id` is set per thread in setup().
     ///
     /// wrk 4.1 has no "send N requests" mode and its main thread sleeps for

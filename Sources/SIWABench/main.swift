@@ -19,20 +19,23 @@ func setting(_ name: String, _ fallback: Int) -> Int {
     ProcessInfo.processInfo.environment[name].flatMap(Int.init) ?? fallback
 }
 
-let databaseURL = ProcessInfo.processInfo.environment["SIWA_DATABASE_URL"] ?? ""
+/// The bench cluster's owner URL (scripts/bench.sh passes it); each
+/// scenario makes a database of its own there.
+let serverURL = ProcessInfo.processInfo.environment["SIWA_BENCH_SERVER_URL"] ?? ""
 /// One line on stderr and a failed exit.
 func fail(_ message: String, status: Int32 = 1) -> Never {
     FileHandle.standardError.write(Data("siwa-bench: \(message)\n".utf8))
     exit(status)
 }
 
-guard !databaseURL.isEmpty else { fail("SIWA_DATABASE_URL is required (make bench sets it)", status: 2) }
+guard !serverURL.isEmpty else { fail("SIWA_BENCH_SERVER_URL is required (make bench sets it)", status: 2) }
 let rounds = setting("BENCH_ROUNDS", 3)
 let perRound = setting("BENCH_NOTIFICATIONS", 10_000)
 let concurrency = setting("BENCH_CONCURRENCY", 64)
 let pgbenchSeconds = setting("BENCH_PGBENCH_SECONDS", 5)
 let offeredRate = setting("BENCH_OFFERED_RATE", 1000)
 let openLoopCount = offeredRate * setting("BENCH_OPEN_LOOP_SECONDS", 5)
+let preloadUsers = setting("BENCH_PRELOAD_USERS", 1_000_000)
 // BENCH_ONLY=ingest or worker runs one half.
 let only = ProcessInfo.processInfo.environment["BENCH_ONLY"] ?? ""
 
@@ -45,8 +48,20 @@ LoggingSystem.bootstrap { label in
 }
 let logger = Logger(label: "siwa-bench")
 
+// What users meet, each on a database of its own with default settings:
+// a fresh install (no ANALYZE, autovacuum not yet run), one a while later
+// (ANALYZE after the warm-up, as autovacuum would have it), and a million
+// users on file (not analysed either). Junk floods the analysed one while
+// Apple's steady rate is measured.
+let scenarios = [
+    IngestScenario(label: "fresh", title: "fresh database (no ANALYZE)"),
+    IngestScenario(label: "analyzed", title: "warm database (ANALYZE after the warm-up), then a junk flood",
+                   analyzeAfterWarmUp: true, junkFlood: true),
+    IngestScenario(label: "million", title: "\(preloadUsers) users preloaded (no ANALYZE)", preloadUsers: preloadUsers),
+]
+
 if only != "worker" {
-    // Apple stand-in (its JWKS endpoint), then the real `siwa serve` in its own process.
+    // Apple stand-in (its JWKS endpoint); siwa serve runs per scenario in its own process.
     let apple = try AppleSimulator()
     let appleServer = try await apple.start(logger: logger)
     let clientID = "com.example.siwa.bench"
@@ -55,9 +70,6 @@ if only != "worker" {
     var httpConfiguration = HTTPClient.Configuration()
     httpConfiguration.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = concurrency
     let http = HTTPClient(eventLoopGroupProvider: .singleton, configuration: httpConfiguration)
-    let siwa = try await ServeProcess.start(databaseURL: databaseURL, clientID: clientID,
-                                            jwksURL: appleServer.baseURL + "/auth/keys", http: http)
-    let siwaURL = siwa.url + "/apple/notifications"
 
     // A second ceiling: the bare HTTP stack. A Hummingbird route that reads
     // the body and answers 200 with no work at all, on the same two cores,
@@ -69,106 +81,29 @@ if only != "worker" {
     }
     let bareServer = try await RunningServer.start(router: bareRouter, port: 0, logger: logger)
 
-    // From here on siwa serve is stopped on failure too: an orphaned server
-    // would keep running and hold the bench database open.
+    var reports: [IngestReport] = []
     do {
         // Pre-sign everything (RSA signing is Apple's cost, not ours).
-        let warmUp = 5000
-        let total = warmUp + rounds * perRound + openLoopCount
-        say("signing \(total) notifications (not timed)…")
-        let runID = UUID().uuidString.prefix(8)
-        let bodies: [Data] = try await withThrowingTaskGroup(of: (Int, [Data]).self) { group in
-            let chunk = 2000
-            for start in stride(from: 0, to: total, by: chunk) {
-                group.addTask {
-                    let slice = try (start..<min(total, start + chunk)).map { i in
-                        AppleSimulator.body(for: try apple.notification(
-                            type: i % 2 == 0 ? "email-enabled" : "email-disabled", sub: "bench-sub-\(i % 5000)",
-                            audience: clientID, jti: "bench-\(runID)-\(i)", email: "bench@privaterelay.appleid.com"))
-                    }
-                    return (start, slice)
-                }
-            }
-            var chunks: [(Int, [Data])] = []
-            for try await chunk in group { chunks.append(chunk) }
-            return chunks.sorted { $0.0 < $1.0 }.flatMap(\.1)
+        say("signing notifications (not timed)…")
+        let bodies = try await IngestBench.sign(apple: apple, clientID: clientID, warmUp: 5000, rounds: rounds, perRound: perRound,
+                                                openLoop: openLoopCount)
+        say("signed \(bodies.total); per scenario: warm-up, \(rounds) rounds of \(perRound) at \(concurrency) connections (wrk), open loop at \(offeredRate)/s")
+        for scenario in scenarios {
+            say("")
+            say("-- \(scenario.label): \(scenario.title)")
+            reports.append(try await IngestBench.run(
+                scenario, serverURL: serverURL, bodies: bodies, clientID: clientID, jwksURL: appleServer.baseURL + "/auth/keys",
+                bareURL: bareServer.baseURL + "/apple/notifications", http: http, concurrency: concurrency,
+                pgbenchSeconds: pgbenchSeconds, offeredRate: offeredRate))
         }
-        // wrk reads its bodies from files, one per line.
-        let bodyFiles = BodyFiles()
-        defer { bodyFiles.removeAll() }
-        let warmUpFile = try bodyFiles.write(bodies.prefix(warmUp))
-        let roundFiles = try (0..<rounds).map { round in
-            try bodyFiles.write(bodies[(warmUp + round * perRound)..<(warmUp + (round + 1) * perRound)])
-        }
-
-        say("signed; warming up, then \(rounds) rounds of \(perRound) at \(concurrency) concurrent connections (wrk)")
-
-        // Warm up connections, prepared statements and caches.
-        // One notification per bench user (5,000), so the users exist before the
-        // statistics are taken, as in a database that has been running.
-        _ = try await Wrk.run(url: siwaURL, bodiesFile: warmUpFile, count: warmUp, connections: concurrency)
-        // Statistics, as autovacuum has them on any database that has run for a
-        // minute. Without them the plans cached during the warm-up (users table
-        // empty) scan siwa.users for every notification; ANALYZE also makes every
-        // connection plan again. pgbench then plans with the same statistics.
-        _ = try await Shell.run("psql", ["-q", databaseURL, "-c", "ANALYZE"])
-
-        var bareRates: [Double] = []
-        var siwaRates: [Double] = []
-        var pgbenchRates: [Double] = []
-        var closedP50: [Double] = []
-        var closedP99: [Double] = []
-        var cpuPerNotification: [Double] = []
-        for round in 0..<rounds {
-            let cpuBefore = siwa.cpuSeconds
-            let result = try await Wrk.run(url: siwaURL, bodiesFile: roundFiles[round], count: perRound, connections: concurrency)
-            cpuPerNotification.append((siwa.cpuSeconds - cpuBefore) / Double(perRound) * 1e6)
-            let ceiling = try await PgbenchCeiling.run(databaseURL: databaseURL, clients: concurrency, seconds: pgbenchSeconds)
-            let bareResult = try await Wrk.run(url: bareServer.baseURL + "/apple/notifications", bodiesFile: roundFiles[round], count: perRound,
-                                               connections: concurrency)
-            bareRates.append(bareResult.rate)
-            siwaRates.append(result.rate)
-            pgbenchRates.append(ceiling)
-            closedP50.append(result.p50)
-            closedP99.append(result.p99)
-            say(String(format: "round %d: siwa %.0f notifications/s (p50 %.1f ms, p99 %.1f ms, %d failed, %.0f µs CPU each) | pgbench ceiling %.0f tps | ratio %.2f | bare HTTP %.0f/s",
-                         round + 1, result.rate, result.p50, result.p99, result.failed, cpuPerNotification[round], ceiling, result.rate / ceiling,
-                         bareResult.rate))
-        }
-
-        // Apple's view at a steady rate: an open loop from an in-process client
-        // (light load, so the client's own cost does not matter here).
-        let load = LoadGenerator(url: siwaURL, client: http)
-        let open = await load.openLoop(bodies: Array(bodies.suffix(openLoopCount)), rate: Double(offeredRate))
-        // Every notification answered 200 must be in the table, once.
-        let recorded = try await Shell.run("psql", ["-qtA", databaseURL, "-c", "SELECT count(*) FROM siwa.notifications WHERE jti LIKE 'bench-%'"])
-
-        let ratios = zip(siwaRates, pgbenchRates).map { $0 / $1 }
-        say("")
-        say("== siwa ingest benchmark (release build, `siwa serve` with JSON logs at info, \(ProcessInfo.processInfo.activeProcessorCount) cores, \(concurrency) concurrent connections from wrk)")
-        say(String(format: "committed notifications/s   median %.0f   (rounds: %@)", median(siwaRates),
-                     siwaRates.map { String(format: "%.0f", $0) }.joined(separator: ", ")))
-        say(String(format: "siwa CPU per notification   median %.0f µs   (user + system time of the siwa process)", median(cpuPerNotification)))
-        say(String(format: "closed-loop latency         p50 %.1f ms   p99 %.1f ms   (medians over rounds)", median(closedP50), median(closedP99)))
-        say(String(format: "ceiling: pgbench, same SQL  median %.0f tps   (one notification per transaction, %d clients)",
-                     median(pgbenchRates), concurrency))
-        say(String(format: "ratio siwa / ceiling        median %.2f   (target >= 1.0; rounds: %@)", median(ratios),
-                     ratios.map { String(format: "%.2f", $0) }.joined(separator: ", ")))
-        say(String(format: "ceiling: bare HTTP route     median %.0f/s   (same load, no verification, no database)", median(bareRates)))
-        say(String(format: "ratio siwa / bare HTTP       median %.2f", median(zip(siwaRates, bareRates).map { $0 / $1 })))
-        say(String(format: "open loop at %d/s offered    achieved %.0f/s   p50 %.1f ms   p99 %.1f ms   failed %d   (target p99 <= 25 ms)",
-                     offeredRate, open.rate, open.percentile(0.5), open.percentile(0.99), open.failed))
-        say("recorded in siwa.notifications: \(recorded.trimmingCharacters(in: .whitespacesAndNewlines)) of \(total) sent")
     } catch {
-        await siwa.stop()
         fail("\(error)")
     }
-    await siwa.stop()
     _ = try? await http.shutdown().get()
     await appleServer.stop()
     await bareServer.stop()
+    IngestSummary.print(reports, concurrency: concurrency, offeredRate: offeredRate)
 }
-
 
 if only != "ingest" {
     let jobs = setting("BENCH_JOBS", 50_000)
@@ -176,9 +111,17 @@ if only != "ingest" {
     let pgbenchClients = setting("BENCH_PGBENCH_JOB_CLIENTS", 16)
     say("")
     say("worker: \(rounds) rounds of burning down \(jobs) jobs (concurrency \(workerConcurrency)), pgbench ceiling with \(pgbenchClients) clients")
-    let report = try await WorkerBench.run(databaseURL: databaseURL, rounds: rounds, jobs: jobs, concurrency: workerConcurrency,
+    let database = try await BenchDatabase.create(serverURL: serverURL, label: "worker")
+    let report: WorkerBench.Report
+    do {
+        report = try await WorkerBench.run(database: database, rounds: rounds, jobs: jobs, concurrency: workerConcurrency,
                                            pgbenchClients: pgbenchClients, pgbenchSeconds: pgbenchSeconds,
                                            latencySamples: setting("BENCH_WAKE_SAMPLES", 200), logger: logger)
+    } catch {
+        await database.drop()
+        fail("\(error)")
+    }
+    await database.drop()
     let ratios = zip(report.burnDown, report.ceiling).map { $0 / $1 }
     let wake = report.wakeLatenciesMS.sorted()
     say("")

@@ -1,0 +1,52 @@
+import Foundation
+
+/// A database of its own for one benchmark scenario, on the bench cluster
+/// (scripts/testdb.sh), migrated by the release `siwa migrate` as the
+/// schema's owner; siwa serve and worker connect as the runtime role, as in
+/// production.
+struct BenchDatabase {
+    let name: String
+    /// The owner's URL: set-up, preloading, pgbench, counts.
+    let ownerURL: String
+    /// The runtime role's URL (`siwa_app`, created by scripts/testdb.sh).
+    let runtimeURL: String
+    private let serverURL: String
+
+    static let runtimeUser = "siwa_app"
+
+    /// - Parameter serverURL: the owner's URL to any database of the cluster.
+    static func create(serverURL: String, label: String) async throws -> BenchDatabase {
+        guard var components = URLComponents(string: serverURL) else { throw BenchError("not a URL: \(serverURL)") }
+        let name = "bench_\(label)_\(Int(Date().timeIntervalSince1970))"
+        _ = try await Shell.run("psql", ["-q", serverURL, "-c", "CREATE DATABASE \(name)"])
+        components.path = "/\(name)"
+        let ownerURL = components.string ?? serverURL
+        components.user = runtimeUser
+        components.password = runtimeUser
+        let database = BenchDatabase(name: name, ownerURL: ownerURL, runtimeURL: components.string ?? serverURL, serverURL: serverURL)
+        var environment = ProcessInfo.processInfo.environment
+        environment["SIWA_MIGRATE_DATABASE_URL"] = ownerURL
+        environment["SIWA_DATABASE_URL"] = database.runtimeURL
+        environment["SIWA_LOG_LEVEL"] = "warning"
+        _ = try await Shell.run(siwaBinary(), ["migrate"], environment: environment)
+        return database
+    }
+
+    func drop() async {
+        _ = try? await Shell.run("psql", ["-q", serverURL, "-c", "DROP DATABASE IF EXISTS \(name) WITH (FORCE)"])
+    }
+
+    /// One value from a query, as the owner.
+    func scalar(_ sql: String) async throws -> String {
+        try await Shell.run("psql", ["-qtA", ownerURL, "-c", sql]).trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    /// The release `siwa` next to siwa-bench.
+    static func siwaBinary() throws -> String {
+        let binary = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("siwa").path
+        guard FileManager.default.isExecutableFile(atPath: binary) else {
+            throw BenchError("\(binary) is missing: run `swift build -c release` first (make bench does)")
+        }
+        return binary
+    }
+}

@@ -1,0 +1,199 @@
+import AppleSimulator
+import AsyncHTTPClient
+import Foundation
+
+/// One ingest measurement: the real `siwa serve` on a database of its own,
+/// driven by wrk, against the pgbench ceiling of the same statement on the
+/// same database, then Apple's view at a steady offered rate.
+struct IngestScenario {
+    let label: String
+    let title: String
+    /// Users on file before the first notification (their subs are the
+    /// ones the notifications use, so every lookup finds a row).
+    var preloadUsers = 0
+    /// ANALYZE after the warm-up, as on a database autovacuum has seen.
+    /// Off, the database is as fresh as a new install's.
+    var analyzeAfterWarmUp = false
+    /// Junk at wrk's full rate while the open loop runs.
+    var junkFlood = false
+}
+
+struct IngestReport {
+    let scenario: IngestScenario
+    var siwaRates: [Double] = []
+    var pgbenchRates: [Double] = []
+    var bareRates: [Double] = []
+    var p50: [Double] = []
+    var p99: [Double] = []
+    var cpu: [Double] = []
+    var open: LoadGenerator.Result?
+    var flood: FloodReport?
+    var recorded = ""
+    var sent = 0
+
+    var ratios: [Double] { zip(siwaRates, pgbenchRates).map { $0 / $1 } }
+}
+
+struct FloodReport {
+    var junk: Wrk.FloodResult
+    var open: LoadGenerator.Result
+    var rejectionRows: String
+    var unrecorded: String
+}
+
+/// The notifications one scenario sends, signed before any clock starts.
+struct IngestBodies {
+    let warmUp: [Data]
+    let rounds: [[Data]]
+    let openLoop: [Data]
+    let floodOpenLoop: [Data]
+    /// A body whose signature does not verify under Apple's kid: the
+    /// costliest junk (parsed, looked up, RSA-checked, refused).
+    let junk: Data
+    var total: Int { warmUp.count + rounds.map(\.count).reduce(0, +) + openLoop.count + floodOpenLoop.count }
+}
+
+enum IngestBench {
+    /// Notifications and pgbench pick their subs among `bench-sub-0 ..< subRange`.
+    static let subRange = 1_000_000
+
+    static func sub(_ index: Int) -> String { "bench-sub-\((index &* 7919) % subRange)" }
+
+    static func sign(apple: AppleSimulator, clientID: String, warmUp: Int, rounds: Int, perRound: Int, openLoop: Int) async throws -> IngestBodies {
+        let total = warmUp + rounds * perRound + 2 * openLoop
+        let runID = UUID().uuidString.prefix(8)
+        let bodies: [Data] = try await withThrowingTaskGroup(of: (Int, [Data]).self) { group in
+            let chunk = 2000
+            for start in stride(from: 0, to: total, by: chunk) {
+                group.addTask {
+                    let slice = try (start..<min(total, start + chunk)).map { i in
+                        AppleSimulator.body(for: try apple.notification(
+                            type: i % 2 == 0 ? "email-enabled" : "email-disabled", sub: sub(i),
+                            audience: clientID, jti: "bench-\(runID)-\(i)", email: "bench@privaterelay.appleid.com"))
+                    }
+                    return (start, slice)
+                }
+            }
+            var chunks: [(Int, [Data])] = []
+            for try await chunk in group { chunks.append(chunk) }
+            return chunks.sorted { $0.0 < $1.0 }.flatMap(\.1)
+        }
+        var rest = bodies[...]
+        func take(_ count: Int) -> [Data] { defer { rest = rest.dropFirst(count) }; return Array(rest.prefix(count)) }
+        let warm = take(warmUp)
+        let roundBodies = (0..<rounds).map { _ in take(perRound) }
+        let open = take(openLoop)
+        let floodOpen = take(openLoop)
+        // A genuine token with one character of its signature changed.
+        let token = try apple.notification(type: "account-deleted", sub: "junk", audience: clientID, jti: "junk-\(runID)")
+        var characters = Array(token)
+        let index = characters.count - 20
+        characters[index] = characters[index] == "A" ? "B" : "A"
+        return IngestBodies(warmUp: warm, rounds: roundBodies, openLoop: open, floodOpenLoop: floodOpen,
+                            junk: AppleSimulator.body(for: String(characters)))
+    }
+
+    static func run(_ scenario: IngestScenario, serverURL: String, bodies: IngestBodies, clientID: String, jwksURL: String,
+                    bareURL: String, http: HTTPClient, concurrency: Int, pgbenchSeconds: Int, offeredRate: Int) async throws -> IngestReport {
+        let database = try await BenchDatabase.create(serverURL: serverURL, label: scenario.label)
+        do {
+            let report = try await measure(scenario, database: database, bodies: bodies, clientID: clientID, jwksURL: jwksURL,
+                                           bareURL: bareURL, http: http, concurrency: concurrency, pgbenchSeconds: pgbenchSeconds,
+                                           offeredRate: offeredRate)
+            await database.drop()
+            return report
+        } catch {
+            await database.drop()
+            throw error
+        }
+    }
+
+    private static func measure(_ scenario: IngestScenario, database: BenchDatabase, bodies: IngestBodies, clientID: String,
+                                jwksURL: String, bareURL: String, http: HTTPClient, concurrency: Int, pgbenchSeconds: Int,
+                                offeredRate: Int) async throws -> IngestReport {
+        if scenario.preloadUsers > 0 {
+            say("\(scenario.label): preloading \(scenario.preloadUsers) users (not timed, no ANALYZE)")
+            _ = try await database.scalar("""
+                INSERT INTO siwa.users (apple_sub, email, email_event_time)
+                SELECT 'bench-sub-' || g, 'user' || g || '@privaterelay.appleid.com', 0
+                FROM generate_series(0, \(scenario.preloadUsers - 1)) AS g
+                """)
+        }
+        let siwa = try await ServeProcess.start(databaseURL: database.runtimeURL, clientID: clientID, jwksURL: jwksURL, http: http)
+        do {
+            let report = try await drive(siwa, scenario: scenario, database: database, bodies: bodies, bareURL: bareURL, http: http,
+                                         concurrency: concurrency, pgbenchSeconds: pgbenchSeconds, offeredRate: offeredRate)
+            await siwa.stop()
+            return report
+        } catch {
+            await siwa.stop()
+            throw error
+        }
+    }
+
+    private static func drive(_ siwa: ServeProcess, scenario: IngestScenario, database: BenchDatabase, bodies: IngestBodies,
+                              bareURL: String, http: HTTPClient, concurrency: Int, pgbenchSeconds: Int,
+                              offeredRate: Int) async throws -> IngestReport {
+        let siwaURL = siwa.url + "/apple/notifications"
+        var report = IngestReport(scenario: scenario)
+        let files = BodyFiles()
+        defer { files.removeAll() }
+
+        // Warm up connections, prepared statements and caches.
+        _ = try await Wrk.run(url: siwaURL, bodiesFile: try files.write(bodies.warmUp), count: bodies.warmUp.count, connections: concurrency)
+        report.sent += bodies.warmUp.count
+        if scenario.analyzeAfterWarmUp { _ = try await database.scalar("ANALYZE") }
+
+        for (round, roundBodies) in bodies.rounds.enumerated() {
+            let file = try files.write(roundBodies)
+            let cpuBefore = siwa.cpuSeconds
+            let result = try await Wrk.run(url: siwaURL, bodiesFile: file, count: roundBodies.count, connections: concurrency)
+            report.sent += roundBodies.count
+            report.cpu.append((siwa.cpuSeconds - cpuBefore) / Double(roundBodies.count) * 1e6)
+            let ceiling = try await PgbenchCeiling.run(databaseURL: database.ownerURL, clients: concurrency, seconds: pgbenchSeconds)
+            let bare = try await Wrk.run(url: bareURL, bodiesFile: file, count: roundBodies.count, connections: concurrency)
+            report.siwaRates.append(result.rate)
+            report.pgbenchRates.append(ceiling)
+            report.bareRates.append(bare.rate)
+            report.p50.append(result.p50)
+            report.p99.append(result.p99)
+            say(String(format: "%@ round %d: siwa %.0f/s (p50 %.1f ms, p99 %.1f ms, %d failed, %.0f µs CPU each) | pgbench %.0f tps | ratio %.2f | bare HTTP %.0f/s",
+                       scenario.label, round + 1, result.rate, result.p50, result.p99, result.failed, report.cpu[round], ceiling,
+                       result.rate / ceiling, bare.rate))
+        }
+
+        // Apple's view at a steady rate: an open loop from an in-process client.
+        let load = LoadGenerator(url: siwaURL, client: http)
+        report.open = await load.openLoop(bodies: bodies.openLoop, rate: Double(offeredRate))
+        report.sent += bodies.openLoop.count
+
+        if scenario.junkFlood {
+            // Junk at wrk's full rate for as long as the genuine open loop runs.
+            let seconds = Int((Double(bodies.floodOpenLoop.count) / Double(offeredRate)).rounded(.up)) + 1
+            let junkFile = try files.write([bodies.junk])
+            async let junk = Wrk.flood(url: siwaURL, bodyFile: junkFile, seconds: seconds, connections: concurrency)
+            try await Task.sleep(for: .milliseconds(300))
+            let open = await load.openLoop(bodies: bodies.floodOpenLoop, rate: Double(offeredRate))
+            report.sent += bodies.floodOpenLoop.count
+            let junkResult = try await junk
+            try await Task.sleep(for: .milliseconds(500))  // the rejection writer's last batch
+            report.flood = FloodReport(
+                junk: junkResult, open: open,
+                rejectionRows: try await database.scalar("SELECT count(*) FROM siwa.rejected_notifications WHERE occurrences = 1"),
+                unrecorded: try await unrecordedCount(siwa: siwa, http: http))
+        }
+        // Every notification answered 200 must be in the table, once.
+        report.recorded = try await database.scalar("SELECT count(*) FROM siwa.notifications WHERE jti LIKE 'bench-%'")
+        return report
+    }
+
+    /// `siwa_rejections_unrecorded_total` from siwa's /metrics.
+    static func unrecordedCount(siwa: ServeProcess, http: HTTPClient) async throws -> String {
+        var request = HTTPClientRequest(url: siwa.url + "/metrics")
+        request.method = .GET
+        let response = try await http.execute(request, timeout: .seconds(5))
+        let text = String(buffer: try await response.body.collect(upTo: 1 << 20))
+        let line = text.split(separator: "\n").first { $0.hasPrefix("siwa_rejections_unrecorded_total ") }
+        return line.map { String($0.split(separator: " ")[1]) } ?? "0"
+    }
+}

@@ -1,0 +1,28 @@
+import Foundation
+
+/// The ingest figures of every scenario, with the targets they are held to.
+enum IngestSummary {
+    static func print(_ reports: [IngestReport], concurrency: Int, offeredRate: Int) {
+        say("")
+        say("== siwa ingest benchmark (release build, `siwa serve` as the runtime role, default settings, JSON logs at info, \(ProcessInfo.processInfo.activeProcessorCount) cores, \(concurrency) connections from wrk; medians over rounds)")
+        say("scenario   committed/s   pgbench ceiling   ratio (target >= 1.0)   p50 / p99 closed   CPU each   bare HTTP   open loop \(offeredRate)/s p50 / p99 (target <= 25 ms)   recorded")
+        for report in reports {
+            let open = report.open
+            say(String(format: "%-9@  %11.0f   %15.0f   %5.2f (%@)   %5.1f / %5.1f ms   %5.0f µs   %8.0f/s   %6.1f / %5.1f ms, %d failed   %@ of %d",
+                       report.scenario.label, median(report.siwaRates), median(report.pgbenchRates), median(report.ratios),
+                       report.ratios.map { String(format: "%.2f", $0) }.joined(separator: " "),
+                       median(report.p50), median(report.p99), median(report.cpu), median(report.bareRates),
+                       open?.percentile(0.5) ?? .nan, open?.percentile(0.99) ?? .nan, open?.failed ?? -1, report.recorded, report.sent))
+        }
+        for report in reports {
+            guard let flood = report.flood else { continue }
+            say("")
+            say("== junk flood on the \(report.scenario.label) database: wrk at full rate (\(concurrency) connections) with a bad-signature token, while Apple's \(offeredRate)/s arrive")
+            say(String(format: "junk answered               %.0f/s   (%d in %.1f s; %d not 400, %d of them 5xx)", flood.junk.rate,
+                       flood.junk.requests, flood.junk.seconds, flood.junk.otherThan400, flood.junk.serverErrors))
+            say(String(format: "genuine under the flood     p50 %.1f ms   p99 %.1f ms   failed %d (non-200, 503 included)   (targets: p99 <= 25 ms, 0 failed)",
+                       flood.open.percentile(0.5), flood.open.percentile(0.99), flood.open.failed))
+            say("junk stored one by one      \(flood.rejectionRows) rows   (the rest counted: siwa_rejections_unrecorded_total \(flood.unrecorded))")
+        }
+    }
+}
