@@ -47,7 +47,7 @@ public enum ServerAssembly {
             metrics: metrics, logger: Logger(label: "siwa.notifications")
         )
         let dependencies = ServerDependencies(
-            receiver: receiver, keys: keys, queries: AccountQueries(client: client),
+            receiver: receiver, keys: keys, queries: AccountQueries(client: client, jobMaxRunSeconds: settings.jobMaxRunSeconds),
             registry: registry, metrics: metrics, maxBodyBytes: settings.maxBodyBytes
         )
         var app = buildApplication(

@@ -75,6 +75,9 @@ public struct ServerSettings: Sendable {
     public var ingestWriters: Int
     public var ingestMaxBatch: Int
     public var ingestTimeout: Double
+    /// The worker's SIWA_JOB_MAX_RUN_SECONDS: `/metrics` counts running jobs
+    /// older than this as overdue.
+    public var jobMaxRunSeconds: Double
     public var log: LogSettings
 
     public static let appleJWKSURL = "https://appleid.apple.com/auth/keys"
@@ -97,6 +100,8 @@ public struct ServerSettings: Sendable {
         ingestWriters = try env.integer("SIWA_INGEST_WRITERS", default: 4, range: 1...64)
         ingestMaxBatch = try env.integer("SIWA_INGEST_MAX_BATCH", default: 64, range: 1...1000)
         ingestTimeout = try env.seconds("SIWA_INGEST_TIMEOUT_SECONDS", default: 10, range: 0.1...120)
+        jobMaxRunSeconds = try WorkerSettings.maxRunSeconds(
+            env, leaseSeconds: try env.seconds("SIWA_JOB_LEASE_SECONDS", default: 60, range: 1...86400))
         log = try LogSettings(environment: env)
         guard ingestWriters < databaseMaxConnections else {
             throw SettingError("SIWA_INGEST_WRITERS", "must be below SIWA_DATABASE_MAX_CONNECTIONS (\(databaseMaxConnections))")
