@@ -172,13 +172,23 @@ public struct PurgeJobRunner: Sendable {
     /// `stepSettings` (the step's statement_timeout).
     static func run(_ statements: [PurgePlan.SQLStatement], sub: String, userID: Int64?, timeoutSeconds: Double,
                     on connection: PostgresConnection, logger: Logger) async throws {
-        try await connection.query(stepSettings(timeoutSeconds: timeoutSeconds), logger: logger)
+        try await drain(stepSettings(timeoutSeconds: timeoutSeconds), on: connection, logger: logger)
         for statement in statements {
             var query = PostgresQuery(unsafeSQL: statement.text)
             if statement.parameterCount >= 1 { query.binds.append(sub) }
             if statement.parameterCount >= 2 { query.binds.append(userID) }
-            try await connection.query(query, logger: logger)
+            try await drain(query, on: connection, logger: logger)
         }
+    }
+
+    /// Runs `query` to its end. A statement that returns rows answers
+    /// `query` as soon as its first rows are described; an error while it
+    /// runs (a statement_timeout, say) arrives only with the rows. Not
+    /// reading them would let the error land on the next statement, or
+    /// vanish into a COMMIT that PostgreSQL quietly turns into a ROLLBACK
+    /// (and the step would be recorded as done with nothing done).
+    static func drain(_ query: PostgresQuery, on connection: PostgresConnection, logger: Logger) async throws {
+        for try await _ in try await connection.query(query, logger: logger) {}
     }
 
     /// The first statement of every plan SQL step's transaction (one round

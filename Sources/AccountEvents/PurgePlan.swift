@@ -149,7 +149,7 @@ private struct StepParser {
         case (let sql?, nil):
             var timeout = PurgePlan.defaultSQLTimeoutSeconds
             if let value = object["timeout_seconds"] {
-                guard let number = value as? NSNumber, !(value is Bool), number.doubleValue >= 0.001, number.doubleValue <= 3600 else {
+                guard let number = value as? NSNumber, number.doubleValue >= 0.001, number.doubleValue <= 3600 else {
                     throw PurgePlanError(step: name, "timeout_seconds must be a number of seconds in [0.001, 3600]")
                 }
                 timeout = number.doubleValue
@@ -297,7 +297,7 @@ private struct StepParser {
         }
         var timeout = PurgePlan.defaultHTTPTimeoutSeconds
         if let value = object["timeout_seconds"] {
-            guard let number = value as? NSNumber, !(value is Bool), number.doubleValue > 0, number.doubleValue <= 300 else {
+            guard let number = value as? NSNumber, number.doubleValue > 0, number.doubleValue <= 300 else {
                 throw PurgePlanError(step: name, "http.timeout_seconds must be a number of seconds in (0, 300]")
             }
             timeout = number.doubleValue

@@ -87,7 +87,7 @@ public struct PurgePlanCheck: Sendable {
                            on connection: PostgresConnection, logger: Logger) async throws {
         try await connection.query("BEGIN", logger: logger)
         do {
-            try await connection.query(PurgeJobRunner.stepSettings(timeoutSeconds: timeoutSeconds), logger: logger)
+            try await PurgeJobRunner.drain(PurgeJobRunner.stepSettings(timeoutSeconds: timeoutSeconds), on: connection, logger: logger)
             for (index, statement) in statements.enumerated() {
                 do {
                     try await prepare(statement, index: index + 1, on: connection, logger: logger)

@@ -117,7 +117,7 @@ struct WorkerDeadlineTests {
         let db = harness.database
         #expect(try await db.scalar("SELECT attempt FROM siwa.jobs") == 2)
         let error = try await db.strings("SELECT errors->0->>'error' FROM siwa.jobs").first ?? ""
-        #expect(error.contains("timed out: the attempt ran past SIWA_JOB_MAX_RUN_SECONDS (4 s)"), "\(error)")
+        #expect(error.contains("timed out: the attempt ran past SIWA_JOB_MAX_RUN_SECONDS (4 s)"), "\(error)\n\(worker.log.suffix(4000))")
         let seconds = try await Self.firstAttemptSeconds(db)
         #expect(seconds >= 4 && seconds < 5.5, "first attempt took \(seconds) s")
         // Steps 1 and 2 were done by the first attempt, step 3 by the second.
