@@ -73,7 +73,10 @@ public struct WebhookDelivery: Sendable {
         let prepared = request
         let status: UInt
         do {
-            status = try await withTimeLimit(seconds: seconds) {
+            // A little over the step's timeout: when AsyncHTTPClient's own
+            // deadline (on connecting and the answer's head) fires first,
+            // its error says what happened.
+            status = try await withTimeLimit(seconds: seconds + 0.2) {
                 // AsyncHTTPClient's deadline ends with the response head; the
                 // time limit around both covers the body too.
                 let response = try await http.execute(prepared, deadline: .now() + .nanoseconds(Int64(seconds * 1e9)))

@@ -66,10 +66,13 @@ public struct WorkerAssembly: Sendable {
     }
 
     /// Webhooks: only a 2xx from the URL in the plan counts, so redirects
-    /// are not followed.
+    /// are not followed. A refused connection fails the step at once (the
+    /// job's retry, with its backoff, tries again later) instead of being
+    /// retried until the step's deadline.
     static func webhookClient() -> HTTPClient {
         var http = HTTPClient.Configuration()
         http.redirectConfiguration = .disallow
+        http.connectionPool.retryConnectionEstablishment = false
         return HTTPClient(eventLoopGroupProvider: .singleton, configuration: http)
     }
 

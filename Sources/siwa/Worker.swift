@@ -30,8 +30,7 @@ struct Worker: AsyncParsableCommand {
               SIWA_JOB_LEASE_SECONDS       lease of a claimed job, renewed while it runs (60)
               SIWA_JOB_RETRY_BASE_SECONDS  retry n waits base x 2^(n-1), jitter, 6 h cap (15)
               SIWA_JOB_MAX_ATTEMPTS        attempts before a job is discarded (25)
-              SIWA_JOB_MAX_RUN_SECONDS     an attempt running longer is stopped and retried
-                                           (900, at least the lease and every step's deadline)
+              SIWA_JOB_MAX_RUN_SECONDS     longest attempt; then stopped and retried (900)
               SIWA_JOB_RETENTION_DAYS      completed jobs kept this long, then pruned (30)
               SIWA_WORKER_POLL_SECONDS     polling fallback when no NOTIFY arrives (2)
               SIWA_WORKER_SHUTDOWN_GRACE_SECONDS  time running jobs get on SIGTERM (30)

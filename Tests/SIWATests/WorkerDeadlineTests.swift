@@ -12,7 +12,7 @@ struct WorkerDeadlineTests {
     /// Seconds between the attempt's claim and its recorded failure.
     static func firstAttemptSeconds(_ db: TestDatabase) async throws -> Double {
         let text = try await db.strings("""
-            SELECT extract(epoch FROM (j.errors->0->>'at')::timestamptz - a.occurred_at)::text
+            SELECT coalesce(extract(epoch FROM (j.errors->0->>'at')::timestamptz - a.occurred_at)::text, '')
             FROM siwa.jobs j JOIN siwa.audit_log a ON a.action = 'job.claimed' AND a.details->>'job_id' = j.id::text
                                                   AND (a.details->>'attempt')::int = 1
             """).first ?? ""
