@@ -15,13 +15,24 @@ struct PlanCheckTests {
         let analytics = try await TestDatabase.create()
         try await analytics.execute("CREATE TABLE events (apple_sub text NOT NULL)")
         try await analytics.execute("INSERT INTO events VALUES ('checked')")
-        let harness = try await WorkerHarness.start(analytics: analytics)
+        let harness = try await WorkerHarness.start(analytics: analytics, planSteps: { hook in [
+            ["name": WorkerHarness.sqlStep, "sql": ["DELETE FROM app.profiles WHERE apple_sub = $1",
+                                                    "INSERT INTO app.purge_log (apple_sub, siwa_user_id) VALUES ($1, $2)"]],
+            // CALL is not something PREPARE takes: the protocol's Parse checks it.
+            ["name": "app-procedure", "sql": ["CALL app.forget($1)"]],
+            ["name": WorkerHarness.analyticsStep, "database_url_env": "TEST_ANALYTICS_DATABASE_URL",
+             "sql": ["DELETE FROM events WHERE apple_sub = $1"]],
+            ["name": WorkerHarness.httpStep, "http": ["url": hook, "secret_env": "TEST_DOWNSTREAM_SECRET", "timeout_seconds": 5]],
+        ] })
         defer { Task { await harness.stop() } }
+        try await harness.database.execute(
+            "CREATE PROCEDURE app.forget(sub text) LANGUAGE sql AS 'DELETE FROM app.profiles WHERE apple_sub = sub'")
         try await harness.enqueue(subs: ["checked"])
         let result = try await runSIWA(["worker", "--check-plan"], environment: harness.settings)
         #expect(result.status == 0, "\(result.output)")
         let lines = result.output.split(separator: "\n").map(String.init)
         #expect(lines.contains("ok   \(WorkerHarness.sqlStep): sql: 2 statements prepared on siwa's database (nothing run)"), "\(result.output)")
+        #expect(lines.contains("ok   app-procedure: sql: 1 statement prepared on siwa's database (nothing run)"), "\(result.output)")
         #expect(lines.contains("ok   \(WorkerHarness.analyticsStep): sql: 1 statement prepared on the TEST_ANALYTICS_DATABASE_URL database (nothing run)"),
                 "\(result.output)")
         #expect(lines.contains { $0.hasPrefix("ok   \(WorkerHarness.httpStep): http: 127.0.0.1 answered 204 to a signed test request (webhook-id siwa-check-") },
