@@ -20,6 +20,11 @@ public final class JobWorker: Service, Sendable {
         public var retentionSeconds = 30.0 * 86400
         public var pollSeconds = 2.0
         public var shutdownGraceSeconds = 30.0
+        /// The longest one attempt may run. Past it the run is cancelled and
+        /// counted as a failed attempt (retried after the backoff), and the
+        /// heartbeat no longer renews its lease, so a run that does not stop
+        /// is rescued when the lease runs out.
+        public var maxRunSeconds = 900.0
         public init() {}
     }
 
@@ -104,7 +109,7 @@ public final class JobWorker: Service, Sendable {
     private func execute(_ job: ClaimedJob) async {
         let metadata: Logger.Metadata = ["job": "\(job.id)", "attempt": "\(job.attempt)"]
         do {
-            switch try await runner.run(job) {
+            switch try await runWithinMaxRunTime(job) {
             case .completed:
                 logger.info("Job completed", metadata: metadata)
             case .leaseLost:
@@ -134,6 +139,39 @@ public final class JobWorker: Service, Sendable {
         }
     }
 
+    /// Runs the job for at most `maxRunSeconds`. Past that the run is
+    /// cancelled, and waited for (every step stops promptly when cancelled:
+    /// its database connection is closed, its HTTP request dropped), so the
+    /// failure is recorded only once nothing of this run is still going on.
+    private func runWithinMaxRunTime(_ job: ClaimedJob) async throws -> JobRunOutcome {
+        let limit = options.maxRunSeconds
+        let runner = self.runner
+        return try await withThrowingTaskGroup(of: JobRunOutcome?.self) { group in
+            group.addTask { try await runner.run(job) }
+            group.addTask {
+                try await Task.sleep(for: .seconds(limit))
+                return nil
+            }
+            var timedOut = false
+            do {
+                while let event = try await group.next() {
+                    if let outcome = event {
+                        group.cancelAll()
+                        return outcome
+                    }
+                    // The time is up: stop the run and wait for it.
+                    timedOut = true
+                    group.cancelAll()
+                }
+            } catch {
+                group.cancelAll()
+                guard timedOut, !Task.isCancelled else { throw error }
+            }
+            let text = "timed out: the attempt ran past SIWA_JOB_MAX_RUN_SECONDS (\(limit.formattedSeconds) s) and was stopped"
+            throw StepFailure(step: nil, detail: text, summary: text, permanent: false)
+        }
+    }
+
     // MARK: Background duties
 
     /// LISTEN on a connection of its own; reconnects after a database restart
@@ -158,11 +196,14 @@ public final class JobWorker: Service, Sendable {
     }
 
     /// Extends the leases of running jobs every third of a lease; a job whose
-    /// lease was lost (rescued after a long database outage) is cancelled.
+    /// lease was lost (rescued after a long database outage) is cancelled. A
+    /// run past SIWA_JOB_MAX_RUN_SECONDS keeps no lease: its own time limit
+    /// has stopped it (and recorded the failed attempt); should that not
+    /// have happened, the lease runs out and the rescuer counts the attempt.
     private func keepLeases() async {
         while !Task.isCancelled {
             try? await Task.sleep(for: .seconds(options.leaseSeconds / 3))
-            let runs = running.runs
+            let runs = running.runs(startedAfter: ContinuousClock.now - .seconds(options.maxRunSeconds))
             guard !runs.isEmpty, !Task.isCancelled else { continue }
             do {
                 let lost = try await queue.extendLeases(runs, leaseSeconds: options.leaseSeconds)
@@ -252,14 +293,19 @@ public enum Backoff {
 /// them and shutdown (or a lost lease) can cancel them.
 final class RunningJobs: Sendable {
     typealias Run = (id: Int64, lease: String)
-    private let tasks = Mutex([String: (id: Int64, task: Task<Void, Never>)]())
+    private let tasks = Mutex([String: (id: Int64, started: ContinuousClock.Instant, task: Task<Void, Never>)]())
 
     var count: Int { tasks.withLock { $0.count } }
-    var runs: [Run] { tasks.withLock { $0.map { ($0.value.id, $0.key) } } }
+
+    /// The runs that started after `instant`.
+    func runs(startedAfter instant: ContinuousClock.Instant) -> [Run] {
+        tasks.withLock { $0.filter { $0.value.started > instant }.map { ($0.value.id, $0.key) } }
+    }
 
     /// Registers the task under the lock, so it cannot finish before it is known.
     func start(_ job: ClaimedJob, _ makeTask: () -> Task<Void, Never>) {
-        tasks.withLock { $0[job.lease] = (job.id, makeTask()) }
+        let now = ContinuousClock.now
+        tasks.withLock { $0[job.lease] = (job.id, now, makeTask()) }
     }
 
     func finished(_ lease: String) {

@@ -117,11 +117,16 @@ public struct PurgeJobRunner: Sendable {
     }
 
     private func perform(_ planStep: PurgePlan.Step, as step: JobStep, job: ClaimedJob, sub: String) async throws -> Bool {
+        let timeout = planStep.timeoutSeconds
         switch planStep.action {
         case .sql(let statements, nil):
             do {
-                return try await queue.inStepTransaction(step) { connection in
-                    try await Self.run(statements, sub: sub, userID: job.userID, on: connection, logger: logger)
+                // The step's deadline covers its record too: a server that
+                // never answers cannot hold the slot.
+                return try await withTimeLimit(seconds: PurgePlan.clientDeadline(forSQLTimeout: timeout)) { [queue, logger] in
+                    try await queue.inStepTransaction(step) { connection in
+                        try await Self.run(statements, sub: sub, userID: job.userID, timeoutSeconds: timeout, on: connection, logger: logger)
+                    }
                 }
             } catch {
                 throw Self.failure(step.name, error)
@@ -131,8 +136,10 @@ public struct PurgeJobRunner: Sendable {
                 throw StepFailure(step: step.name, detail: "no database client", summary: "no database client", permanent: false)
             }
             do {
-                try await client.withGuardedTransaction(logger: logger) { connection in
-                    try await Self.run(statements, sub: sub, userID: job.userID, on: connection, logger: logger)
+                try await withTimeLimit(seconds: PurgePlan.clientDeadline(forSQLTimeout: timeout)) { [logger] in
+                    try await client.withGuardedTransaction(logger: logger) { connection in
+                        try await Self.run(statements, sub: sub, userID: job.userID, timeoutSeconds: timeout, on: connection, logger: logger)
+                    }
                 }
             } catch {
                 throw Self.failure(step.name, error)
@@ -161,14 +168,36 @@ public struct PurgeJobRunner: Sendable {
         return Data(#"{"job_id":\#(job.id),"apple_sub":\#(JSONText.quoted(sub)),"user_id":\#(userID),"event_type":\#(eventType)}"#.utf8)
     }
 
-    static func run(_ statements: [PurgePlan.SQLStatement], sub: String, userID: Int64?,
+    /// The statements of one step, in the caller's transaction, after
+    /// `stepSettings` (the step's statement_timeout).
+    static func run(_ statements: [PurgePlan.SQLStatement], sub: String, userID: Int64?, timeoutSeconds: Double,
                     on connection: PostgresConnection, logger: Logger) async throws {
+        try await drain(stepSettings(timeoutSeconds: timeoutSeconds), on: connection, logger: logger)
         for statement in statements {
             var query = PostgresQuery(unsafeSQL: statement.text)
             if statement.parameterCount >= 1 { query.binds.append(sub) }
             if statement.parameterCount >= 2 { query.binds.append(userID) }
-            try await connection.query(query, logger: logger)
+            try await drain(query, on: connection, logger: logger)
         }
+    }
+
+    /// Runs `query` to its end. A statement that returns rows answers
+    /// `query` as soon as its first rows are described; an error while it
+    /// runs (a statement_timeout, say) arrives only with the rows. Not
+    /// reading them would let the error land on the next statement, or
+    /// vanish into a COMMIT that PostgreSQL quietly turns into a ROLLBACK
+    /// (and the step would be recorded as done with nothing done).
+    static func drain(_ query: PostgresQuery, on connection: PostgresConnection, logger: Logger) async throws {
+        for try await _ in try await connection.query(query, logger: logger) {}
+    }
+
+    /// The first statement of every plan SQL step's transaction (one round
+    /// trip; both settings end with the transaction): the step's
+    /// `statement_timeout`, and `standard_conforming_strings` on, which is
+    /// how the plan's checks read quotes (PlanStatement).
+    static func stepSettings(timeoutSeconds: Double) -> PostgresQuery {
+        let milliseconds = String(max(Int((timeoutSeconds * 1000).rounded(.up)), 1))
+        return "SELECT set_config('statement_timeout', \(milliseconds), true), set_config('standard_conforming_strings', 'on', true)"
     }
 
     /// The error history gets the database's message (an operator needs
@@ -177,9 +206,18 @@ public struct PurgeJobRunner: Sendable {
     static func failure(_ step: String, _ error: any Error) -> StepFailure {
         if let psql = error as? PSQLError {
             let state = psql.serverInfo?[.sqlState] ?? "-"
+            if state == "57014" {
+                // query_canceled: siwa sends no cancel requests, so this is the step's statement_timeout.
+                let text = "timed out: a statement ran past the step's timeout_seconds (statement_timeout, sqlstate 57014)"
+                return StepFailure(step: step, detail: text, summary: text, permanent: false)
+            }
             let message = psql.serverInfo?[.message].map { ": \($0)" } ?? ""
             return StepFailure(step: step, detail: "SQL failed, sqlstate \(state)\(message)",
                                summary: "SQL failed, sqlstate \(state)", permanent: false)
+        }
+        if let limit = error as? TimeLimitExceeded {
+            let text = "timed out: no answer from the database within \(limit.seconds.formattedSeconds) s"
+            return StepFailure(step: step, detail: text, summary: text, permanent: false)
         }
         return StepFailure(step: step, detail: "\(type(of: error))", summary: "\(type(of: error))", permanent: false)
     }

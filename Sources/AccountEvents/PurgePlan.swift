@@ -13,6 +13,31 @@ public struct PurgePlan: Sendable {
     public struct Step: Sendable {
         public let name: String
         public let action: Action
+        /// The step's deadline: an SQL step's `timeout_seconds` (its
+        /// `statement_timeout`, and a client-side limit a little above it),
+        /// or an HTTP step's `http.timeout_seconds` (connect, answer and body together).
+        public let timeoutSeconds: Double
+    }
+
+    /// An SQL step's `timeout_seconds` when the plan gives none.
+    public static let defaultSQLTimeoutSeconds = 60.0
+    /// An HTTP step's `http.timeout_seconds` when the plan gives none.
+    public static let defaultHTTPTimeoutSeconds = 10.0
+
+    /// The client-side limit on an SQL step: its `statement_timeout` plus a
+    /// margin, for a server that does not answer at all.
+    public static func clientDeadline(forSQLTimeout seconds: Double) -> Double {
+        seconds + min(max(seconds * 0.1, 1), 5)
+    }
+
+    /// The longest a step can take before its deadline stops it.
+    public var longestStepSeconds: (step: String, seconds: Double)? {
+        steps.map { step -> (step: String, seconds: Double) in
+            switch step.action {
+            case .sql: (step.name, Self.clientDeadline(forSQLTimeout: step.timeoutSeconds))
+            case .http: (step.name, step.timeoutSeconds)
+            }
+        }.max { $0.seconds < $1.seconds }
     }
 
     public enum Action: Sendable {
@@ -115,17 +140,29 @@ private struct StepParser {
               name.allSatisfy(\.isASCII) else {
             throw PurgePlanError("step #\(index + 1): name '\(name.prefix(64))' must be 1-64 characters of A-Z a-z 0-9 . _ -")
         }
-        let known: Set<String> = ["name", "sql", "database_url_env", "http"]
+        let known: Set<String> = ["name", "sql", "database_url_env", "timeout_seconds", "http"]
         let unknown = Set(object.keys).subtracting(known)
         guard unknown.isEmpty else {
-            throw PurgePlanError(step: name, "unknown key(s) \(unknown.sorted().joined(separator: ", ")) (expected name, sql, database_url_env or http)")
+            throw PurgePlanError(step: name, "unknown key(s) \(unknown.sorted().joined(separator: ", ")) (expected name, sql, database_url_env, timeout_seconds or http)")
         }
         switch (object["sql"], object["http"]) {
         case (let sql?, nil):
-            return PurgePlan.Step(name: name, action: try sqlAction(name: name, sql: sql, databaseEnv: object["database_url_env"]))
+            var timeout = PurgePlan.defaultSQLTimeoutSeconds
+            if let value = object["timeout_seconds"] {
+                guard let number = value as? NSNumber, number.doubleValue >= 0.001, number.doubleValue <= 3600 else {
+                    throw PurgePlanError(step: name, "timeout_seconds must be a number of seconds in [0.001, 3600]")
+                }
+                timeout = number.doubleValue
+            }
+            return PurgePlan.Step(name: name, action: try sqlAction(name: name, sql: sql, databaseEnv: object["database_url_env"]),
+                                  timeoutSeconds: timeout)
         case (nil, let http?):
             guard object["database_url_env"] == nil else { throw PurgePlanError(step: name, "database_url_env belongs to sql steps") }
-            return PurgePlan.Step(name: name, action: .http(try webhook(name: name, http)))
+            guard object["timeout_seconds"] == nil else {
+                throw PurgePlanError(step: name, "an http step's timeout goes in http.timeout_seconds")
+            }
+            let target = try webhook(name: name, http)
+            return PurgePlan.Step(name: name, action: .http(target), timeoutSeconds: target.timeoutSeconds)
         case (nil, nil):
             throw PurgePlanError(step: name, "needs \"sql\" (a list of statements) or \"http\" (a downstream service)")
         case (_?, _?):
@@ -156,42 +193,84 @@ private struct StepParser {
     }
 
     /// One statement per string (the extended protocol runs one at a time),
-    /// parameters $1 and $2 at most.
+    /// parameters $1 and $2 at most, and nothing that would step outside the
+    /// step's transaction or siwa's role: no transaction control, no role
+    /// changes, no session settings that outlive the step, no code blocks.
+    /// Quotes and comments are read as PostgreSQL reads them (PlanStatement).
     static func statement(_ text: String, step: String, position: Int) throws -> PurgePlan.SQLStatement {
-        var body = text.trimmingCharacters(in: .whitespacesAndNewlines)
-        while body.hasSuffix(";") { body = String(body.dropLast()).trimmingCharacters(in: .whitespacesAndNewlines) }
-        guard !body.isEmpty else { throw PurgePlanError(step: step, "statement \(position) is empty") }
-        let code = withoutQuotedText(body)
-        guard !code.contains(";") else {
-            throw PurgePlanError(step: step, "statement \(position) holds more than one statement; give each its own string")
+        let lexed: PlanStatement
+        do {
+            lexed = try PlanStatement(text)
+        } catch PlanStatement.Problem.unterminated(let what) {
+            throw PurgePlanError(step: step, "statement \(position) has an unterminated \(what)")
+        } catch PlanStatement.Problem.dollarQuote {
+            throw PurgePlanError(step: step, "statement \(position) has a dollar-quoted block ($$ or $tag$, as in DO $$...$$); "
+                                 + "plan statements are plain SQL (no code blocks or function bodies)")
         }
-        var highest = 0
-        var index = code.startIndex
-        while let dollar = code[index...].firstIndex(of: "$") {
-            let digits = code[code.index(after: dollar)...].prefix { $0.isASCII && $0.isNumber }
-            if let number = Int(digits) { highest = max(highest, number) }
-            index = code.index(after: dollar)
+        let bytes = Array(text.utf8)
+        var code = lexed.tokens
+        if let end = lexed.tokens.firstIndex(of: .semicolon) {
+            // A statement may end with ';' (or several); nothing may follow,
+            // not even a comment.
+            let rest = bytes[lexed.offsets[end]...]
+            guard rest.allSatisfy({ $0 == UInt8(ascii: ";") || $0 == UInt8(ascii: " ") || (0x09...0x0D).contains($0) }) else {
+                throw PurgePlanError(step: step, "statement \(position) holds more than one statement (or text after its ';'); give each its own string")
+            }
+            code = Array(lexed.tokens[..<end])
         }
+        let bodyEnd = lexed.tokens.firstIndex(of: .semicolon).map { lexed.offsets[$0] } ?? bytes.count
+        let body = String(decoding: bytes[..<bodyEnd], as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        guard !code.isEmpty, !body.isEmpty else { throw PurgePlanError(step: step, "statement \(position) is empty") }
+        if let refusal = Self.refusal(PlanStatement.words(in: code)) {
+            throw PurgePlanError(step: step, "statement \(position) \(refusal)")
+        }
+        let highest = PlanStatement.highestParameter(in: code)
         guard highest <= 2 else {
             throw PurgePlanError(step: step, "statement \(position) uses $\(highest); only $1 (the Apple sub) and $2 (siwa's user id, or NULL) exist")
         }
         return PurgePlan.SQLStatement(text: body, parameterCount: highest)
     }
 
-    /// The statement with '...' and "..." contents blanked, so a ';' or '$3'
-    /// inside a string literal or quoted name is not mistaken for code.
-    static func withoutQuotedText(_ text: String) -> String {
-        var result = ""
-        var quote: Character?
-        for character in text {
-            if let open = quote {
-                if character == open { quote = nil; result.append(character) } else { result.append(" ") }
-            } else {
-                if character == "'" || character == "\"" { quote = character }
-                result.append(character)
-            }
+    /// Why a statement (its unquoted words, upper-cased) may not be in a plan, or nil.
+    static func refusal(_ words: [String]) -> String? {
+        guard let first = words.first else { return nil }
+        let second = words.count > 1 ? words[1] : ""
+        let third = words.count > 2 ? words[2] : ""
+        let transactionControl: Set<String> = ["BEGIN", "START", "COMMIT", "END", "ROLLBACK", "ABORT", "SAVEPOINT", "RELEASE"]
+        if transactionControl.contains(first) || (first == "PREPARE" && second == "TRANSACTION") {
+            let command = first == "PREPARE" || first == "START" ? "\(first) TRANSACTION" : first
+            return "controls the transaction (\(command)); each step runs in one transaction that siwa commits"
         }
-        return result
+        switch first {
+        case "SET":
+            let target = ["LOCAL", "SESSION"].contains(second) && third != "AUTHORIZATION" ? Array(words.dropFirst(2)) : Array(words.dropFirst())
+            if target.first == "ROLE" || target.first == "SESSION_AUTHORIZATION"
+                || (target.first == "SESSION" && target.dropFirst().first == "AUTHORIZATION") {
+                return "changes the role (SET \(target.first == "ROLE" ? "ROLE" : "SESSION AUTHORIZATION")); steps run as siwa's database user"
+            }
+            if target.first == "STATEMENT_TIMEOUT" {
+                return "sets statement_timeout; the step's timeout_seconds sets it"
+            }
+            if second != "LOCAL", !["CONSTRAINTS", "TRANSACTION"].contains(second) {
+                return "uses SET without LOCAL, which outlives the step on a pooled connection; use SET LOCAL"
+            }
+            return nil
+        case "RESET":
+            if second == "ROLE" || (second == "SESSION" && third == "AUTHORIZATION") {
+                return "changes the role (RESET \(second == "ROLE" ? "ROLE" : "SESSION AUTHORIZATION")); steps run as siwa's database user"
+            }
+            return "uses RESET, which outlives the step on a pooled connection; use SET LOCAL"
+        case "DO":
+            return "is a code block (DO); plan statements are plain SQL"
+        case "PREPARE", "EXECUTE", "DEALLOCATE", "DISCARD":
+            return "changes the connection's session state (\(first)); plan statements are plain SQL"
+        default:
+            break
+        }
+        if words.contains("SET_CONFIG") {
+            return "calls set_config, which can change the role or the timeout; use SET LOCAL"
+        }
+        return nil
     }
 
     private func webhook(name: String, _ value: Any) throws -> PurgePlan.WebhookTarget {
@@ -216,7 +295,7 @@ private struct StepParser {
         } catch {
             throw PurgePlanError(step: name, "\(secretName): \(error)")
         }
-        var timeout = 10.0
+        var timeout = PurgePlan.defaultHTTPTimeoutSeconds
         if let value = object["timeout_seconds"] {
             guard let number = value as? NSNumber, number.doubleValue > 0, number.doubleValue <= 300 else {
                 throw PurgePlanError(step: name, "http.timeout_seconds must be a number of seconds in (0, 300]")

@@ -1,3 +1,4 @@
+import AccountStore
 import AsyncHTTPClient
 import Crypto
 import Foundation
@@ -50,7 +51,12 @@ public struct WebhookDelivery: Sendable {
 
     public init(http: HTTPClient) { self.http = http }
 
-    public func deliver(to target: PurgePlan.WebhookTarget, id: String, body: Data, now: Date = Date()) async throws {
+    /// POSTs `body`, signed. The step's `timeoutSeconds` bounds the whole
+    /// exchange: connecting, the answer's head and its body (a downstream
+    /// that sends headers and then stalls fails the step at the deadline).
+    /// Returns the status code (a 2xx); throws `WebhookFailure` otherwise.
+    @discardableResult
+    public func deliver(to target: PurgePlan.WebhookTarget, id: String, body: Data, now: Date = Date()) async throws -> Int {
         let timestamp = Int(now.timeIntervalSince1970)
         var request = HTTPClientRequest(url: target.url.absoluteString)
         request.method = .POST
@@ -62,21 +68,41 @@ public struct WebhookDelivery: Sendable {
                             value: StandardWebhook.signature(id: id, timestamp: timestamp, body: body, key: target.key))
         request.body = .bytes(ByteBuffer(bytes: body))
         let host = target.url.host ?? "?"
-        let response: HTTPClientResponse
+        let seconds = target.timeoutSeconds
+        let http = self.http
+        let prepared = request
+        let status: UInt
         do {
-            response = try await http.execute(request, timeout: .milliseconds(Int64(target.timeoutSeconds * 1000)))
+            // A little over the step's timeout: when AsyncHTTPClient's own
+            // deadline (on connecting and the answer's head) fires first,
+            // its error says what happened.
+            status = try await withTimeLimit(seconds: seconds + 0.2) {
+                // AsyncHTTPClient's deadline ends with the response head; the
+                // time limit around both covers the body too.
+                let response = try await http.execute(prepared, deadline: .now() + .nanoseconds(Int64(seconds * 1e9)))
+                // Read the body (and drop it) so the connection can be reused;
+                // past 1 MiB stop reading: the connection is closed instead.
+                var received = 0
+                for try await chunk in response.body {
+                    received += chunk.readableBytes
+                    if received > 1024 * 1024 { break }
+                }
+                return response.status.code
+            }
+        } catch is TimeLimitExceeded {
+            throw WebhookFailure(description: "timed out: \(host) did not answer within \(seconds.formattedSeconds) s")
         } catch let error as HTTPClientError where error == .deadlineExceeded {
-            throw WebhookFailure(description: "\(host) did not answer within \(target.timeoutSeconds) s")
+            throw WebhookFailure(description: "timed out: \(host) did not answer within \(seconds.formattedSeconds) s")
         } catch is CancellationError {
             throw CancellationError()
         } catch {
+            if Task.isCancelled { throw CancellationError() }
             throw WebhookFailure(description: "could not reach \(host) (\(type(of: error)): \(Self.short(error)))")
         }
-        // Read (and drop) the body so the connection can be reused.
-        _ = try? await response.body.collect(upTo: 64 * 1024)
-        guard (200..<300).contains(Int(response.status.code)) else {
-            throw WebhookFailure(description: "\(host) answered HTTP \(response.status.code)")
+        guard (200..<300).contains(Int(status)) else {
+            throw WebhookFailure(description: "\(host) answered HTTP \(status)")
         }
+        return Int(status)
     }
 
     private static func short(_ error: any Error) -> String {

@@ -5,8 +5,13 @@ import PostgresNIO
 /// Read-side queries over siwa's tables.
 public struct AccountQueries: Sendable {
     let client: PostgresClient
+    /// A running job older than this (the worker's SIWA_JOB_MAX_RUN_SECONDS) is overdue.
+    let jobMaxRunSeconds: Double
 
-    public init(client: PostgresClient) { self.client = client }
+    public init(client: PostgresClient, jobMaxRunSeconds: Double = 900) {
+        self.client = client
+        self.jobMaxRunSeconds = jobMaxRunSeconds
+    }
 
     /// Reachability check for `/readyz`. (Guarded, like every statement
     /// siwa runs: a connection that closes under it ends the wait.)
@@ -16,20 +21,26 @@ public struct AccountQueries: Sendable {
         }
     }
 
-    /// The purge queue at a glance, for `/metrics`: jobs per state, and how
-    /// long the oldest runnable job has been waiting (0 if none).
+    /// The purge queue at a glance, for `/metrics`: jobs per state, how
+    /// long the oldest runnable job has been waiting (0 if none), and the
+    /// running jobs that are overdue: attempted longer ago than the worker's
+    /// maximum run time, or holding a lease that has expired (a worker that
+    /// is stuck or gone, until a rescue).
     public func queueSnapshot(logger: Logger) async throws -> QueueSnapshot {
-        try await client.withGuardedConnection { connection in
+        try await client.withGuardedConnection { [jobMaxRunSeconds] connection in
             let rows = try await connection.query("""
                 SELECT state, count(*)::bigint,
                        coalesce(extract(epoch FROM now() - min(run_at) FILTER (
-                           WHERE state IN ('available', 'retryable') AND run_at <= now())), 0)::float8
+                           WHERE state IN ('available', 'retryable') AND run_at <= now())), 0)::float8,
+                       count(*) FILTER (WHERE state = 'running' AND (
+                           attempted_at < now() - make_interval(secs => \(jobMaxRunSeconds)::float8) OR locked_until < now()))::bigint
                 FROM siwa.jobs GROUP BY state
                 """, logger: logger)
-            var snapshot = QueueSnapshot(jobsByState: [:], oldestRunnableSeconds: 0)
-            for try await (state, count, oldest) in rows.decode((String, Int64, Double).self) {
+            var snapshot = QueueSnapshot(jobsByState: [:], oldestRunnableSeconds: 0, runningOverdue: 0)
+            for try await (state, count, oldest, overdue) in rows.decode((String, Int64, Double, Int64).self) {
                 snapshot.jobsByState[state] = Int(count)
                 snapshot.oldestRunnableSeconds = max(snapshot.oldestRunnableSeconds, oldest)
+                snapshot.runningOverdue += Int(overdue)
             }
             return snapshot
         }
@@ -39,4 +50,6 @@ public struct AccountQueries: Sendable {
 public struct QueueSnapshot: Sendable {
     public var jobsByState: [String: Int]
     public var oldestRunnableSeconds: Double
+    /// Running jobs past the maximum run time or with an expired lease.
+    public var runningOverdue: Int
 }

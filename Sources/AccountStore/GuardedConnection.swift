@@ -89,15 +89,26 @@ extension PostgresClient {
             work.cancel()
         }
         defer { unwatch() }
-        return try await withTaskCancellationHandler {
-            try await result.wait()
-        } onCancel: {
-            // The wait ends now, and the connection goes back to the pool, so
-            // it must not carry on with `body`'s half-done work (an open
-            // transaction would swallow the next user's statements): close it;
-            // the server rolls back, the pool drops it.
-            work.cancel()
-            connection.close().whenComplete { _ in }
+        let closing = Atomic<Bool>(false)
+        do {
+            return try await withTaskCancellationHandler {
+                try await result.wait()
+            } onCancel: {
+                // The wait ends now, and the connection goes back to the pool, so
+                // it must not carry on with `body`'s half-done work (an open
+                // transaction would swallow the next user's statements): close it;
+                // the server rolls back, the pool drops it.
+                closing.store(true, ordering: .sequentiallyConsistent)
+                work.cancel()
+                connection.close().whenComplete { _ in }
+            }
+        } catch {
+            // Give the connection back only once it is closed: released while
+            // still closing, the pool could lend it to the next caller (the
+            // worker recording the failure of the step just cancelled), whose
+            // statement would then fail with ConnectionClosed.
+            if closing.load(ordering: .sequentiallyConsistent) { try? await connection.closeFuture.get() }
+            throw error
         }
     }
 }

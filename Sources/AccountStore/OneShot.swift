@@ -58,3 +58,39 @@ public func withDeadline<T: Sendable>(_ limit: Duration, _ work: @escaping @Send
     }
     return (try? await result.wait()) ?? nil
 }
+
+/// `work` did not finish within its time limit, and was cancelled.
+public struct TimeLimitExceeded: Error, Sendable, CustomStringConvertible {
+    public let seconds: Double
+    public init(seconds: Double) { self.seconds = seconds }
+    public var description: String { "did not finish within \(seconds.formattedSeconds) s" }
+}
+
+/// Runs `work` under a time limit: its value or its error, or
+/// `TimeLimitExceeded` once `seconds` have passed. The work is cancelled
+/// then and no longer waited for, so a call that ignores cancellation
+/// cannot hold the caller past the limit. Cancelling the caller cancels the
+/// work too (and throws `CancellationError`).
+public func withTimeLimit<T: Sendable>(seconds: Double, _ work: @escaping @Sendable () async throws -> T) async throws -> T {
+    let result = OneShot<T>()
+    let worker = Task {
+        do { result.complete(.success(try await work())) } catch { result.complete(.failure(error)) }
+    }
+    let timer = Task {
+        try await Task.sleep(for: .seconds(seconds))
+        result.complete(.failure(TimeLimitExceeded(seconds: seconds)))
+        worker.cancel()
+    }
+    defer {
+        timer.cancel()
+        worker.cancel()  // a no-op when it finished; stops it when the caller gave up
+    }
+    return try await result.wait()
+}
+
+extension Double {
+    /// "2", "0.5", "1.25": seconds as people write them in settings.
+    public var formattedSeconds: String {
+        self == rounded() && abs(self) < 1e15 ? String(Int64(self)) : String(self)
+    }
+}

@@ -28,6 +28,10 @@ public final class DownstreamStub: Sendable {
         /// Answer 500 to the first `count` deliveries of each webhook id.
         case failFirst(Int)
         case alwaysFail
+        /// For the first `count` deliveries of each webhook id: answer 200,
+        /// send the headers and the first bytes of the body, then stall (a
+        /// downstream that hangs mid-answer). Later deliveries succeed.
+        case stallAfterHeaders(first: Int)
     }
 
     private struct State {
@@ -62,19 +66,33 @@ public final class DownstreamStub: Sendable {
             let timestamp = Int(request.headers[HTTPField.Name("webhook-timestamp")!] ?? "") ?? 0
             let signature = request.headers[HTTPField.Name("webhook-signature")!] ?? ""
             let valid = self.verify(id: id, timestamp: timestamp, body: body, header: signature)
-            let (accept, delay) = self.state.withLock { state -> (Bool, Duration) in
+            let (accept, stall, delay) = self.state.withLock { state -> (Bool, Bool, Duration) in
                 let earlier = state.deliveries.filter { $0.webhookID == id }.count
-                let accept: Bool
+                var accept: Bool
+                var stall = false
                 switch state.behaviour {
                 case .succeed: accept = valid
                 case .failFirst(let count): accept = valid && earlier >= count
                 case .alwaysFail: accept = false
+                case .stallAfterHeaders(let count):
+                    stall = valid && earlier < count
+                    accept = valid && !stall
                 }
                 state.deliveries.append(Delivery(webhookID: id, timestamp: timestamp, body: body, signatureValid: valid,
                                                  accepted: accept, receivedAt: Date()))
-                return (accept, state.delay)
+                return (accept, stall, state.delay)
             }
             if delay > .zero { try await Task.sleep(for: delay) }
+            if stall {
+                // The head and a first chunk go out; the rest never comes
+                // (until the client gives up and closes, or a minute passes).
+                return Response(status: .ok, headers: [.contentType: "application/json"], body: ResponseBody { writer in
+                    try await writer.write(ByteBuffer(string: #"{"received":"#))
+                    try await Task.sleep(for: .seconds(60))
+                    try await writer.write(ByteBuffer(string: "true}"))
+                    try await writer.finish(nil)
+                })
+            }
             return Response(status: accept ? .noContent : (valid ? .internalServerError : .unauthorized))
         }
         return try await RunningServer.start(router: router, port: 0, logger: logger)

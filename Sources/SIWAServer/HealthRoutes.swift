@@ -26,8 +26,10 @@ struct HealthRoutes: Sendable {
 
     /// The purge queue, read at scrape time (one small query; skipped if the
     /// database does not answer within a second, so /metrics never hangs):
-    /// `siwa_jobs{state}` and `siwa_jobs_oldest_runnable_seconds`. Alert on
-    /// `siwa_jobs{state="discarded"} > 0` and on a growing oldest age.
+    /// `siwa_jobs{state}`, `siwa_jobs_oldest_runnable_seconds` and
+    /// `siwa_jobs_running_overdue`. Alert on `siwa_jobs{state="discarded"} > 0`,
+    /// on a growing oldest age, and on overdue running jobs (a worker stuck
+    /// or gone).
     func refreshQueueGauges() async {
         guard let snapshot = await withDeadline(.seconds(1), { try await queries.queueSnapshot(logger: logger) }) else { return }
         let jobs = MetricNameDescriptor(namespace: "siwa", metricName: "jobs", unitName: "",
@@ -39,6 +41,10 @@ struct HealthRoutes: Sendable {
         registry.makeGauge(descriptor: MetricNameDescriptor(namespace: "siwa", metricName: "jobs_oldest_runnable", unitName: "seconds",
                                                             helpText: "How long the oldest runnable purge job has waited (0: none)"))
             .set(snapshot.oldestRunnableSeconds)
+        registry.makeGauge(descriptor: MetricNameDescriptor(
+            namespace: "siwa", metricName: "jobs_running_overdue", unitName: "",
+            helpText: "Running purge jobs attempted longer ago than SIWA_JOB_MAX_RUN_SECONDS, or whose lease expired"))
+            .set(Double(snapshot.runningOverdue))
     }
 
     func readiness() async -> Response {

@@ -59,7 +59,7 @@ public enum ServerAssembly {
             rejections: rejections, metrics: metrics, logger: Logger(label: "siwa.notifications")
         )
         let dependencies = ServerDependencies(
-            receiver: receiver, keys: keys, queries: AccountQueries(client: client),
+            receiver: receiver, keys: keys, queries: AccountQueries(client: client, jobMaxRunSeconds: settings.jobMaxRunSeconds),
             registry: registry, metrics: metrics, maxBodyBytes: settings.maxBodyBytes
         )
         var app = buildApplication(

@@ -79,6 +79,9 @@ public struct ServerSettings: Sendable {
     public var onConsentRevoked: ConsentRevokedPolicy
     public var rejectionsPerMinute: Int
     public var rejectionRetentionDays: Int
+    /// The worker's SIWA_JOB_MAX_RUN_SECONDS: `/metrics` counts running jobs
+    /// older than this as overdue.
+    public var jobMaxRunSeconds: Double
     public var log: LogSettings
 
     public static let appleJWKSURL = "https://appleid.apple.com/auth/keys"
@@ -106,6 +109,8 @@ public struct ServerSettings: Sendable {
             among: ConsentRevokedPolicy.allCases.map(\.rawValue))) ?? .signOut
         rejectionsPerMinute = try env.integer("SIWA_REJECTIONS_PER_MINUTE", default: 6_000, range: 0...1_000_000)
         rejectionRetentionDays = try env.integer("SIWA_REJECTION_RETENTION_DAYS", default: 30, range: 1...3650)
+        jobMaxRunSeconds = try WorkerSettings.maxRunSeconds(
+            env, leaseSeconds: try env.seconds("SIWA_JOB_LEASE_SECONDS", default: 60, range: 1...86400))
         log = try LogSettings(environment: env)
         guard ingestWriters < databaseMaxConnections else {
             throw SettingError("SIWA_INGEST_WRITERS", "must be below SIWA_DATABASE_MAX_CONNECTIONS (\(databaseMaxConnections))")

@@ -19,27 +19,9 @@ public struct WorkerAssembly: Sendable {
         let database = try DatabaseConfiguration(url: settings.databaseURL, maximumConnections: settings.databaseMaxConnections)
         let client = PostgresClient(configuration: database.postgresClientConfiguration,
                                     backgroundLogger: Logger(label: "siwa.postgres"))
-        let plan: PurgePlan
-        if let path = settings.purgePlanPath {
-            do {
-                plan = try PurgePlan.load(path: path, environment: environment)
-            } catch let error as PurgePlanError {
-                throw SettingError("SIWA_PURGE_PLAN", "\(path): \(error)")
-            }
-        } else {
-            plan = .builtInOnly
-        }
-        var external: [String: PostgresClient] = [:]
-        for step in plan.steps {
-            guard case .sql(_, let other?) = step.action else { continue }
-            external[step.name] = PostgresClient(configuration: other.configuration.postgresClientConfiguration,
-                                                 backgroundLogger: Logger(label: "siwa.postgres.\(step.name)"))
-        }
-        // Webhooks: only a 2xx from the URL in the plan counts, so redirects
-        // are not followed.
-        var http = HTTPClient.Configuration()
-        http.redirectConfiguration = .disallow
-        let webhookClient = HTTPClient(eventLoopGroupProvider: .singleton, configuration: http)
+        let plan = try Self.loadPlan(settings: settings, environment: environment)
+        let external = Self.externalClients(plan)
+        let webhookClient = Self.webhookClient()
         let queue = JobQueue(client: client, worker: workerName, logger: Logger(label: "siwa.jobs"))
         let runner = PurgeJobRunner(plan: plan, queue: queue, externalDatabases: external,
                                     webhooks: WebhookDelivery(http: webhookClient), logger: Logger(label: "siwa.purge"))
@@ -51,6 +33,72 @@ public struct WorkerAssembly: Sendable {
         }
         self.plan = plan
         self.services = [client, HTTPClientService(client: webhookClient)] + external.values.map { $0 as any Service } + [worker]
+    }
+
+    /// The plan from SIWA_PURGE_PLAN (or the built-in step only), checked
+    /// whole, and its step deadlines against SIWA_JOB_MAX_RUN_SECONDS.
+    static func loadPlan(settings: WorkerSettings, environment: [String: String]) throws -> PurgePlan {
+        let plan: PurgePlan
+        if let path = settings.purgePlanPath {
+            do {
+                plan = try PurgePlan.load(path: path, environment: environment)
+            } catch let error as PurgePlanError {
+                throw SettingError("SIWA_PURGE_PLAN", "\(path): \(error)")
+            }
+        } else {
+            plan = .builtInOnly
+        }
+        if let longest = plan.longestStepSeconds, longest.seconds >= settings.worker.maxRunSeconds {
+            throw SettingError("SIWA_JOB_MAX_RUN_SECONDS", "\(settings.worker.maxRunSeconds.formattedSeconds) s is too short for step '\(longest.step)', "
+                               + "which may take up to \(longest.seconds.formattedSeconds) s (its timeout_seconds, plus a margin for SQL steps)")
+        }
+        return plan
+    }
+
+    /// A client for each SQL step on another database, by step name.
+    static func externalClients(_ plan: PurgePlan) -> [String: PostgresClient] {
+        var external: [String: PostgresClient] = [:]
+        for step in plan.steps {
+            guard case .sql(_, let other?) = step.action else { continue }
+            external[step.name] = PostgresClient(configuration: other.configuration.postgresClientConfiguration,
+                                                 backgroundLogger: Logger(label: "siwa.postgres.\(step.name)"))
+        }
+        return external
+    }
+
+    /// Webhooks: only a 2xx from the URL in the plan counts, so redirects
+    /// are not followed. A refused connection fails the step at once (the
+    /// job's retry, with its backoff, tries again later) instead of being
+    /// retried until the step's deadline.
+    static func webhookClient() -> HTTPClient {
+        var http = HTTPClient.Configuration()
+        http.redirectConfiguration = .disallow
+        http.connectionPool.retryConnectionEstablishment = false
+        return HTTPClient(eventLoopGroupProvider: .singleton, configuration: http)
+    }
+
+    /// `siwa worker --check-plan`: every step of the plan tried without
+    /// running it (PurgePlanCheck). Nil when there is no plan to check.
+    /// Throws `SettingError` for a bad plan, like the worker's start-up.
+    public static func checkPlan(settings: WorkerSettings, environment: [String: String],
+                                 logger: Logger) async throws -> [PurgePlanCheck.Outcome]? {
+        let plan = try loadPlan(settings: settings, environment: environment)
+        guard !plan.steps.isEmpty else { return nil }
+        let own = try DatabaseConfiguration(url: settings.databaseURL, maximumConnections: 2)
+        let external = externalClients(plan)
+        let webhookClient = webhookClient()
+        let outcomes = try await own.withClient { client in
+            await withTaskGroup(of: Void.self) { group in
+                for other in external.values { group.addTask { await other.run() } }
+                let check = PurgePlanCheck(plan: plan, ownDatabase: client, externalDatabases: external,
+                                           webhooks: WebhookDelivery(http: webhookClient), logger: logger)
+                let outcomes = await check.run()
+                group.cancelAll()
+                return outcomes
+            }
+        }
+        try? await webhookClient.shutdown()
+        return outcomes
     }
 
     /// host:pid, unique among live workers, readable in `locked_by`.

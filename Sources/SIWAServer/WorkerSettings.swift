@@ -1,4 +1,5 @@
 import AccountEvents
+import AccountStore
 import Foundation
 
 /// Everything `siwa worker` is configured with.
@@ -10,6 +11,15 @@ public struct WorkerSettings: Sendable {
     public var purgePlanPath: String?
     public var log: LogSettings
 
+    /// SIWA_JOB_MAX_RUN_SECONDS when not set (or the lease, if longer).
+    public static let defaultMaxRunSeconds = 900.0
+
+    /// SIWA_JOB_MAX_RUN_SECONDS (`siwa serve` reads it too, for the
+    /// `siwa_jobs_running_overdue` gauge).
+    static func maxRunSeconds(_ env: Environment, leaseSeconds: Double) throws -> Double {
+        try env.seconds("SIWA_JOB_MAX_RUN_SECONDS", default: max(defaultMaxRunSeconds, leaseSeconds), range: 1...86400)
+    }
+
     public init(environment env: Environment) throws {
         databaseURL = try env.required("SIWA_DATABASE_URL", example: "postgres://siwa:secret@127.0.0.1:5432/siwa")
         var options = JobWorker.Options()
@@ -20,6 +30,14 @@ public struct WorkerSettings: Sendable {
         options.retentionSeconds = try env.seconds("SIWA_JOB_RETENTION_DAYS", default: 30, range: 0...3650) * 86400
         options.pollSeconds = try env.seconds("SIWA_WORKER_POLL_SECONDS", default: 2, range: 0.05...600)
         options.shutdownGraceSeconds = try env.seconds("SIWA_WORKER_SHUTDOWN_GRACE_SECONDS", default: 30, range: 0...3600)
+        // A run is stopped at this age and its lease no longer renewed; a
+        // lease longer than the longest run would only delay rescues. (The
+        // plan's step deadlines are checked against it in WorkerAssembly.)
+        options.maxRunSeconds = try Self.maxRunSeconds(env, leaseSeconds: options.leaseSeconds)
+        guard options.maxRunSeconds >= options.leaseSeconds else {
+            throw SettingError("SIWA_JOB_MAX_RUN_SECONDS",
+                               "must be at least SIWA_JOB_LEASE_SECONDS (\(options.leaseSeconds.formattedSeconds)); a lease longer than the longest run only delays rescues")
+        }
         worker = options
         // The claimer, the LISTEN connection and the heartbeat need one each
         // beside the running jobs.

@@ -1,3 +1,4 @@
+import AccountEvents
 import AccountStore
 import ArgumentParser
 import Foundation
@@ -16,6 +17,12 @@ struct Worker: AsyncParsableCommand {
             SIGTERM or SIGINT: stop claiming, let running jobs finish within the grace period, \
             release the rest for another worker.
 
+            --check-plan tries the purge plan without running it, then exits: every SQL \
+            statement is PREPAREd on its database inside a transaction that is rolled back, and \
+            every HTTP step gets a signed test request (body {"type":"siwa.plan_check",...}, \
+            webhook-id siwa-check-<uuid>; downstreams should answer 2xx and ignore it). One line \
+            per step; exit 0 if all passed, 1 if any failed.
+
             Settings (environment):
               SIWA_DATABASE_URL            postgres://USER:PASSWORD@HOST:PORT/DB  (required)
               SIWA_PURGE_PLAN              JSON file of purge steps (none: built-in step only)
@@ -23,6 +30,7 @@ struct Worker: AsyncParsableCommand {
               SIWA_JOB_LEASE_SECONDS       lease of a claimed job, renewed while it runs (60)
               SIWA_JOB_RETRY_BASE_SECONDS  retry n waits base x 2^(n-1), jitter, 6 h cap (15)
               SIWA_JOB_MAX_ATTEMPTS        attempts before a job is discarded (25)
+              SIWA_JOB_MAX_RUN_SECONDS     longest attempt; then stopped and retried (900)
               SIWA_JOB_RETENTION_DAYS      completed jobs kept this long, then pruned (30)
               SIWA_WORKER_POLL_SECONDS     polling fallback when no NOTIFY arrives (2)
               SIWA_WORKER_SHUTDOWN_GRACE_SECONDS  time running jobs get on SIGTERM (30)
@@ -34,11 +42,16 @@ struct Worker: AsyncParsableCommand {
             """
     )
 
+    @Flag(name: .customLong("check-plan"),
+          help: "Check the purge plan (PREPARE each SQL statement, send each HTTP step a signed test request) and exit.")
+    var checkPlan = false
+
     func run() async throws {
         let environment = ProcessInfo.processInfo.environment
         let settings = Startup.settings { try WorkerSettings(environment: Environment(environment)) }
         LoggingSetup.bootstrap(settings.log)
         let logger = Logger(label: "siwa.worker")
+        if checkPlan { await Self.checkPlan(settings: settings, environment: environment, logger: logger) }
         let migrator = Startup.settings { try Migrator(directory: Migrator.defaultDirectory()) }
         let assembly = Startup.settings {
             try WorkerAssembly(settings: settings, environment: environment, migrations: migrator, logger: logger)
@@ -51,5 +64,26 @@ struct Worker: AsyncParsableCommand {
         } catch let error as MigrationError {
             Startup.fail("\(error)")
         }
+    }
+
+    /// `--check-plan`: one line per step on stdout; exit 0 if every step
+    /// passed, 1 if any failed, 2 for a bad setting or plan.
+    static func checkPlan(settings: WorkerSettings, environment: [String: String], logger: Logger) async -> Never {
+        let outcomes: [PurgePlanCheck.Outcome]?
+        do {
+            outcomes = try await WorkerAssembly.checkPlan(settings: settings, environment: environment, logger: logger)
+        } catch let error as SettingError {
+            Startup.fail("\(error)")
+        } catch let error as DatabaseConfigurationError {
+            Startup.fail("SIWA_DATABASE_URL: \(error)")
+        } catch {
+            Startup.fail("cannot check the plan: \(safeDescription(error))", code: 1)
+        }
+        guard let outcomes else {
+            FileHandle.standardOutput.write(Data("no SIWA_PURGE_PLAN: nothing to check (only the built-in step runs)\n".utf8))
+            Foundation.exit(0)
+        }
+        FileHandle.standardOutput.write(Data(outcomes.map { $0.line + "\n" }.joined().utf8))
+        Foundation.exit(outcomes.allSatisfy(\.passed) ? 0 : 1)
     }
 }

@@ -30,6 +30,9 @@ struct PurgePlanTests {
         #expect(database.environmentName == "OTHER_DB")
         guard case .http(let target) = plan.steps[2].action else { Issue.record("not an http step"); return }
         #expect(target.timeoutSeconds == 2.5)
+        #expect(plan.steps.map(\.timeoutSeconds) == [60, 60, 2.5])
+        let timed = try Self.parse(#"[{"name": "a", "sql": ["SELECT 1"], "timeout_seconds": 0.5}]"#)
+        #expect(timed.steps.first?.timeoutSeconds == 0.5)
         // A bare list of steps is accepted too.
         #expect(try Self.parse(#"[{"name": "a", "sql": ["SELECT 1"]}]"#).steps.count == 1)
     }
@@ -55,6 +58,11 @@ struct PurgePlanTests {
         (#"{"steps": "all"}"#, "\"steps\" must be a list"),
         (#"{"stepz": []}"#, "unknown top-level key(s): stepz"),
         (#"{"steps": [}"#, "is not valid JSON"),
+        (#"{"steps": [{"name": "a", "sql": ["SELECT 1"], "timeout_seconds": 0}]}"#, "step 'a': timeout_seconds must be"),
+        (#"{"steps": [{"name": "a", "sql": ["SELECT 1"], "timeout_seconds": "60"}]}"#, "step 'a': timeout_seconds must be"),
+        (#"{"steps": [{"name": "a", "sql": ["SELECT 1"], "timeout_seconds": 3601}]}"#, "step 'a': timeout_seconds must be"),
+        (#"{"steps": [{"name": "c", "timeout_seconds": 5, "http": {"url": "https://x", "secret_env": "CRM_SECRET"}}]}"#,
+         "step 'c': an http step's timeout goes in http.timeout_seconds"),
     ])
     func badPlansAreRefusedNamingTheStep(json: String, expected: String) {
         do {
@@ -63,6 +71,89 @@ struct PurgePlanTests {
         } catch {
             #expect("\(error)".contains(expected), "\(error)")
         }
+    }
+
+    /// Statements that would leave the step's transaction or siwa's role, or
+    /// hide a second statement behind quotes or comments, are refused at
+    /// load time with one line naming the step and the statement. Quotes
+    /// and comments are read as PostgreSQL reads them.
+    @Test(arguments: [
+        // A second statement, however it is dressed up.
+        ("DELETE FROM t WHERE a = $1; -- x", "holds more than one statement"),
+        ("DELETE FROM t WHERE a = $1; /* x */", "holds more than one statement"),
+        ("DELETE FROM t WHERE a = $1 -- it's\n; DROP TABLE t", "holds more than one statement"),
+        ("DELETE FROM t /* ' */; DROP TABLE t /* ' */", "holds more than one statement"),
+        ("DELETE FROM t WHERE a = '/*'; DROP TABLE t; -- */'", "holds more than one statement"),
+        (#"DELETE FROM t WHERE a = E'\''; DROP TABLE t; --'"#, "holds more than one statement"),
+        ("DELETE FROM t WHERE a = $1 /* /* */ ; DROP TABLE t", "unterminated /* comment"),
+        ("DELETE FROM t WHERE a = 'x", "unterminated string literal"),
+        ("DELETE FROM \"t WHERE a = $1", "unterminated quoted name"),
+        // Transaction control.
+        ("COMMIT", "controls the transaction (COMMIT)"),
+        ("commit", "controls the transaction (COMMIT)"),
+        ("/* first */ ROLLBACK", "controls the transaction (ROLLBACK)"),
+        ("BEGIN", "controls the transaction (BEGIN)"),
+        ("START TRANSACTION", "controls the transaction (START TRANSACTION)"),
+        ("SAVEPOINT s1", "controls the transaction (SAVEPOINT)"),
+        ("RELEASE SAVEPOINT s1", "controls the transaction (RELEASE)"),
+        ("END", "controls the transaction (END)"),
+        ("ABORT", "controls the transaction (ABORT)"),
+        ("PREPARE TRANSACTION 'purge'", "controls the transaction (PREPARE TRANSACTION)"),
+        ("ROLLBACK PREPARED 'purge'", "controls the transaction (ROLLBACK)"),
+        // The role, and settings that outlive the step.
+        ("SET ROLE app_admin", "changes the role (SET ROLE)"),
+        ("set local role app_admin", "changes the role (SET ROLE)"),
+        ("SET SESSION AUTHORIZATION app_admin", "changes the role (SET SESSION AUTHORIZATION)"),
+        ("SET LOCAL SESSION AUTHORIZATION app_admin", "changes the role (SET SESSION AUTHORIZATION)"),
+        ("SET LOCAL \"role\" = 'app_admin'", "changes the role (SET ROLE)"),
+        ("RESET ROLE", "changes the role (RESET ROLE)"),
+        ("RESET SESSION AUTHORIZATION", "changes the role (RESET SESSION AUTHORIZATION)"),
+        ("RESET ALL", "uses RESET"),
+        ("SET search_path = app", "uses SET without LOCAL"),
+        ("SET LOCAL statement_timeout = 0", "sets statement_timeout"),
+        ("SELECT set_config('role', 'app_admin', true)", "calls set_config"),
+        ("DEALLOCATE ALL", "changes the connection's session state (DEALLOCATE)"),
+        // Code blocks and dollar quotes ($1 and $2 stay fine).
+        ("DO $$BEGIN DELETE FROM t; COMMIT; END$$", "dollar-quoted block"),
+        ("DO $body$BEGIN NULL; END$body$", "dollar-quoted block"),
+        ("DELETE FROM t WHERE a = $q$x$q$ AND b = $1", "dollar-quoted block"),
+        ("DO 'BEGIN DELETE FROM t; END'", "is a code block (DO)"),
+        ("DELETE FROM t WHERE a = $1 AND b = $3 -- $2", "uses $3"),
+    ])
+    func unsafeStatementsAreRefused(statement: String, expected: String) throws {
+        let json = try JSONSerialization.data(withJSONObject: ["steps": [["name": "wipe", "sql": ["SELECT 1", statement]]]])
+        do {
+            _ = try PurgePlan.parse(json, environment: Self.environment)
+            Issue.record("accepted: \(statement)")
+        } catch {
+            #expect("\(error)".hasPrefix("step 'wipe': statement 2 "), "\(error)")
+            #expect("\(error)".contains(expected), "\(error)")
+            #expect(!"\(error)".contains("\n"))
+        }
+    }
+
+    /// What the refusals must not catch: `;` and `$3` inside quotes and
+    /// comments, nested comments, E'' escapes, `$` inside names, SET LOCAL.
+    @Test(arguments: [
+        ("DELETE FROM t WHERE note = 'a; DROP TABLE t; --' AND sub = $1", 1),
+        ("DELETE FROM t WHERE a = $1 /* ; DROP TABLE t */", 1),
+        ("DELETE FROM t WHERE a = $1 -- trailing note; with $3", 1),
+        ("DELETE FROM t WHERE a = $1 /* nested /* */ ; DROP TABLE t */", 1),
+        ("DELETE FROM t WHERE a = $1 ;; ", 1),
+        ("DELETE FROM \"odd;name\" WHERE \"x\"\"y\" = $2", 2),
+        (#"DELETE FROM t WHERE a = E'it\'s; $3' AND b = $1"#, 1),
+        ("UPDATE t SET price$3 = 0 WHERE sub = $1", 1),
+        ("SET LOCAL lock_timeout = '5s'", 0),
+        ("SELECT app.purge($1, $2::bigint)", 2),
+        ("DELETE FROM t WHERE commit_note = 'BEGIN' AND sub = $1", 1),
+    ])
+    func safeStatementsAreAccepted(statement: String, parameters: Int) throws {
+        let json = try JSONSerialization.data(withJSONObject: ["steps": [["name": "wipe", "sql": [statement]]]])
+        let plan = try PurgePlan.parse(json, environment: Self.environment)
+        guard case .sql(let statements, nil) = plan.steps.first?.action else { Issue.record("not a local sql step"); return }
+        #expect(statements.first?.parameterCount == parameters)
+        #expect(statements.first?.text.hasSuffix(";") == false)
+        #expect(plan.steps.first?.timeoutSeconds == PurgePlan.defaultSQLTimeoutSeconds)
     }
 
     @Test func shortWebhookSecretsAreRefused() {

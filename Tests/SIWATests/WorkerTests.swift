@@ -161,6 +161,31 @@ struct WorkerTests {
         #expect(await restarted.terminate() == 0)
     }
 
+    /// A statement that fails while it runs, after PostgreSQL has described
+    /// its rows (here a division by zero in a SELECT on another database),
+    /// fails the step: it is not swallowed by the COMMIT (which PostgreSQL
+    /// answers with a quiet ROLLBACK) and recorded as done.
+    @Test func aStatementFailingMidwayOnAnotherDatabaseFailsTheStep() async throws {
+        let analytics = try await TestDatabase.create()
+        try await analytics.execute("CREATE TABLE events (apple_sub text NOT NULL)")
+        try await analytics.execute("INSERT INTO events VALUES ('midway'), ('other')")
+        let harness = try await WorkerHarness.start(analytics: analytics, planSteps: { _ in [
+            ["name": WorkerHarness.analyticsStep, "database_url_env": "TEST_ANALYTICS_DATABASE_URL",
+             "sql": ["DELETE FROM events WHERE apple_sub = $1", "SELECT 1 / (count(*) - count(*)) FROM events"]],
+        ] }, settings: ["SIWA_JOB_MAX_ATTEMPTS": "1"])
+        defer { Task { await harness.stop() } }
+        try await harness.enqueue(subs: ["midway"])
+        let worker = try harness.startWorker()
+        let discarded = try await harness.wait(upTo: .seconds(30)) { try await harness.count(state: "discarded") == 1 }
+        #expect(discarded, "\(worker.log.suffix(3000))")
+        let db = harness.database
+        #expect(try await db.strings("SELECT errors->0->>'error' FROM siwa.jobs") == ["SQL failed, sqlstate 22012: division by zero"])
+        #expect(try await db.scalar("SELECT count(*) FROM siwa.jobs WHERE steps_done ? '\(WorkerHarness.analyticsStep)'") == 0)
+        // The step's transaction was rolled back whole.
+        #expect(try await analytics.scalar("SELECT count(*) FROM events") == 2)
+        #expect(await worker.terminate() == 0)
+    }
+
     /// Two worker processes at once: every job is claimed exactly once (no
     /// crash here, so no job is ever taken twice), both take a share, and
     /// each SQL step and delivery happens once.

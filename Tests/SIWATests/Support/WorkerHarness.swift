@@ -28,7 +28,10 @@ final class WorkerHarness: Sendable {
     ///   - settings: extra or overriding `SIWA_*` settings for the workers.
     ///   - analytics: another database with a table `events (apple_sub)`, cleaned
     ///     by a third step through `database_url_env` (at-least-once).
+    ///   - httpTimeout: the webhook step's `timeout_seconds`.
+    ///   - planSteps: replaces the plan's steps; given the downstream's hook URL.
     static func start(database: TestDatabase? = nil, slowSQL: Double = 0, analytics: TestDatabase? = nil,
+                      httpTimeout: Double = 5, planSteps: (@Sendable (String) -> [[String: Any]])? = nil,
                       settings extra: [String: String] = [:]) async throws -> WorkerHarness {
         let database = if let database { database } else { try await TestDatabase.create() }
         try await database.execute("""
@@ -54,7 +57,8 @@ final class WorkerHarness: Sendable {
                           "sql": ["DELETE FROM events WHERE apple_sub = $1"]])
         }
         steps.append(["name": httpStep, "http": ["url": server.baseURL + "/hooks/purge", "secret_env": "TEST_DOWNSTREAM_SECRET",
-                                                 "timeout_seconds": 5]])
+                                                 "timeout_seconds": httpTimeout]])
+        if let planSteps { steps = planSteps(server.baseURL + "/hooks/purge") }
         let plan: [String: Any] = ["steps": steps]
         let planFile = FileManager.default.temporaryDirectory.appendingPathComponent("siwa-plan-\(UUID().uuidString).json").path
         try JSONSerialization.data(withJSONObject: plan).write(to: URL(fileURLWithPath: planFile))
