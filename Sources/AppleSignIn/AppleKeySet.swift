@@ -37,7 +37,6 @@ public final class AppleKeySet: Sendable {
         /// When the last refetch for an unknown kid started (the cooldown
         /// is counted from it; scheduled reloads do not count).
         var lastUnknownKidFetch: ContinuousClock.Instant?
-        var lastAttemptFailed = false
         var fetchCount = 0
     }
 
@@ -132,10 +131,7 @@ public final class AppleKeySet: Sendable {
             logger.warning("Could not load Apple signing keys; keeping the previous set",
                            metadata: ["source": "\(source.description)", "error": "\(error)"])
         }
-        refresh.withLock {
-            $0.lastAttemptFailed = failed
-            $0.inFlight = nil
-        }
+        refresh.withLock { $0.inFlight = nil }
         return !failed
     }
 
