@@ -8,12 +8,14 @@ import NIOHTTPTypes
 ///
 /// Hummingbird closes a connection only when the *request* asked for it;
 /// after any other answer it reads the rest of the request body (however
-/// large or slow) and waits for the next request. siwa answers a 413, or a
-/// 4xx given before the body was read whole, with `Connection: close`; this
-/// handler then drops whatever the client still sends, shuts the output
-/// down right after the answer (the client reads the answer, then EOF), and
-/// closes the connection fully when the client closes its side or after
-/// `linger`, whichever comes first. The linger, instead of an immediate
+/// large or slow) and waits for the next request. siwa's own routes answer
+/// a 413, or a 4xx given before the body was read whole, with
+/// `Connection: close`; this handler adds it to any other 4xx written while
+/// the request's body has not all arrived (a 404 or 405 to a large POST, an
+/// answer of Hummingbird's own). After such an answer it drops whatever the
+/// client still sends, shuts the output down right after the answer (the
+/// client reads the answer, then EOF), and closes the connection fully when
+/// the client closes its side or after `linger`, whichever comes first. The linger, instead of an immediate
 /// close, keeps the kernel from answering unread body bytes with a reset
 /// that could destroy the answer before the client has read it.
 final class CloseAfterResponseHandler: ChannelDuplexHandler, RemovableChannelHandler {
@@ -26,6 +28,11 @@ final class CloseAfterResponseHandler: ChannelDuplexHandler, RemovableChannelHan
 
     /// The answer being written carries `Connection: close`.
     private var closeAfterThisResponse = false
+    /// Requests whose end has arrived, and final answers begun: answer n
+    /// (from 0) is to request n, whose body has not all arrived while
+    /// `requestsEnded <= n` (pipelined requests keep their order).
+    private var requestsEnded = 0
+    private var answersStarted = 0
     /// That answer has been written: drop all input, close soon.
     private var closing = false
 
@@ -34,6 +41,7 @@ final class CloseAfterResponseHandler: ChannelDuplexHandler, RemovableChannelHan
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         // Not a byte more for the application: no further request is served.
         guard !closing else { return }
+        if case .end = unwrapInboundIn(data) { requestsEnded += 1 }
         context.fireChannelRead(data)
     }
 
@@ -46,9 +54,21 @@ final class CloseAfterResponseHandler: ChannelDuplexHandler, RemovableChannelHan
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
         switch unwrapOutboundIn(data) {
-        case .head(let response):
+        case .head(var response):
+            guard response.status.kind != .informational else {
+                context.write(data, promise: promise)
+                return
+            }
+            let bodyPending = requestsEnded <= answersStarted
+            answersStarted += 1
             closeAfterThisResponse = Self.asksToClose(response.headerFields)
-            context.write(data, promise: promise)
+            if !closeAfterThisResponse, bodyPending, response.status.kind == .clientError {
+                closeAfterThisResponse = true
+                response.headerFields[.connection] = "close"
+                context.write(wrapOutboundOut(.head(response)), promise: promise)
+            } else {
+                context.write(data, promise: promise)
+            }
         case .body:
             context.write(data, promise: promise)
         case .end:

@@ -97,6 +97,23 @@ struct HTTPHygieneTests {
         #expect(reading.answerCount == 1, "\(reading.text.prefix(600))")
     }
 
+    /// A 4xx that is not siwa's own (a POST to a path that does not exist)
+    /// given before the body arrived also closes the connection, with
+    /// `Connection: close`, instead of reading the rest of the body.
+    @Test func anyEarlyClientErrorClosesTheConnection() async throws {
+        let siwa = try await ServerHarness.start()
+        defer { Task { await siwa.stop() } }
+        let reading = try await RawConnection.with(port: siwa.port) { connection in
+            await connection.send("POST /no/such/route HTTP/1.1\r\nHost: siwa\r\nContent-Type: application/json\r\n" +
+                                  "Content-Length: 10000000\r\n\r\n{\"payload\":\"" + String(repeating: "A", count: 2000))
+            return await connection.readUntilClosed(limit: .seconds(10))
+        }
+        #expect(reading.status == 404, "\(reading.text.prefix(300))")
+        #expect(reading.header("Connection")?.lowercased() == "close", "\(reading.text.prefix(300))")
+        #expect(reading.end == .closed)
+        #expect(reading.elapsed < .seconds(5), "\(reading.elapsed)")
+    }
+
     /// Answers given after the whole body was read keep the connection (a
     /// 400 for a bad token, a 200): only early answers close it.
     @Test func answersAfterTheWholeBodyKeepTheConnection() async throws {
