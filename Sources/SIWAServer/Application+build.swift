@@ -46,8 +46,9 @@ public func buildRouter(_ dependencies: ServerDependencies, logger: Logger) -> R
 /// HTTP/1.1 with an idle timeout (a connection with no request, or whose
 /// request's head or body stopped arriving, is closed after `idleTimeout`),
 /// and `CloseAfterResponseHandler`: an answer carrying `Connection: close`
-/// (a 413, or a 4xx given before the body was read whole) closes the
-/// connection once it is written, instead of reading the rest of the body.
+/// (a 413, or any 4xx given before its request's body has all arrived, which
+/// the handler marks so) closes the connection once it is written, instead
+/// of reading the rest of the body.
 public func buildApplication(
     host: String, port: Int, dependencies: ServerDependencies, idleTimeout: Duration = .seconds(60),
     services: [any Service], logger: Logger,
