@@ -97,6 +97,16 @@ public struct NotificationVerifier: Sendable {
                 throw VerificationFailure.malformedEvents(AppleTokenVerifier.describe(error))
             }
         }
+        // event_time (ms) is stored and compared as a bigint; keep it a sane
+        // time so no genuine-but-absurd value can pin a user's state forever:
+        // not before 2019, not after the notification expires.
+        // (Compared as Double: the bounds need no conversion that could trap.)
+        let eventTime = Double(event.eventTime)
+        let earliest = VerificationPolicy.earliestIssuedAt * 1000
+        let latest = (verified.expiresAt.timeIntervalSince1970 + base.policy.leeway) * 1000
+        guard eventTime >= earliest, eventTime <= latest else {
+            throw VerificationFailure.malformedEvents("event_time is out of range")
+        }
         let claimsJSON = Self.storedClaims(audience: verified.audience, issuedAt: verified.claims.iat ?? 0,
                                            expiresAt: verified.claims.exp ?? 0, jti: jti, event: event)
         return AppleNotification(

@@ -6,6 +6,14 @@ import Foundation
 public struct VerificationPolicy: Sendable {
     public static let appleIssuer = "https://appleid.apple.com"
 
+    /// The earliest `iat` accepted: 2019-01-01T00:00:00Z (Sign in with Apple
+    /// began in June 2019). Together with "not after now + leeway" this keeps
+    /// every verified time a sane date, whatever number a token carries.
+    public static let earliestIssuedAt: TimeInterval = 1_546_300_800
+    /// The longest `exp - iat` accepted: 7 days. Apple's notifications and
+    /// identity tokens live one day (older identity tokens ten minutes).
+    public static let maximumLifetime: TimeInterval = 7 * 86_400
+
     /// Accepted `aud` values: the app's client ids (bundle id, services id).
     public var audiences: Set<String>
     /// Clock skew tolerated on `exp` and `iat`.
@@ -29,8 +37,8 @@ struct VerifiedJWS: Sendable {
     let expiresAt: Date
 }
 
-/// The machinery both verifiers share: RS256 only, Apple's key for the
-/// `kid`, then `iss`, `aud`, `exp`, `iat`.
+/// The machinery both verifiers share: RS256 only, no `crit`, Apple's key
+/// for the `kid`, then `iss`, `aud`, `iat`, `exp`.
 struct AppleTokenVerifier: Sendable {
     let keys: AppleKeySet
     let policy: VerificationPolicy
@@ -40,7 +48,13 @@ struct AppleTokenVerifier: Sendable {
         guard let alg = jws.header.alg else { throw VerificationFailure.malformedHeader("alg is missing") }
         // Apple signs with RS256 and nothing else. Checking the header first
         // closes the classic holes: `none`, and HS256 keyed with the public key.
-        guard alg == "RS256" else { throw VerificationFailure.unsupportedAlgorithm(String(alg.prefix(16))) }
+        // The associated value is only ever a registered name (never header bytes).
+        guard alg == "RS256" else {
+            throw VerificationFailure.unsupportedAlgorithm(VerificationFailure.registeredAlgorithms.contains(alg) ? alg : "")
+        }
+        // siwa implements no JWS extension, so any `crit` makes the JWS invalid
+        // (RFC 7515 §4.1.11); a malformed one was refused while parsing.
+        guard jws.header.critical == nil else { throw VerificationFailure.unsupportedCritical }
         guard !jws.signature.isEmpty else { throw VerificationFailure.badSignature }
         guard let kid = jws.header.kid, !kid.isEmpty else { throw VerificationFailure.missingKeyID }
         guard kid.utf8.count <= 64 else { throw VerificationFailure.malformedHeader("kid is too long") }
@@ -62,8 +76,14 @@ struct AppleTokenVerifier: Sendable {
         guard let exp = claims.exp else { throw VerificationFailure.missingExpiry }
         guard let iat = claims.iat else { throw VerificationFailure.missingIssuedAt }
         let now = policy.now().timeIntervalSince1970
-        guard now <= exp + policy.leeway else { throw VerificationFailure.expired }
+        // Bounds first: past them, iat and exp are sane dates (as Date, in
+        // JSON, as a PostgreSQL timestamptz) whatever the token said.
+        guard iat.isFinite, iat >= VerificationPolicy.earliestIssuedAt else { throw VerificationFailure.issuedAtOutOfRange }
         guard iat <= now + policy.leeway else { throw VerificationFailure.issuedInFuture }
+        guard exp.isFinite, exp > iat, exp - iat <= VerificationPolicy.maximumLifetime else {
+            throw VerificationFailure.expiryOutOfRange
+        }
+        guard now <= exp + policy.leeway else { throw VerificationFailure.expired }
         return VerifiedJWS(
             payload: jws.payload, claims: claims, audience: audience,
             issuedAt: Date(timeIntervalSince1970: iat), expiresAt: Date(timeIntervalSince1970: exp)

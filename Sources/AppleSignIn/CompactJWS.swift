@@ -5,9 +5,33 @@ struct CompactJWS: Sendable {
     struct Header: Decodable, Sendable {
         let alg: String?
         let kid: String?
+        /// `crit` (RFC 7515 §4.1.11): the extensions the token says must be
+        /// understood; nil when absent. Present, it must be a non-empty list
+        /// of strings, else the header does not decode.
+        let critical: [String]?
         // jku, x5u, jwk, x5c are deliberately not decoded: keys only ever come
         // from the configured JWKS URL, never from the token itself.
+
+        enum CodingKeys: String, CodingKey {
+            case alg, kid
+            case critical = "crit"
+        }
+
+        init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            alg = try container.decodeIfPresent(String.self, forKey: .alg)
+            kid = try container.decodeIfPresent(String.self, forKey: .kid)
+            if container.contains(.critical) {
+                let list = try? container.decode([String].self, forKey: .critical)
+                guard let list, !list.isEmpty else { throw CritError() }
+                critical = list
+            } else {
+                critical = nil
+            }
+        }
     }
+
+    private struct CritError: Error {}
 
     let header: Header
     let payload: Data
@@ -54,6 +78,8 @@ struct CompactJWS: Sendable {
         guard let signature = Base64URL.decode(bytes: signatureBytes) else { throw .malformedToken("signature is not base64url") }
         do {
             self.header = try JSONDecoder().decode(Header.self, from: headerData)
+        } catch is CritError {
+            throw .malformedHeader("crit is not a non-empty list of strings")
         } catch {
             throw .malformedHeader("not a JSON object with string alg/kid")
         }

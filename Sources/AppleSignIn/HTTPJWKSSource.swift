@@ -4,10 +4,15 @@ import NIOCore
 
 /// Fetches the JWKS document over HTTP (Apple's `/auth/keys`, or the
 /// simulator's in tests). Only ever the configured URL: keys are never
-/// fetched from a URL a token names.
+/// fetched from a URL a token names, and never from where a redirect points
+/// (give it a client from `makeHTTPClient()`, which follows none; a 3xx
+/// answer is then an error like any other non-200).
 public struct HTTPJWKSSource: JWKSSource {
     public let url: String
     public let httpClient: HTTPClient
+    /// One deadline for the whole fetch: connecting, the answer's head and
+    /// its whole body. A server that sends the head and then stalls (or
+    /// trickles) the body fails the fetch when it passes.
     public let timeout: TimeAmount
     /// Apple's document is about 2 KiB; refuse anything absurd.
     static let maximumBytes = 256 * 1024
@@ -18,15 +23,44 @@ public struct HTTPJWKSSource: JWKSSource {
         self.timeout = timeout
     }
 
+    /// A client for key fetches: follows no redirect, connects within 5 s.
+    /// The caller owns it and must `shutdown()` it.
+    public static func makeHTTPClient(eventLoopGroup: any EventLoopGroup = HTTPClient.defaultEventLoopGroup) -> HTTPClient {
+        let configuration = HTTPClient.Configuration(
+            redirectConfiguration: .disallow,
+            timeout: .init(connect: .seconds(5), read: .seconds(10)),
+            decompression: .disabled
+        )
+        return HTTPClient(eventLoopGroup: eventLoopGroup, configuration: configuration)
+    }
+
     public func fetchJWKS() async throws -> Data {
-        var request = HTTPClientRequest(url: url)
-        request.headers.add(name: "Accept", value: "application/json")
-        let response = try await httpClient.execute(request, timeout: timeout)
-        guard response.status == .ok else {
-            throw JWKSError("GET \(url) answered \(response.status.code)")
+        let deadline = NIODeadline.now() + timeout
+        let (url, client, timeout) = (self.url, self.httpClient, self.timeout)
+        // The body is collected inside the race too: `execute`'s deadline
+        // only covers the head.
+        return try await withThrowingTaskGroup(of: Data?.self) { group in
+            group.addTask {
+                var request = HTTPClientRequest(url: url)
+                request.headers.add(name: "Accept", value: "application/json")
+                let response = try await client.execute(request, deadline: deadline)
+                guard response.status == .ok else {
+                    throw JWKSError("GET \(url) answered \(response.status.code)")
+                }
+                let body = try await response.body.collect(upTo: Self.maximumBytes)
+                try Task.checkCancellation()
+                return Data(body.readableBytesView)
+            }
+            group.addTask {
+                try await Task.sleep(for: .nanoseconds(timeout.nanoseconds))
+                return nil
+            }
+            defer { group.cancelAll() }
+            guard let first = try await group.next(), let data = first else {
+                throw JWKSError("GET \(url) did not complete within \(Double(timeout.nanoseconds) / 1e9) s")
+            }
+            return data
         }
-        let body = try await response.body.collect(upTo: Self.maximumBytes)
-        return Data(body.readableBytesView)
     }
 
     public var description: String { url }

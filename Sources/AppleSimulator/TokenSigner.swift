@@ -12,11 +12,24 @@ public struct TokenSigner: Sendable {
         return input + "." + Base64URLEncoding.encode(try key.sign(Data(input.utf8)))
     }
 
-    /// `base64url(header) "." base64url(claims)`.
+    /// `base64url(header) "." base64url(claims)`. Any JSON value may sit in
+    /// the header (`crit` lists, say), for hostile tests.
     public func signingInput(header: [String: any Sendable], claims: [String: any Sendable]) throws -> String {
         let h = try JSONSerialization.data(withJSONObject: header, options: [.sortedKeys])
+        return try signingInput(rawHeader: h, claims: claims)
+    }
+
+    /// A token whose header is exactly `rawHeader`, bytes that need not be
+    /// JSON or even UTF-8 (an `alg` with a raw 0xFF byte, a lone surrogate
+    /// escape), signed with `key` all the same.
+    public func sign(rawHeader: Data, claims: [String: any Sendable], key: SimulatedKey) throws -> String {
+        let input = try signingInput(rawHeader: rawHeader, claims: claims)
+        return input + "." + Base64URLEncoding.encode(try key.sign(Data(input.utf8)))
+    }
+
+    public func signingInput(rawHeader: Data, claims: [String: any Sendable]) throws -> String {
         let c = try JSONSerialization.data(withJSONObject: claims, options: [.sortedKeys])
-        return Base64URLEncoding.encode(h) + "." + Base64URLEncoding.encode(c)
+        return Base64URLEncoding.encode(rawHeader) + "." + Base64URLEncoding.encode(c)
     }
 
     /// The claims of a server-to-server notification, as Apple sends them:

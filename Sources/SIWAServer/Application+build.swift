@@ -3,8 +3,10 @@ import AccountStore
 import AppleSignIn
 import Foundation
 import Hummingbird
+import HummingbirdCore
 import Logging
 import Metrics
+import NIOCore
 import Prometheus
 import ServiceLifecycle
 
@@ -40,12 +42,24 @@ public func buildRouter(_ dependencies: ServerDependencies, logger: Logger) -> R
 /// The HTTP application. `services` run before the server starts and stop
 /// after it has drained (ServiceGroup stops in reverse order), so pass the
 /// Postgres client first, then the inbox writer.
+///
+/// HTTP/1.1 with an idle timeout (a connection with no request, or whose
+/// request's head or body stopped arriving, is closed after `idleTimeout`),
+/// and `CloseAfterResponseHandler`: an answer carrying `Connection: close`
+/// (a 413, or any 4xx given before its request's body has all arrived, which
+/// the handler marks so) closes the connection once it is written, instead
+/// of reading the rest of the body.
 public func buildApplication(
-    host: String, port: Int, dependencies: ServerDependencies, services: [any Service], logger: Logger,
+    host: String, port: Int, dependencies: ServerDependencies, idleTimeout: Duration = .seconds(60),
+    services: [any Service], logger: Logger,
     onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
 ) -> Application<RouterResponder<BasicRequestContext>> {
     Application(
         router: buildRouter(dependencies, logger: logger),
+        server: .http1(configuration: .init(
+            additionalChannelHandlers: [CloseAfterResponseHandler()],
+            idleTimeout: TimeAmount(idleTimeout)
+        )),
         configuration: .init(address: .hostname(host, port: port), serverName: "siwa"),
         services: services,
         onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? port) },

@@ -47,7 +47,8 @@ struct NotificationRoutes: Sendable {
             }
         } catch {
             receiver.reject(.unreadableBody, body: body)
-            return JSONResponse.error(.badRequest, reason: Rejection.unreadableBody.reason, detail: Rejection.unreadableBody.detail)
+            return Self.closingConnection(
+                JSONResponse.error(.badRequest, reason: Rejection.unreadableBody.reason, detail: Rejection.unreadableBody.detail))
         }
 
         let token: String
@@ -74,7 +75,20 @@ struct NotificationRoutes: Sendable {
         }
     }
 
+    /// Answered before the body was read whole, so it closes the connection
+    /// (see `closingConnection`).
     private func tooLarge() -> Response {
-        JSONResponse.error(.contentTooLarge, reason: "body_too_large", detail: "the body is larger than \(maxBodyBytes) bytes")
+        Self.closingConnection(
+            JSONResponse.error(.contentTooLarge, reason: "body_too_large", detail: "the body is larger than \(maxBodyBytes) bytes"))
+    }
+
+    /// An answer given before the request body was read whole: the rest of
+    /// the body is not worth reading, and the connection cannot carry another
+    /// request without it. `Connection: close` tells the client;
+    /// `CloseAfterResponseHandler` closes the connection once it is written.
+    static func closingConnection(_ response: Response) -> Response {
+        var response = response
+        response.headers[.connection] = "close"
+        return response
     }
 }

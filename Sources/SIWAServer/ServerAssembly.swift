@@ -15,7 +15,6 @@ import Prometheus
 public enum ServerAssembly {
     public static func makeApplication(
         settings: ServerSettings,
-        httpClient: HTTPClient = .shared,
         registry: PrometheusCollectorRegistry = PrometheusCollectorRegistry(),
         migrations: Migrator? = nil,
         logger: Logger,
@@ -31,8 +30,12 @@ public enum ServerAssembly {
         let client = PostgresClient(configuration: database.postgresClientConfiguration,
                                     backgroundLogger: Logger(label: "siwa.postgres"))
         let metrics = PrometheusMetricsFactory(registry: registry)
+        // Keys are fetched with a client of their own that follows no
+        // redirect (HTTPClient.shared follows up to 20); the service below
+        // shuts it down after the key refresh has stopped.
+        let keysClient = HTTPJWKSSource.makeHTTPClient()
         let keys = AppleKeySet(
-            source: HTTPJWKSSource(url: settings.jwksURL, httpClient: httpClient),
+            source: HTTPJWKSSource(url: settings.jwksURL, httpClient: keysClient),
             refetchCooldown: .milliseconds(Int64(settings.jwksRefetchCooldown * 1000)),
             logger: Logger(label: "siwa.apple-keys")
         )
@@ -64,9 +67,11 @@ public enum ServerAssembly {
         )
         var app = buildApplication(
             host: settings.host, port: settings.port, dependencies: dependencies,
+            idleTimeout: .milliseconds(Int64(settings.httpIdleTimeout * 1000)),
             services: [
                 client,
                 rejectionClient,
+                HTTPClientService(client: keysClient),
                 InboxWriterService(writer: inbox),
                 RejectionWriterService(writer: rejections),
                 KeyRefreshService(keys: keys, interval: .milliseconds(Int64(settings.jwksRefreshInterval * 1000))),

@@ -73,6 +73,9 @@ public struct ServerSettings: Sendable {
     public var jwksRefreshInterval: Double
     public var jwksRefetchCooldown: Double
     public var maxBodyBytes: Int
+    /// Seconds a connection may stay idle (no request, or a request whose
+    /// head or body stopped arriving) before the server closes it.
+    public var httpIdleTimeout: Double
     public var ingestWriters: Int
     public var ingestMaxBatch: Int
     public var ingestTimeout: Double
@@ -101,6 +104,7 @@ public struct ServerSettings: Sendable {
         jwksRefreshInterval = try env.seconds("SIWA_APPLE_JWKS_REFRESH_SECONDS", default: 3600, range: 10...86400)
         jwksRefetchCooldown = try env.seconds("SIWA_APPLE_JWKS_REFETCH_COOLDOWN_SECONDS", default: 30, range: 0.1...3600)
         maxBodyBytes = try env.integer("SIWA_MAX_BODY_BYTES", default: 64 * 1024, range: 1024...(1024 * 1024))
+        httpIdleTimeout = try env.seconds("SIWA_HTTP_IDLE_TIMEOUT_SECONDS", default: 60, range: 0.1...3600)
         ingestWriters = try env.integer("SIWA_INGEST_WRITERS", default: 4, range: 1...64)
         ingestMaxBatch = try env.integer("SIWA_INGEST_MAX_BATCH", default: 64, range: 1...1000)
         ingestTimeout = try env.seconds("SIWA_INGEST_TIMEOUT_SECONDS", default: 10, range: 0.1...120)

@@ -22,6 +22,7 @@ struct Serve: AsyncParsableCommand {
               SIWA_APPLE_JWKS_REFRESH_SECONDS           periodic key refresh (3600)
               SIWA_APPLE_JWKS_REFETCH_COOLDOWN_SECONDS  least time between refetches for unknown kids (30)
               SIWA_MAX_BODY_BYTES         request body cap (65536)
+              SIWA_HTTP_IDLE_TIMEOUT_SECONDS  close a connection idle this long (60)
               SIWA_DATABASE_MAX_CONNECTIONS  pool size (20)
               SIWA_INGEST_WRITERS         group-commit writers (4)
               SIWA_INGEST_MAX_BATCH       notifications per transaction at most (64)

@@ -1,5 +1,6 @@
 import AppleSignIn
 import ArgumentParser
+import AsyncHTTPClient
 import Foundation
 import Logging
 
@@ -30,25 +31,38 @@ struct Verify: AsyncParsableCommand {
     func run() async throws {
         let token = self.token == "-" ? (readLine(strippingNewline: true) ?? "") : self.token
         let logger = Logger(label: "siwa.verify", factory: { _ in SwiftLogNoOpLogHandler() })
+        if let at, !(at.isFinite && (0...253_402_300_799).contains(at)) {
+            Startup.fail("--at: expected Unix seconds between 0 and 253402300799 (year 9999)", code: 1)
+        }
         let keys: AppleKeySet
+        var keysClient: HTTPClient?
         if let jwks {
             guard let data = FileManager.default.contents(atPath: jwks) else { Startup.fail("cannot read \(jwks)", code: 1) }
             do { keys = try AppleKeySet(jwks: data, logger: logger) } catch { Startup.fail("\(jwks): \(error)", code: 1) }
         } else {
             let url = ProcessInfo.processInfo.environment["SIWA_APPLE_JWKS_URL"] ?? "https://appleid.apple.com/auth/keys"
-            keys = AppleKeySet(source: HTTPJWKSSource(url: url, httpClient: .shared), logger: logger)
+            let client = HTTPJWKSSource.makeHTTPClient()
+            keysClient = client
+            keys = AppleKeySet(source: HTTPJWKSSource(url: url, httpClient: client), logger: logger)
         }
         let audiences = Set(clientIDs.isEmpty ? Self.defaultAudiences(token) : clientIDs)
         let instant = at.map { Date(timeIntervalSince1970: $0) }
         let policy = VerificationPolicy(audiences: audiences, now: { instant ?? Date() })
 
+        let outcome: Result<Data, any Error>
         do {
-            let claims: Data
             if Self.looksLikeNotification(token) {
-                claims = try await NotificationVerifier(keys: keys, policy: policy).verify(token).claimsJSON
+                outcome = .success(try await NotificationVerifier(keys: keys, policy: policy).verify(token).claimsJSON)
             } else {
-                claims = try await IdentityTokenVerifier(keys: keys, policy: policy).verify(token).claimsJSON
+                outcome = .success(try await IdentityTokenVerifier(keys: keys, policy: policy).verify(token).claimsJSON)
             }
+        } catch {
+            outcome = .failure(error)
+        }
+        try? await keysClient?.shutdown()
+
+        do {
+            let claims = try outcome.get()
             let object = try JSONSerialization.jsonObject(with: claims)
             let pretty = try JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys])
             print(String(decoding: pretty, as: UTF8.self))

@@ -63,7 +63,11 @@ struct KeyRotationTests {
             }
             return await group.reduce(into: [String]()) { $0.append($1) }
         }
-        #expect(reasons.allSatisfy { $0 == "unknown_kid" })
+        // Those that waited for the refetch learn the kid is unknown (400);
+        // those that came after it, inside the cooldown, cannot be checked
+        // now (503, Apple retries).
+        #expect(reasons.allSatisfy { $0 == "unknown_kid" || $0 == "unavailable" })
+        #expect(reasons.contains("unknown_kid"))
         let elapsed = ContinuousClock.now - start
         let cooldowns = Int(elapsed / .seconds(30)) + 1
         #expect(apple.jwksRequests - 1 <= cooldowns, "\(apple.jwksRequests - 1) refetches in \(elapsed)")

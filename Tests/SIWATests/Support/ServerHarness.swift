@@ -37,7 +37,9 @@ final class ServerHarness: Sendable {
         self.task = task
     }
 
-    static func start(database: TestDatabase? = nil, settings extra: [String: String] = [:]) async throws -> ServerHarness {
+    /// - Parameter waitUntilReady: wait for /readyz (database and Apple's keys); false for a server whose keys cannot load.
+    static func start(database: TestDatabase? = nil, settings extra: [String: String] = [:],
+                      waitUntilReady: Bool = true) async throws -> ServerHarness {
         _ = quietLogging
         let simulator = try AppleSimulator()
         let appleServer = try await simulator.start()
@@ -61,7 +63,7 @@ final class ServerHarness: Sendable {
         }
         let harness = ServerHarness(simulator: simulator, appleServer: appleServer, database: database,
                                     port: try await port.wait(), task: task)
-        try await harness.waitUntilKeysLoaded()
+        if waitUntilReady { try await harness.waitUntilKeysLoaded() }
         return harness
     }
 
@@ -107,6 +109,7 @@ final class ServerHarness: Sendable {
 struct HTTPAnswer: Sendable {
     let status: Int
     let body: Data
+    var headers: HTTPHeaders = [:]
 
     var json: [String: Any] { (try? JSONSerialization.jsonObject(with: body)) as? [String: Any] ?? [:] }
     var reason: String? { json["error"] as? String }
@@ -120,6 +123,6 @@ struct HTTPAnswer: Sendable {
         if let body { request.body = .bytes(ByteBuffer(bytes: body)) }
         let response = try await HTTPClient.shared.execute(request, timeout: timeout)
         let data = try await response.body.collect(upTo: 4 * 1024 * 1024)
-        return HTTPAnswer(status: Int(response.status.code), body: Data(data.readableBytesView))
+        return HTTPAnswer(status: Int(response.status.code), body: Data(data.readableBytesView), headers: response.headers)
     }
 }
