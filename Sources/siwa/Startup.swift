@@ -1,5 +1,6 @@
 import AccountStore
 import Foundation
+import PostgresNIO
 import SIWAServer
 
 /// Start-up failures end the process with one clear line on stderr.
@@ -23,5 +24,13 @@ enum Startup {
         } catch {
             fail("\(error)")
         }
+    }
+
+    /// The database could not be reached or refused us at start-up: one
+    /// line naming the setting, with TLS refusals spelled out. Exit status
+    /// 1 (not 2): the database may come back, so systemd may retry.
+    static func databaseFailure(_ error: PSQLError, url: String, setting: String = "SIWA_DATABASE_URL") -> Never {
+        guard let configuration = try? DatabaseConfiguration(url: url) else { fail("\(setting): \(error.code)", code: 1) }
+        fail("\(setting): \(configuration.redactedDescription): \(configuration.describe(connectionError: error))", code: 1)
     }
 }

@@ -2,6 +2,7 @@ import AccountStore
 import ArgumentParser
 import Foundation
 import Logging
+import PostgresNIO
 import ServiceLifecycle
 import SIWAServer
 
@@ -17,7 +18,8 @@ struct Worker: AsyncParsableCommand {
             release the rest for another worker.
 
             Settings (environment):
-              SIWA_DATABASE_URL            postgres://USER:PASSWORD@HOST:PORT/DB  (required)
+              SIWA_DATABASE_URL            postgres://USER:PASSWORD@HOST:PORT/DB[?sslmode=...&sslrootcert=...]
+                                           (required; the runtime role; TLS: see siwa serve --help)
               SIWA_PURGE_PLAN              JSON file of purge steps (none: built-in step only)
               SIWA_WORKER_CONCURRENCY      jobs at once (4)
               SIWA_JOB_LEASE_SECONDS       lease of a claimed job, renewed while it runs (60)
@@ -50,6 +52,8 @@ struct Worker: AsyncParsableCommand {
             try await group.run()
         } catch let error as MigrationError {
             Startup.fail("\(error)")
+        } catch let error as PSQLError {
+            Startup.databaseFailure(error, url: settings.databaseURL)
         }
     }
 }
