@@ -85,23 +85,23 @@ struct Demo {
             ("siwa.users", """
                 SELECT id::text, apple_sub, status, email_forwarding_enabled::text AS forwarding, email_event_time::text,
                        (email IS NOT NULL)::text AS has_email
-                FROM siwa.users WHERE apple_sub LIKE '\(prefix)%' ORDER BY id
+                FROM siwa.users WHERE apple_sub LIKE '\(prefix)%' ORDER BY users.id
                 """),
             ("siwa.notifications", """
                 SELECT id::text, left(jti, 8) || '…' AS jti, event_type, apple_sub, event_time::text
-                FROM siwa.notifications WHERE apple_sub LIKE '\(prefix)%' ORDER BY id
+                FROM siwa.notifications WHERE apple_sub LIKE '\(prefix)%' ORDER BY notifications.id
                 """),
             ("siwa.jobs", """
                 SELECT id::text, kind, args->>'apple_sub' AS apple_sub, args->>'event_type' AS event_type, state, attempt::text
-                FROM siwa.jobs WHERE args->>'apple_sub' LIKE '\(prefix)%' ORDER BY id
+                FROM siwa.jobs WHERE args->>'apple_sub' LIKE '\(prefix)%' ORDER BY jobs.id
                 """),
             ("siwa.audit_log", """
                 SELECT seq::text, actor, action, apple_sub, details->>'event_type' AS event_type
-                FROM siwa.audit_log WHERE apple_sub LIKE '\(prefix)%' ORDER BY seq
+                FROM siwa.audit_log WHERE apple_sub LIKE '\(prefix)%' ORDER BY audit_log.seq
                 """),
             ("siwa.rejected_notifications (latest)", """
                 SELECT id::text, reason, detail, left(body_sha256, 12) || '…' AS body_sha256, body_bytes::text
-                FROM siwa.rejected_notifications ORDER BY id DESC LIMIT 3
+                FROM siwa.rejected_notifications ORDER BY rejected_notifications.id DESC LIMIT 3
                 """),
         ]
     }
@@ -132,7 +132,7 @@ struct Demo {
         let output = FileManager.default.temporaryDirectory.appendingPathComponent("siwa-demo-migrate-\(getpid()).log").path
         defer { try? FileManager.default.removeItem(atPath: output) }
         let migrate = try spawn("migrate", environment: [
-            "SIWA_MIGRATE_DATABASE_URL": database.ownerURL, "SIWA_DATABASE_URL": database.runtimeURL,
+            "SIWA_MIGRATE_DATABASE_URL": database.ownerURL, "SIWA_DATABASE_URL": database.runtimeURL, "SIWA_LOG_LEVEL": "warning",
         ], outputFile: output)
         let status = await migrate.wait()
         let text = (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""

@@ -82,18 +82,18 @@ struct DemoPurge {
             ("siwa.jobs (after the worker)", """
                 SELECT id::text, args->>'apple_sub' AS apple_sub, state, attempt::text,
                        (SELECT string_agg(key, ', ' ORDER BY value) FROM jsonb_each_text(steps_done)) AS steps_done
-                FROM siwa.jobs WHERE args->>'apple_sub' LIKE '\(prefix)%' ORDER BY id
+                FROM siwa.jobs WHERE args->>'apple_sub' LIKE '\(prefix)%' ORDER BY jobs.id
                 """),
             ("siwa.users (tombstones: sub and status kept, email erased)", """
                 SELECT id::text, apple_sub, status, (email IS NOT NULL)::text AS has_email
-                FROM siwa.users WHERE apple_sub LIKE '\(prefix)%' ORDER BY id
+                FROM siwa.users WHERE apple_sub LIKE '\(prefix)%' ORDER BY users.id
                 """),
             ("demo_app.profiles (the app's own table)", """
                 SELECT apple_sub, display_name FROM demo_app.profiles WHERE apple_sub LIKE '\(prefix)%' ORDER BY apple_sub
                 """),
             ("siwa.audit_log (worker)", """
                 SELECT seq::text, actor, action, apple_sub, details->>'job_id' AS job_id, details->>'step' AS step
-                FROM siwa.audit_log WHERE apple_sub LIKE '\(prefix)%' AND actor = 'worker' ORDER BY seq
+                FROM siwa.audit_log WHERE apple_sub LIKE '\(prefix)%' AND actor = 'worker' ORDER BY audit_log.seq
                 """),
         ]
     }
