@@ -39,6 +39,14 @@ extension PostgresClient {
         }
     }
 
+    /// One statement on a guarded connection, its rows collected.
+    @discardableResult
+    public func guardedQuery(_ query: PostgresQuery, logger: Logger) async throws -> [PostgresRow] {
+        try await withGuardedConnection { connection in
+            try await connection.query(query, logger: logger).collect()
+        }
+    }
+
     /// BEGIN, `body`, COMMIT on a guarded connection; ROLLBACK on error,
     /// unless the connection is gone (the server rolls back by itself then).
     public func withGuardedTransaction<T: Sendable>(

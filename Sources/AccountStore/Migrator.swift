@@ -78,21 +78,15 @@ public struct Migrator: Sendable {
     /// Apply what is pending; returns the names applied.
     @discardableResult
     public func migrate(client: PostgresClient, logger: Logger) async throws -> [String] {
-        try await client.withConnection { connection in
+        // Guarded: a server restart under `siwa migrate` ends it with an
+        // error instead of a hang (see GuardedConnection.swift).
+        try await client.withGuardedConnection { [self] connection in
             try await connection.query("SELECT pg_advisory_lock(\(Self.lockKey))", logger: logger)
             do {
                 let applied = try await bootstrapAndCheck(connection, logger: logger)
                 var done: [String] = []
                 for migration in migrations where applied[migration.version] == nil {
-                    try await connection.withTransaction(logger: logger) { tx in
-                        for statement in SQLScript.statements(migration.sql) {
-                            try await tx.query(PostgresQuery(unsafeSQL: statement), logger: logger)
-                        }
-                        try await tx.query("""
-                            INSERT INTO siwa.schema_migrations (version, name, checksum)
-                            VALUES (\(migration.version), \(migration.name), \(migration.checksum))
-                            """, logger: logger)
-                    }
+                    try await apply(migration, on: connection, logger: logger)
                     logger.info("Applied migration", metadata: ["migration": "\(migration.name)"])
                     done.append(migration.name)
                 }
@@ -105,6 +99,24 @@ public struct Migrator: Sendable {
         }
     }
 
+    /// One migration and its record, in one transaction.
+    private func apply(_ migration: Migration, on connection: PostgresConnection, logger: Logger) async throws {
+        try await connection.query("BEGIN", logger: logger)
+        do {
+            for statement in SQLScript.statements(migration.sql) {
+                try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
+            }
+            try await connection.query("""
+                INSERT INTO siwa.schema_migrations (version, name, checksum)
+                VALUES (\(migration.version), \(migration.name), \(migration.checksum))
+                """, logger: logger)
+            try await connection.query("COMMIT", logger: logger)
+        } catch {
+            _ = try? await connection.query("ROLLBACK", logger: logger)
+            throw error
+        }
+    }
+
     /// Throws unless every known migration is applied unchanged (start-up check of `serve` and `worker`).
     public func checkUpToDate(client: PostgresClient, logger: Logger) async throws {
         let applied = try await appliedMigrations(client: client, logger: logger)
@@ -114,13 +126,12 @@ public struct Migrator: Sendable {
     }
 
     public func appliedMigrations(client: PostgresClient, logger: Logger) async throws -> [Int: (name: String, checksum: String)] {
-        let exists = try await client.query("SELECT to_regclass('siwa.schema_migrations') IS NOT NULL", logger: logger)
-        var hasTable = false
-        for try await (value) in exists.decode(Bool.self) { hasTable = value }
-        guard hasTable else { return [:] }
+        let exists = try await client.guardedQuery("SELECT to_regclass('siwa.schema_migrations') IS NOT NULL", logger: logger)
+        guard try exists.first?.decode(Bool.self) == true else { return [:] }
         var applied: [Int: (name: String, checksum: String)] = [:]
-        let rows = try await client.query("SELECT version, name, checksum FROM siwa.schema_migrations", logger: logger)
-        for try await (version, name, checksum) in rows.decode((Int, String, String).self) {
+        let rows = try await client.guardedQuery("SELECT version, name, checksum FROM siwa.schema_migrations", logger: logger)
+        for row in rows {
+            let (version, name, checksum) = try row.decode((Int, String, String).self)
             applied[version] = (name, checksum)
         }
         return applied

@@ -39,8 +39,16 @@ public struct RecordNotificationStatement: PostgresPreparedStatement {
             -- it left, where the statement's snapshot would show the old one.
             -- The worker's erase locks the same rows first, so an email
             -- stored below is either seen by the erase or dropped here.
-            SELECT apple_sub, status FROM siwa.users
-            WHERE apple_sub IN (SELECT apple_sub FROM input) ORDER BY apple_sub FOR UPDATE
+            --
+            -- One index probe per sub, whatever the statistics say: LIMIT
+            -- keeps the lateral lookup from being flattened into a join,
+            -- which the planner would hash over a scan of every user while
+            -- the table is small or unanalysed (and keep in the cached plan
+            -- as it grows).
+            SELECT u.apple_sub, u.status
+            FROM (SELECT apple_sub FROM input ORDER BY apple_sub) AS batch,
+                 LATERAL (SELECT apple_sub, status FROM siwa.users
+                          WHERE users.apple_sub = batch.apple_sub LIMIT 1 FOR UPDATE) AS u
         ), inbox AS (
             INSERT INTO siwa.notifications (jti, event_type, apple_sub, event_time, audience, issued_at, claims)
             -- A user who revoked consent or was deleted is (being) purged:

@@ -120,7 +120,7 @@ public final class RejectionWriter: Sendable {
     /// Writes everything queued (and the summaries of past minutes). On a
     /// database error the rows stay queued for the next round; what cannot
     /// wait, past `perMinute` rows, is counted in the next summary instead.
-    func flush() async {
+    public func flush() async {
         let minute = Int64(now().timeIntervalSince1970 / 60)
         var rows = state.withLock { state -> [Row] in
             rollOver(&state, to: minute)
@@ -180,7 +180,7 @@ public final class RejectionWriter: Sendable {
 
     private func insert(_ rows: [Row]) async throws {
         let logger = logger
-        try await client.withGuardedConnection { connection in
+        _ = try await client.withGuardedConnection { connection in
             try await connection.query("""
                 INSERT INTO siwa.rejected_notifications (received_at, reason, detail, body_sha256, body_bytes, occurrences)
                 SELECT at, reason, nullif(detail, ''), nullif(sha, ''), bytes, occurrences
@@ -193,7 +193,7 @@ public final class RejectionWriter: Sendable {
 
     /// Deletes rows past the retention, a bounded batch per statement so
     /// the table is never locked long.
-    func prune() async {
+    public func prune() async {
         let cutoff = now().addingTimeInterval(-Double(options.retentionDays) * 86_400)
         let logger = logger
         var total = 0

@@ -8,14 +8,14 @@ public enum RuntimeRole {
     /// Grants the runtime privileges to `role` (idempotent). Runs as the
     /// owner, after the migrations.
     public static func grant(to role: String, client: PostgresClient, logger: Logger) async throws {
-        try await client.query("SELECT siwa.grant_runtime_privileges(\(role)::name)", logger: logger)
+        try await client.guardedQuery("SELECT siwa.grant_runtime_privileges(\(role)::name)", logger: logger)
     }
 
     /// What is wrong with running as `role` (or as the connection's own
     /// user when nil): a superuser, the owner of siwa's tables, or a member
     /// of that owner can alter or truncate the audit trail. Empty: fine.
     public static func excessPrivileges(of role: String? = nil, client: PostgresClient, logger: Logger) async throws -> [String] {
-        let rows = try await client.query("""
+        let rows = try await client.guardedQuery("""
             SELECT r.rolsuper,
                    pg_has_role(r.oid, t.relowner, 'USAGE'),
                    r.rolname = pg_get_userbyid(t.relowner),
@@ -23,7 +23,8 @@ public enum RuntimeRole {
             FROM pg_roles r, pg_class t
             WHERE r.rolname = coalesce(\(role), current_user) AND t.oid = 'siwa.audit_log'::regclass
             """, logger: logger)
-        for try await (superuser, member, isOwner, owner) in rows.decode((Bool, Bool, Bool, String).self) {
+        for row in rows {
+            let (superuser, member, isOwner, owner) = try row.decode((Bool, Bool, Bool, String).self)
             var problems: [String] = []
             if superuser { problems.append("is a superuser") }
             if isOwner {

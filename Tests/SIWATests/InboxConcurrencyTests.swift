@@ -19,8 +19,7 @@ struct InboxConcurrencyTests {
         try await db.execute("INSERT INTO siwa.users (apple_sub, email) VALUES ('\(sub)', 'before@privaterelay.appleid.com')")
 
         // The deletion's transaction holds the user row...
-        let deletion = try await OpenConnection(db.runtimeConfiguration)
-        defer { deletion.close() }
+        let post = try await OpenConnection.with(db.runtimeConfiguration) { deletion in
         try await deletion.run("BEGIN")
         try await deletion.run("SELECT FROM siwa.users WHERE apple_sub = '\(sub)' FOR UPDATE")
         // ...while the email event arrives and its statement starts.
@@ -32,6 +31,8 @@ struct InboxConcurrencyTests {
         try await deletion.run("UPDATE siwa.users SET status = 'deleted', email = NULL WHERE apple_sub = '\(sub)'")
         try await deletion.run("UPDATE siwa.notifications SET claims = claims #- '{events,email}' WHERE apple_sub = '\(sub)'")
         try await deletion.run("COMMIT")
+        return post
+        }
 
         #expect(try await post.value.status == 200)
         #expect(try await db.scalar("SELECT count(*) FROM siwa.notifications WHERE apple_sub = '\(sub)'") == 1)
@@ -49,10 +50,8 @@ struct InboxConcurrencyTests {
         let effect = UserEffect(emailForwardingEnabled: true)
         let first = InboxBatchTests.entry("j-first", sub: "shared", at: 1, effect)
         let second = InboxBatchTests.entry("j-second", sub: "shared", at: 2, effect)
-        let a = try await OpenConnection(database.runtimeConfiguration)
-        let b = try await OpenConnection(database.runtimeConfiguration)
-        defer { a.close(); b.close() }
-
+        try await OpenConnection.with(database.runtimeConfiguration) { a in
+        try await OpenConnection.with(database.runtimeConfiguration) { b in
         try await a.run("BEGIN")
         _ = try await a.record([first])
         try await b.run("BEGIN")
@@ -65,6 +64,8 @@ struct InboxConcurrencyTests {
         let redelivered = try await redelivery.value
         try await b.run("COMMIT")
         #expect(redelivered == [.duplicate])
+        }
+        }
         #expect(try await database.scalar("SELECT count(*) FROM siwa.notifications") == 2)
     }
 
@@ -98,22 +99,36 @@ struct InboxConcurrencyTests {
         #expect(try await database.scalar("SELECT count(*) FROM siwa.users") == 7)
     }
 
+    /// A session of this database waits for a lock. (pg_locks, joined for
+    /// the database: pg_stat_activity hides other roles' waits from a role
+    /// that is not a superuser, but not their pid and database.)
     static func waitingForALock(_ database: TestDatabase) async throws -> Bool {
         try await database.scalar("""
-            SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'
+            SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a USING (pid)
+            WHERE NOT l.granted AND a.datname = current_database()
             """) > 0
     }
 }
 
 /// One connection of its own, for interleavings a pool would hide.
-final class OpenConnection: Sendable {
+struct OpenConnection: Sendable {
     let connection: PostgresConnection
 
-    init(_ configuration: DatabaseConfiguration) async throws {
-        connection = try await PostgresConnection.connect(
+    /// `body` with a connection that is closed after it, however it ends.
+    static func with<T: Sendable>(_ configuration: DatabaseConfiguration,
+                                  _ body: (OpenConnection) async throws -> T) async throws -> T {
+        let connection = try await PostgresConnection.connect(
             configuration: .init(host: configuration.host, port: configuration.port, username: configuration.username,
                                  password: configuration.password, database: configuration.database, tls: .disable),
             id: 1, logger: TestEnvironment.logger)
+        do {
+            let value = try await body(OpenConnection(connection: connection))
+            try? await connection.close()
+            return value
+        } catch {
+            try? await connection.close()
+            throw error
+        }
     }
 
     func run(_ sql: String) async throws {
@@ -123,6 +138,4 @@ final class OpenConnection: Sendable {
     func record(_ entries: [InboxEntry]) async throws -> [InboxOutcome] {
         try await InboxWriter.record(entries, on: connection, logger: TestEnvironment.logger)
     }
-
-    func close() { connection.close().whenComplete { _ in } }
 }
