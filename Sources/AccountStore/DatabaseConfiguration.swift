@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import NIOSSL
 import PostgresNIO
 
@@ -198,6 +199,39 @@ public struct DatabaseConfiguration: Sendable {
         }
     }
 
+    /// Opens one connection and closes it again, throwing the reason it
+    /// fails at once. (A `PostgresClient` pool retries failed connections
+    /// quietly, so a refused TLS handshake would look like a database that
+    /// never answers.)
+    public func probe(logger: Logger) async throws {
+        let connectionTLS: PostgresConnection.Configuration.TLS
+        switch (tls, tlsConfiguration) {
+        case (.disable, _), (_, nil): connectionTLS = .disable
+        case (.prefer, let configuration?): connectionTLS = .prefer(try NIOSSLContext(configuration: configuration))
+        case (.require, let configuration?), (.verifyCA, let configuration?), (.verifyFull, let configuration?):
+            connectionTLS = .require(try NIOSSLContext(configuration: configuration))
+        }
+        var configuration = PostgresConnection.Configuration(
+            host: host, port: port, username: username, password: password, database: database, tls: connectionTLS
+        )
+        configuration.options.connectTimeout = .seconds(5)
+        configuration.options.additionalStartupParameters = [("application_name", "siwa")]
+        let connection = try await PostgresConnection.connect(configuration: configuration, id: 0, logger: logger)
+        try? await connection.close()
+    }
+
+    /// Whether `error` is TLS refusing to connect (no TLS on the server
+    /// under require/verify-*, a certificate that does not check out): a
+    /// setting to fix, not an outage to wait out.
+    public static func isTLSFailure(_ error: any Error) -> Bool {
+        if error is NIOSSLError || error is NIOSSLExtraError || error is BoringSSLError { return true }
+        guard let error = error as? PSQLError else { return false }
+        switch error.code {
+        case .sslUnsupported, .failedToAddSSLHandler, .receivedUnencryptedDataAfterSSLRequest: return true
+        default: return error.underlying.map(isTLSFailure) ?? false
+        }
+    }
+
     /// For logs: never the password.
     public var redactedDescription: String { "postgres://\(username)@\(host):\(port)/\(database)" }
 
@@ -205,23 +239,35 @@ public struct DatabaseConfiguration: Sendable {
     /// refusals say which side and which sslmode, the server's own message
     /// otherwise.
     public func describe(connectionError error: any Error) -> String {
-        guard let error = error as? PSQLError else { return "\(error)" }
-        switch error.code {
-        case .sslUnsupported:
-            return "the server at \(host):\(port) does not offer TLS, and sslmode=\(tls.rawValue) requires it (siwa never falls back to plain text)"
-        case .failedToAddSSLHandler, .receivedUnencryptedDataAfterSSLRequest:
-            return "TLS to \(host):\(port) failed (\(error.code)\(error.underlying.map { ": \($0)" } ?? ""))"
-        case .server:
-            return error.serverInfo?[.message] ?? "the server refused (\(error.code))"
-        default:
-            guard let underlying = error.underlying else { return "\(error.code)" }
-            let text = "\(underlying)"
-            if text.contains("handshake") || text.contains("CERTIFICATE") || text.contains("certificate") || underlying is NIOSSLError
-                || underlying is NIOSSLExtraError {
-                return "TLS handshake with \(host):\(port) failed (\(tlsDescription)): \(text.prefix(300))"
+        if let error = error as? PSQLError {
+            switch error.code {
+            case .sslUnsupported:
+                return "the server at \(host):\(port) does not offer TLS, and sslmode=\(tls.rawValue) requires it (siwa never falls back to plain text)"
+            case .server:
+                return error.serverInfo?[.message] ?? "the server refused (\(error.code))"
+            default:
+                if let underlying = error.underlying {
+                    return Self.isTLSFailure(underlying) ? tlsFailure(underlying) : "\(error.code): \(String("\(underlying)".prefix(300)))"
+                }
+                return Self.isTLSFailure(error) ? tlsFailure(error) : "\(error.code)"
             }
-            return "\(error.code): \(text.prefix(300))"
         }
+        return Self.isTLSFailure(error) ? tlsFailure(error) : String("\(error)".prefix(300))
+    }
+
+    private func tlsFailure(_ error: any Error) -> String {
+        let text = "\(error)"
+        let reason: String
+        if text.contains("failedToValidateHostname") {
+            reason = "the server's certificate does not name \(host) (verify-full checks the URL's host name or IP address)"
+        } else if text.contains("CERTIFICATE_VERIFY_FAILED") {
+            reason = tls == .verifyFull
+                ? "the server's certificate does not chain to \(caFile ?? "the system's CAs") or does not name \(host)"
+                : "the server's certificate does not chain to \(caFile ?? "the system's CAs")"
+        } else {
+            reason = String(text.prefix(300))
+        }
+        return "TLS to \(host):\(port) failed (sslmode=\(tls.rawValue)): \(reason)"
     }
 }
 

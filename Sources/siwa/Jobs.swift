@@ -119,6 +119,7 @@ enum JobsConnection {
         LoggingSetup.bootstrap(log)
         let url = Startup.settings { try env.required("SIWA_DATABASE_URL", example: "postgres://siwa:secret@127.0.0.1:5432/siwa") }
         let database = Startup.settings { try DatabaseConfiguration(url: url, maximumConnections: 2) }
+        await Startup.requireConnection(database)
         do {
             return try await database.withClient { client in
                 try await body(JobAdministration(client: client, logger: Logger(label: "siwa.jobs")))

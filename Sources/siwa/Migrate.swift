@@ -48,6 +48,7 @@ struct Migrate: AsyncParsableCommand {
         }
         let directory = dir.map { URL(fileURLWithPath: $0) } ?? Migrator.defaultDirectory()
         let migrator = Startup.settings { try Migrator(directory: directory) }
+        await Startup.requireConnection(database, setting: ownerName)
         try await database.withClient { client in
             do {
                 if check {

@@ -50,6 +50,8 @@ struct Serve: AsyncParsableCommand {
                 logger.info("Listening", metadata: ["address": "\(settings.host):\(port)"])
             }
         }
+        // After every setting is checked: TLS refusing to connect stops start-up here.
+        await Startup.checkTLS(Startup.settings { try DatabaseConfiguration(url: settings.databaseURL) })
         do {
             try await app.runService()
         } catch let error as MigrationError {

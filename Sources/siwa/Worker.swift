@@ -45,6 +45,8 @@ struct Worker: AsyncParsableCommand {
         let assembly = Startup.settings {
             try WorkerAssembly(settings: settings, environment: environment, migrations: migrator, logger: logger)
         }
+        // After every setting is checked: TLS refusing to connect stops start-up here.
+        await Startup.checkTLS(Startup.settings { try DatabaseConfiguration(url: settings.databaseURL) })
         logger.info("Purge plan", metadata: ["plan": "\(WorkerAssembly.describe(assembly.plan))"])
         let group = ServiceGroup(configuration: .init(services: assembly.services.map { .init(service: $0) },
                                                       gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
