@@ -40,8 +40,8 @@ public struct JobAdministrationError: Error, Sendable, CustomStringConvertible {
 /// (`session_user`): the one thing about the caller that an environment
 /// variable cannot change, as long as each admin has a role of their own
 /// (members of `siwa_admin`, see deploy/README.md). The login name on the
-/// machine is recorded too, but only as a hint: `SUDO_USER`, `LOGNAME` and
-/// `USER` are whatever the caller's environment says.
+/// machine is recorded too, but only as a hint (`siwa jobs` takes
+/// `SUDO_USER`, `logname` or `USER`, which the caller controls).
 public struct JobAdministration: Sendable {
     let client: PostgresClient
     let logger: Logger

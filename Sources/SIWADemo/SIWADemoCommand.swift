@@ -19,7 +19,9 @@ struct SIWADemoCommand: AsyncParsableCommand {
             Makes a fresh database of its own, siwa_demo_<random>, on the PostgreSQL server of \
             SIWA_DEMO_DATABASE_URL, and works only in it; the database named in that URL is used \
             for nothing but CREATE DATABASE and DROP DATABASE. So the demo can never touch a \
-            database it did not create. The demo database is dropped at the end (--keep keeps it).
+            database it did not create. The demo database is dropped at the end (--keep keeps it; \
+            an interrupted demo leaves it too: its name is the first line printed, and its \
+            COMMENT says it is a siwa-demo scratch database).
 
             In the demo database it runs, as production does: `siwa migrate` as the owner (the \
             role of SIWA_DEMO_DATABASE_URL, which needs CREATEDB), then `siwa serve` and `siwa \
