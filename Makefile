@@ -39,9 +39,12 @@ test: check-swift
 	SIWA_TEST_PG_SCRIPT="$(TESTDB)" \
 	swift test $(SWIFT_TEST_FLAGS)
 
+# siwa-demo (development only) makes, uses and drops a database of its own
+# on the demo cluster: migrate as the owner `siwa`, serve and worker as the
+# runtime role `siwa_app`.
 demo: check-swift
 	swift build
-	url="$$($(TESTDB) start demo)"; SIWA_DATABASE_URL="$$url" scripts/demo.sh
+	url="$$($(TESTDB) start demo)"; SIWA_DEMO_DATABASE_URL="$$url" scripts/demo.sh
 
 bench: check-swift
 	swift build -c release

@@ -6,8 +6,9 @@ import PackageDescription
 //   AccountStore    PostgreSQL (migrations, users, inbox, job queue, audit)
 //   AccountEvents   the domain (event model, router, handlers, purge plan, worker)
 //   SIWAServer      the Hummingbird application
-//   siwa            the executable: argument parsing and wiring only
+//   siwa            the production executable: argument parsing and wiring only
 //   AppleSimulator  a stand-in for Apple in tests, the demo and the benchmark
+//   siwa-demo       `make demo` (development only; the production siwa never links AppleSimulator)
 let package = Package(
     name: "siwa",
     platforms: [.macOS(.v15)],
@@ -84,15 +85,30 @@ let package = Package(
                 .product(name: "CryptoExtras", package: "swift-crypto"),
             ]
         ),
+        // The production binary: no test doubles (AppleSimulator) and no
+        // process spawning (ChildProcesses) in it.
         .executableTarget(
             name: "siwa",
             dependencies: [
-                "AppleSignIn", "AccountStore", "AccountEvents", "SIWAServer", "AppleSimulator", "ChildProcesses",
+                "AppleSignIn", "AccountStore", "AccountEvents", "SIWAServer",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
+        ),
+        // `make demo`: runs the siwa binary against the Apple simulator in a
+        // database of its own (development only, never installed).
+        .executableTarget(
+            name: "siwa-demo",
+            dependencies: [
+                "AccountStore", "AppleSimulator", "ChildProcesses",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Sources/SIWADemo"
         ),
         // `make bench`: load generator and pgbench ceiling, in one run.
         .executableTarget(

@@ -1,9 +1,14 @@
 #!/usr/bin/env bash
-# The demo: migrate the demo database, then `siwa demo` (starts the Apple
-# simulator and the server, sends notifications, prints what happened).
-# Run it with `make demo`, or directly after `swift build`.
+# The demo: `siwa-demo` (a development tool, not part of the production
+# binary) makes a fresh database of its own on the demo cluster, migrates it
+# as the owner role, runs `siwa serve` and `siwa worker` as the runtime role
+# (siwa_app) against a simulated Apple, prints what happened, and drops the
+# database. Run it with `make demo`, or directly after `swift build`.
+#
+# SIWA_DEMO_DATABASE_URL: the server, as a role that may CREATE DATABASE
+# (default: the `demo` cluster of scripts/testdb.sh, whose owner role `siwa`
+# has CREATEDB and whose runtime role is siwa_app/siwa_app).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-export SIWA_DATABASE_URL="${SIWA_DATABASE_URL:-$(scripts/testdb.sh start demo)}"
-.build/debug/siwa migrate
-exec .build/debug/siwa demo "$@"
+export SIWA_DEMO_DATABASE_URL="${SIWA_DEMO_DATABASE_URL:-$(scripts/testdb.sh start demo)}"
+exec .build/debug/siwa-demo "$@"

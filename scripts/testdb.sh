@@ -287,11 +287,18 @@ BEGIN
   IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'siwa_auditor') THEN
     CREATE ROLE siwa_auditor NOLOGIN;
   END IF;
+  IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'siwa_admin') THEN
+    CREATE ROLE siwa_admin NOLOGIN;
+  END IF;
 END
 $$;
 -- Clusters made by older versions of this script had a superuser siwa.
 ALTER ROLE siwa NOSUPERUSER CREATEDB NOCREATEROLE;
 ALTER ROLE siwa_app NOSUPERUSER NOCREATEDB NOCREATEROLE;
+-- A role named like the schema finds "$user" = siwa first in its default
+-- search_path, so its unqualified CREATE TABLE would land in siwa's schema,
+-- where no plan step looks (production names the owner siwa_owner).
+ALTER ROLE siwa SET search_path = public;
 SQL
     if [[ "$("${psql[@]}" -d postgres -Atc "SELECT 1 FROM pg_database WHERE datname = 'siwa'")" != 1 ]]; then
         "${psql[@]}" -d postgres -c "CREATE DATABASE siwa OWNER siwa" >&2

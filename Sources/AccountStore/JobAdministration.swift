@@ -34,7 +34,14 @@ public struct JobAdministrationError: Error, Sendable, CustomStringConvertible {
 }
 
 /// `siwa jobs`: read the queue, and retry or cancel a job, each change
-/// written to the audit trail with the acting admin's name.
+/// written to the audit trail with the acting admin.
+///
+/// Who acted is the database role the command logged in as
+/// (`session_user`): the one thing about the caller that an environment
+/// variable cannot change, as long as each admin has a role of their own
+/// (members of `siwa_admin`, see deploy/README.md). The login name on the
+/// machine is recorded too, but only as a hint (`siwa jobs` takes
+/// `SUDO_USER`, `logname` or `USER`, which the caller controls).
 public struct JobAdministration: Sendable {
     let client: PostgresClient
     let logger: Logger
@@ -66,21 +73,27 @@ public struct JobAdministration: Sendable {
     /// Makes a job run again now: from `discarded`, `cancelled`, `retryable`
     /// or `available`. A job that used up its attempts gets one more (as
     /// River does); its error history stays.
-    public func retry(id: Int64, actor: String) async throws -> JobSummary {
-        try await change(id: id, actor: actor, action: "job.retry", allowedFrom: [.discarded, .cancelled, .retryable, .available], update: """
+    /// - Parameter loginHint: the caller's login name as their environment
+    ///   tells it (audited as `login_hint`, never as the actor).
+    public func retry(id: Int64, loginHint: String?) async throws -> JobSummary {
+        try await change(id: id, loginHint: loginHint, action: "job.retry", allowedFrom: [.discarded, .cancelled, .retryable, .available], update: """
             state = 'available', run_at = now(), finalized_at = NULL,
             max_attempts = greatest(max_attempts, attempt + 1)
             """)
     }
 
     /// Stops a job that has not started: from `available` or `retryable`.
-    public func cancel(id: Int64, actor: String) async throws -> JobSummary {
-        try await change(id: id, actor: actor, action: "job.cancel", allowedFrom: [.available, .retryable], update: """
+    public func cancel(id: Int64, loginHint: String?) async throws -> JobSummary {
+        try await change(id: id, loginHint: loginHint, action: "job.cancel", allowedFrom: [.available, .retryable], update: """
             state = 'cancelled', finalized_at = now()
             """)
     }
 
-    private func change(id: Int64, actor: String, action: String, allowedFrom: [JobState], update: String) async throws -> JobSummary {
+    /// The audit row's details: `job_id`, `new_state`, `db_user` (the
+    /// database role that acted: `session_user`, which `SET ROLE` does not
+    /// change), `admin` (the same, under the name older rows used for the
+    /// login name) and `login_hint` (the untrusted login name, or null).
+    private func change(id: Int64, loginHint: String?, action: String, allowedFrom: [JobState], update: String) async throws -> JobSummary {
         let allowed = allowedFrom.map(\.rawValue)
         do {
             let changed = try await client.withGuardedTransaction(logger: logger) { connection -> Bool in
@@ -91,7 +104,9 @@ public struct JobAdministration: Sendable {
                         RETURNING id, args->>'apple_sub' AS apple_sub, state
                     )
                     INSERT INTO siwa.audit_log (actor, action, apple_sub, details)
-                    SELECT 'admin', \(action), apple_sub, jsonb_build_object('job_id', id, 'admin', \(actor)::text, 'new_state', state)
+                    SELECT 'admin', \(action), apple_sub,
+                           jsonb_build_object('job_id', id, 'new_state', state, 'db_user', session_user::text,
+                                              'admin', session_user::text, 'login_hint', \(loginHint)::text)
                     FROM job
                     RETURNING seq
                     """, logger: logger)

@@ -81,7 +81,7 @@ public enum ServerAssembly {
         )
         let migrator = migrations
         app.beforeServerStarts {
-            logger.info("Database", metadata: ["database": "\(database.redactedDescription)"])
+            logger.info("Database", metadata: ["database": "\(database.redactedDescription)", "tls": "\(database.tlsDescription)"])
             // Refuse to serve against a schema that is behind or was edited.
             if let migrator { try await migrator.checkUpToDate(client: client, logger: logger) }
             try await RuntimeRole.warnIfPrivileged(client: client, logger: logger)

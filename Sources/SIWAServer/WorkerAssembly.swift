@@ -26,7 +26,7 @@ public struct WorkerAssembly: Sendable {
         let runner = PurgeJobRunner(plan: plan, queue: queue, externalDatabases: external,
                                     webhooks: WebhookDelivery(http: webhookClient), logger: Logger(label: "siwa.purge"))
         let worker = JobWorker(client: client, queue: queue, runner: runner, options: settings.worker, logger: logger) {
-            logger.info("Database", metadata: ["database": "\(database.redactedDescription)"])
+            logger.info("Database", metadata: ["database": "\(database.redactedDescription)", "tls": "\(database.tlsDescription)"])
             // Refuse to work against a schema that is behind or was edited.
             if let migrations { try await migrations.checkUpToDate(client: client, logger: logger) }
             try await RuntimeRole.warnIfPrivileged(client: client, logger: logger)

@@ -9,7 +9,11 @@ struct Jobs: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Inspect the purge queue; retry or cancel a job (each change is audited).",
         discussion: """
-            Needs SIWA_DATABASE_URL. Job states: available, running, retryable, completed, \
+            Needs SIWA_DATABASE_URL: your own database role (a member of siwa_admin), not the \
+            service's. retry and cancel write an audit row (actor admin) naming that role \
+            (details db_user, from the database's session_user) and, as a hint only, your login \
+            name (details login_hint: SUDO_USER, logname or USER).
+            Job states: available, running, retryable, completed, \
             discarded (attempts used up; error history kept), cancelled.
             Enqueue a purge by hand with plain SQL:
               INSERT INTO siwa.jobs (kind, args) VALUES ('purge_user', '{"apple_sub": "001234.abc.0001"}');
@@ -69,7 +73,7 @@ struct Jobs: AsyncParsableCommand {
         var id: Int64
 
         func run() async throws {
-            let job = try await JobsConnection.run { try await $0.retry(id: id, actor: JobsConnection.actor) }
+            let job = try await JobsConnection.run { try await $0.retry(id: id, loginHint: JobsConnection.loginHint) }
             print("job \(job.id) is \(job.state.rawValue) (attempt \(job.attempt) of \(job.maxAttempts) done)")
         }
     }
@@ -81,7 +85,7 @@ struct Jobs: AsyncParsableCommand {
         var id: Int64
 
         func run() async throws {
-            let job = try await JobsConnection.run { try await $0.cancel(id: id, actor: JobsConnection.actor) }
+            let job = try await JobsConnection.run { try await $0.cancel(id: id, loginHint: JobsConnection.loginHint) }
             print("job \(job.id) is \(job.state.rawValue)")
         }
     }
@@ -91,9 +95,22 @@ extension JobState: ExpressibleByArgument {}
 
 /// A short-lived connection for one admin command.
 enum JobsConnection {
-    /// Who is acting, for the audit trail: the login name running the command.
-    static var actor: String {
-        ProcessInfo.processInfo.environment["SUDO_USER"] ?? ProcessInfo.processInfo.environment["USER"] ?? "uid \(getuid())"
+    /// The caller's login name, for the audit trail's `login_hint` only:
+    /// `SUDO_USER`, else the terminal's login name (`logname`), else `USER`,
+    /// else the name of the real user id. The caller can set all but the
+    /// last, so it is never proof. Who acted is the database role
+    /// (`session_user`), which the database records itself.
+    static var loginHint: String? {
+        let env = ProcessInfo.processInfo.environment
+        var candidates = [env["SUDO_USER"]]
+        if let login = getlogin() { candidates.append(String(cString: login)) }
+        candidates.append(env["USER"])
+        if let entry = getpwuid(getuid()), let name = entry.pointee.pw_name { candidates.append(String(cString: name)) }
+        for case let value? in candidates {
+            let trimmed = value.trimmingCharacters(in: .whitespacesAndNewlines)
+            if !trimmed.isEmpty { return String(trimmed.prefix(64)) }
+        }
+        return "uid \(getuid())"
     }
 
     static func run<T: Sendable>(_ body: @escaping @Sendable (JobAdministration) async throws -> T) async throws -> T {
@@ -102,6 +119,7 @@ enum JobsConnection {
         LoggingSetup.bootstrap(log)
         let url = Startup.settings { try env.required("SIWA_DATABASE_URL", example: "postgres://siwa:secret@127.0.0.1:5432/siwa") }
         let database = Startup.settings { try DatabaseConfiguration(url: url, maximumConnections: 2) }
+        await Startup.requireConnection(database)
         do {
             return try await database.withClient { client in
                 try await body(JobAdministration(client: client, logger: Logger(label: "siwa.jobs")))
@@ -109,7 +127,7 @@ enum JobsConnection {
         } catch let error as JobAdministrationError {
             refuse(error.description)
         } catch {
-            Startup.fail("cannot reach the database (\(database.redactedDescription)): \(type(of: error))", code: 1)
+            Startup.fail("SIWA_DATABASE_URL: \(database.redactedDescription): \(database.describe(connectionError: error))", code: 1)
         }
     }
 

@@ -19,7 +19,9 @@ struct Migrate: AsyncParsableCommand {
             the user named in SIWA_DATABASE_URL, the role `siwa serve` and `siwa worker` \
             run as: it can read and write what they need, only INSERT and SELECT on the \
             audit trail, and cannot ALTER, DROP, TRUNCATE or disable a trigger.
-            SIWA_MIGRATIONS_DIR overrides where the files are.
+            SIWA_MIGRATIONS_DIR overrides where the files are. Only the user name of \
+            SIWA_DATABASE_URL is used here, so its password may be left out. Both URLs take \
+            sslmode and sslrootcert (see `siwa serve --help`).
             """
     )
 
@@ -46,6 +48,7 @@ struct Migrate: AsyncParsableCommand {
         }
         let directory = dir.map { URL(fileURLWithPath: $0) } ?? Migrator.defaultDirectory()
         let migrator = Startup.settings { try Migrator(directory: directory) }
+        await Startup.requireConnection(database, setting: ownerName)
         try await database.withClient { client in
             do {
                 if check {
@@ -59,7 +62,7 @@ struct Migrate: AsyncParsableCommand {
             } catch let error as MigrationError {
                 Startup.fail("\(error)", code: 1)
             } catch let error as PSQLError {
-                Startup.fail("database \(database.redactedDescription): \(error.serverInfo?[.message] ?? "\(error.code)")", code: 1)
+                Startup.fail("\(ownerName): \(database.redactedDescription): \(database.describe(connectionError: error))", code: 1)
             }
         }
     }

@@ -10,7 +10,8 @@ struct SIWACommand: AsyncParsableCommand {
             and enqueues data-purge jobs (`siwa serve`); runs those jobs against the \
             operator's purge plan (`siwa worker`). Settings come from SIWA_* environment \
             variables (see `siwa serve --help`, `siwa worker --help` and README.md).
+            The end-to-end demo is a separate development tool, `siwa-demo` (`make demo`).
             """,
-        subcommands: [Serve.self, Worker.self, Jobs.self, Migrate.self, Verify.self, Demo.self]
+        subcommands: [Serve.self, Worker.self, Jobs.self, Migrate.self, Verify.self]
     )
 }

@@ -3,6 +3,7 @@ import ArgumentParser
 import Foundation
 import Hummingbird
 import Logging
+import PostgresNIO
 import SIWAServer
 
 struct Serve: AsyncParsableCommand {
@@ -13,7 +14,12 @@ struct Serve: AsyncParsableCommand {
             SIGTERM or SIGINT drains in-flight requests, then exits.
 
             Settings (environment):
-              SIWA_DATABASE_URL           postgres://USER:PASSWORD@HOST:PORT/DB[?sslmode=require]  (required)
+              SIWA_DATABASE_URL           postgres://USER:PASSWORD@HOST:PORT/DB[?sslmode=MODE&sslrootcert=/ca.pem]
+                                          (required; the runtime role, which owns nothing)
+                 sslmode: disable; prefer (default: TLS if offered, else plain text: no protection);
+                 require (TLS always; certificate checked against sslrootcert if given, else not);
+                 verify-ca (chain checked: sslrootcert, else the system CAs); verify-full (chain
+                 and host name). require/verify-* never fall back to plain text.
               SIWA_APPLE_CLIENT_IDS       comma list of accepted audiences (bundle id, services id)  (required)
               SIWA_HTTP_HOST              listen address (127.0.0.1)
               SIWA_HTTP_PORT              listen port (8080)
@@ -27,6 +33,9 @@ struct Serve: AsyncParsableCommand {
               SIWA_INGEST_WRITERS         group-commit writers (4)
               SIWA_INGEST_MAX_BATCH       notifications per transaction at most (64)
               SIWA_INGEST_TIMEOUT_SECONDS answer 503 if not committed by then (10)
+              SIWA_ON_CONSENT_REVOKED     sign_out (keep data, no purge) or purge (as a deletion) (sign_out)
+              SIWA_REJECTIONS_PER_MINUTE  refusals recorded one by one per minute; past it counted (6000)
+              SIWA_REJECTION_RETENTION_DAYS  refused deliveries kept this long (30)
               SIWA_LOG_FORMAT             text or json (text);  SIWA_LOG_LEVEL (info)
               SIWA_MIGRATIONS_DIR         where the sql/ files are (found automatically)
             """
@@ -42,10 +51,14 @@ struct Serve: AsyncParsableCommand {
                 logger.info("Listening", metadata: ["address": "\(settings.host):\(port)"])
             }
         }
+        // After every setting is checked: TLS refusing to connect stops start-up here.
+        await Startup.checkTLS(Startup.settings { try DatabaseConfiguration(url: settings.databaseURL) })
         do {
             try await app.runService()
         } catch let error as MigrationError {
             Startup.fail("\(error)")
+        } catch let error as PSQLError {
+            Startup.databaseFailure(error, url: settings.databaseURL)
         }
     }
 }

@@ -1,5 +1,7 @@
 import AccountStore
 import Foundation
+import Logging
+import PostgresNIO
 import SIWAServer
 
 /// Start-up failures end the process with one clear line on stderr.
@@ -22,6 +24,39 @@ enum Startup {
             fail("\(databaseSetting): \(error)")
         } catch {
             fail("\(error)")
+        }
+    }
+
+    /// The database could not be reached or refused us at start-up: one
+    /// line naming the setting, with TLS refusals spelled out. Exit status
+    /// 1 (not 2): the database may come back, so systemd may retry.
+    static func databaseFailure(_ error: PSQLError, url: String, setting: String = "SIWA_DATABASE_URL") -> Never {
+        guard let configuration = try? DatabaseConfiguration(url: url) else { fail("\(setting): \(error.code)", code: 1) }
+        fail("\(setting): \(configuration.redactedDescription): \(configuration.describe(connectionError: error))", code: 1)
+    }
+
+    /// serve and worker at start: one connection, so that TLS refusing to
+    /// connect (no TLS on the server under require/verify-*, a certificate
+    /// that does not check out) stops start-up with one line naming the
+    /// setting (exit status 2: a setting to fix). Anything else, such as a
+    /// database that is not up yet, is left to the pool, which retries.
+    static func checkTLS(_ configuration: DatabaseConfiguration, setting: String = "SIWA_DATABASE_URL") async {
+        do {
+            try await configuration.probe(logger: Logger(label: "siwa.probe", factory: { _ in SwiftLogNoOpLogHandler() }))
+        } catch where DatabaseConfiguration.isTLSFailure(error) {
+            fail("\(setting): \(configuration.redactedDescription): \(configuration.describe(connectionError: error))")
+        } catch {
+            return
+        }
+    }
+
+    /// One-shot commands (migrate, jobs): the database must answer now, or
+    /// the command stops with one line saying why (exit status 1).
+    static func requireConnection(_ configuration: DatabaseConfiguration, setting: String = "SIWA_DATABASE_URL") async {
+        do {
+            try await configuration.probe(logger: Logger(label: "siwa.probe", factory: { _ in SwiftLogNoOpLogHandler() }))
+        } catch {
+            fail("\(setting): \(configuration.redactedDescription): \(configuration.describe(connectionError: error))", code: 1)
         }
     }
 }

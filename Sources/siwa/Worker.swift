@@ -3,6 +3,7 @@ import AccountStore
 import ArgumentParser
 import Foundation
 import Logging
+import PostgresNIO
 import ServiceLifecycle
 import SIWAServer
 
@@ -24,7 +25,8 @@ struct Worker: AsyncParsableCommand {
             per step; exit 0 if all passed, 1 if any failed.
 
             Settings (environment):
-              SIWA_DATABASE_URL            postgres://USER:PASSWORD@HOST:PORT/DB  (required)
+              SIWA_DATABASE_URL            postgres://USER:PASSWORD@HOST:PORT/DB[?sslmode=...&sslrootcert=...]
+                                           (required; the runtime role; TLS: see siwa serve --help)
               SIWA_PURGE_PLAN              JSON file of purge steps (none: built-in step only)
               SIWA_WORKER_CONCURRENCY      jobs at once (4)
               SIWA_JOB_LEASE_SECONDS       lease of a claimed job, renewed while it runs (60)
@@ -56,6 +58,8 @@ struct Worker: AsyncParsableCommand {
         let assembly = Startup.settings {
             try WorkerAssembly(settings: settings, environment: environment, migrations: migrator, logger: logger)
         }
+        // After every setting is checked: TLS refusing to connect stops start-up here.
+        await Startup.checkTLS(Startup.settings { try DatabaseConfiguration(url: settings.databaseURL) })
         logger.info("Purge plan", metadata: ["plan": "\(WorkerAssembly.describe(assembly.plan))"])
         let group = ServiceGroup(configuration: .init(services: assembly.services.map { .init(service: $0) },
                                                       gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
@@ -63,6 +67,8 @@ struct Worker: AsyncParsableCommand {
             try await group.run()
         } catch let error as MigrationError {
             Startup.fail("\(error)")
+        } catch let error as PSQLError {
+            Startup.databaseFailure(error, url: settings.databaseURL)
         }
     }
 

@@ -14,7 +14,8 @@ struct WorkerTests {
         defer { Task { await siwa.stop() } }
         // The app's analytics live in a database of their own.
         let analytics = try await TestDatabase.create()
-        try await analytics.execute("CREATE TABLE events (apple_sub text NOT NULL, kind text)")
+        // public, not unqualified: the owner role is named siwa, so its search_path ("$user", public) starts with schema siwa.
+        try await analytics.execute("CREATE TABLE public.events (apple_sub text NOT NULL, kind text)")
         let harness = try await WorkerHarness.start(database: siwa.database, analytics: analytics)
         defer { Task { await harness.stop() } }
         let db = siwa.database

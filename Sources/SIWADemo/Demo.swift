@@ -1,37 +1,27 @@
 import AccountStore
 import AppleSimulator
-import ArgumentParser
 import ChildProcesses
 import AsyncHTTPClient
 import Foundation
 import Logging
 import NIOCore
 import PostgresNIO
-import SIWAServer
 #if canImport(Glibc)
 import Glibc
 #endif
 
-struct Demo: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(
-        abstract: "Show siwa working end to end against a simulated Apple, on this machine.",
-        discussion: """
-            Starts the Apple simulator (its own RSA keys and JWKS endpoint on loopback), runs \
-            `siwa serve` against SIWA_DATABASE_URL (migrated), sends one notification of each \
-            type plus a duplicate and a forged one, prints each answer and the resulting rows. \
-            Then runs `siwa worker` with a demo purge plan (delete rows from a demo app table, \
-            notify a stand-in downstream service with a signed webhook) and prints the purges. \
-            `make demo` does all of it on a throwaway PostgreSQL.
-            """
-    )
-
-    @Option(help: "Port for siwa serve (default: a free one).")
-    var port: Int = 0
+/// The demo's first half: the Apple simulator, `siwa migrate` (as the
+/// owner), `siwa serve` (as the runtime role), one notification of each type
+/// plus a duplicate and a forged one, and the rows they left.
+struct Demo {
+    /// The production `siwa` executable the demo runs.
+    let siwa: String
+    let database: DemoDatabase
+    let port: Int
 
     func run() async throws {
-        let env = Environment()
-        let databaseURL = Startup.settings { try env.required("SIWA_DATABASE_URL", example: "postgres://siwa:siwa@127.0.0.1:5432/siwa") }
         let quiet = Logger(label: "demo", factory: { _ in SwiftLogNoOpLogHandler() })
+        try await migrate()
 
         let apple = try AppleSimulator()
         let appleServer = try await apple.start(logger: quiet)
@@ -39,8 +29,8 @@ struct Demo: AsyncParsableCommand {
         let servePort = port == 0 ? try freeLoopbackPort() : port
         print("Apple simulator: \(appleServer.baseURL)/auth/keys (kids \(apple.keys.map(\.kid).joined(separator: ", ")))")
 
-        let serve = try Self.spawnServe(port: servePort, environment: [
-            "SIWA_DATABASE_URL": databaseURL, "SIWA_APPLE_CLIENT_IDS": clientID,
+        let serve = try spawnServe(port: servePort, environment: [
+            "SIWA_DATABASE_URL": database.runtimeURL, "SIWA_APPLE_CLIENT_IDS": clientID,
             "SIWA_APPLE_JWKS_URL": "\(appleServer.baseURL)/auth/keys", "SIWA_LOG_LEVEL": "warning",
         ])
         defer { if serve.isRunning { serve.signal(SIGTERM) } }
@@ -71,10 +61,11 @@ struct Demo: AsyncParsableCommand {
             print("  \(label.padding(toLength: 36, withPad: " ", startingAt: 0)) -> \(status) \(body)")
         }
 
-        let database = Startup.settings { try DatabaseConfiguration(url: databaseURL, maximumConnections: 2) }
-        try await database.withClient { client in
+        var owner = database.owner
+        owner.maximumConnections = 2
+        try await owner.withClient { client in
             try await Self.printReports(Self.reports(sub: sub), client: client)
-            try await DemoPurge.run(sub: sub, databaseURL: databaseURL, client: client, serveLog: quiet)
+            try await DemoPurge(demo: self).run(sub: sub, client: client)
         }
         await appleServer.stop()
         serve.signal(SIGTERM)
@@ -94,23 +85,23 @@ struct Demo: AsyncParsableCommand {
             ("siwa.users", """
                 SELECT id::text, apple_sub, status, email_forwarding_enabled::text AS forwarding, email_event_time::text,
                        (email IS NOT NULL)::text AS has_email
-                FROM siwa.users WHERE apple_sub LIKE '\(prefix)%' ORDER BY id
+                FROM siwa.users WHERE apple_sub LIKE '\(prefix)%' ORDER BY users.id
                 """),
             ("siwa.notifications", """
                 SELECT id::text, left(jti, 8) || '…' AS jti, event_type, apple_sub, event_time::text
-                FROM siwa.notifications WHERE apple_sub LIKE '\(prefix)%' ORDER BY id
+                FROM siwa.notifications WHERE apple_sub LIKE '\(prefix)%' ORDER BY notifications.id
                 """),
             ("siwa.jobs", """
                 SELECT id::text, kind, args->>'apple_sub' AS apple_sub, args->>'event_type' AS event_type, state, attempt::text
-                FROM siwa.jobs WHERE args->>'apple_sub' LIKE '\(prefix)%' ORDER BY id
+                FROM siwa.jobs WHERE args->>'apple_sub' LIKE '\(prefix)%' ORDER BY jobs.id
                 """),
             ("siwa.audit_log", """
                 SELECT seq::text, actor, action, apple_sub, details->>'event_type' AS event_type
-                FROM siwa.audit_log WHERE apple_sub LIKE '\(prefix)%' ORDER BY seq
+                FROM siwa.audit_log WHERE apple_sub LIKE '\(prefix)%' ORDER BY audit_log.seq
                 """),
             ("siwa.rejected_notifications (latest)", """
                 SELECT id::text, reason, detail, left(body_sha256, 12) || '…' AS body_sha256, body_bytes::text
-                FROM siwa.rejected_notifications ORDER BY id DESC LIMIT 3
+                FROM siwa.rejected_notifications ORDER BY rejected_notifications.id DESC LIMIT 3
                 """),
         ]
     }
@@ -132,21 +123,42 @@ struct Demo: AsyncParsableCommand {
             if let response = try? await HTTPClient.shared.execute(request, timeout: .seconds(2)), response.status == .ok { return }
             try await Task.sleep(for: .milliseconds(50))
         }
-        Startup.fail("siwa serve did not become ready (is the database migrated?)", code: 1)
+        throw DemoError("siwa serve did not become ready (its log is above)")
     }
 
-    /// `siwa serve` as a child process: the same binary, so the demo shows the real thing.
-    static func spawnServe(port: Int, environment: [String: String]) throws -> ChildProcess {
+    /// `siwa migrate` as the owner of the demo database, granting the
+    /// runtime role its privileges, as a production deploy runs it.
+    func migrate() async throws {
+        let output = FileManager.default.temporaryDirectory.appendingPathComponent("siwa-demo-migrate-\(getpid()).log").path
+        defer { try? FileManager.default.removeItem(atPath: output) }
+        let migrate = try spawn("migrate", environment: [
+            "SIWA_MIGRATE_DATABASE_URL": database.ownerURL, "SIWA_DATABASE_URL": database.runtimeURL, "SIWA_LOG_LEVEL": "warning",
+        ], outputFile: output)
+        let status = await migrate.wait()
+        let text = (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""
+        print("siwa migrate (as \(database.owner.username)):")
+        print(text.split(separator: "\n").map { "  " + $0 }.joined(separator: "\n"))
+        guard status == 0 else { throw DemoError("siwa migrate failed (exit status \(status))") }
+    }
+
+    /// `siwa serve` as a child process: the production binary, so the demo shows the real thing.
+    func spawnServe(port: Int, environment: [String: String]) throws -> ChildProcess {
         try spawn("serve", environment: environment.merging(["SIWA_HTTP_PORT": String(port), "SIWA_HTTP_HOST": "127.0.0.1"]) { $1 })
     }
 
-    /// This binary with `command`, its logs on our stderr.
-    static func spawn(_ command: String, environment: [String: String]) throws -> ChildProcess {
-        var env = ProcessInfo.processInfo.environment
+    /// `siwa command`, its logs on our stderr unless `outputFile` says otherwise.
+    /// The demo's own settings (SIWA_DEMO_*) and any SIWA_* of the caller's
+    /// environment stay out: the child sees only what the demo gives it.
+    func spawn(_ command: String, environment: [String: String], outputFile: String = "/dev/stderr") throws -> ChildProcess {
+        var env = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("SIWA_") }
         env.merge(environment) { $1 }
-        let executable = URL(fileURLWithPath: CommandLine.arguments[0]).standardizedFileURL.path
-        return try ChildProcess(executable: executable, arguments: [command], environment: env, outputFile: "/dev/stderr")
+        return try ChildProcess(executable: siwa, arguments: [command], environment: env, outputFile: outputFile)
     }
+}
+
+struct DemoError: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
 }
 
 /// Prints query results as an aligned text table. Every column of the

@@ -1,3 +1,4 @@
+import AccountStore
 import AppleSimulator
 import ChildProcesses
 import Foundation
@@ -10,11 +11,25 @@ import Glibc
 /// The demo's second half: a demo app table with the users' rows, a purge
 /// plan that deletes them and tells a stand-in downstream service, and
 /// `siwa worker` running that plan on the jobs the notifications enqueued.
-enum DemoPurge {
-    static func run(sub: String, databaseURL: String, client: PostgresClient, serveLog: Logger) async throws {
+struct DemoPurge {
+    let demo: Demo
+
+    func run(sub: String, client: PostgresClient) async throws {
         let logger = Logger(label: "demo", factory: { _ in SwiftLogNoOpLogHandler() })
-        try await client.query("CREATE SCHEMA IF NOT EXISTS demo_app", logger: logger)
-        try await client.query("CREATE TABLE IF NOT EXISTS demo_app.profiles (apple_sub text NOT NULL, display_name text)", logger: logger)
+        // The app's own table, made by the owner. The purge plan's SQL steps
+        // run as the runtime role, which owns nothing: it needs these grants,
+        // as a production runtime role needs them on the app's real tables.
+        let grants = [
+            "CREATE SCHEMA demo_app",
+            "CREATE TABLE demo_app.profiles (apple_sub text NOT NULL, display_name text)",
+            "GRANT USAGE ON SCHEMA demo_app TO \(demo.database.runtimeRole)",
+            "GRANT SELECT, DELETE ON demo_app.profiles TO \(demo.database.runtimeRole)",
+        ]
+        print("\nThe app's own table, and what the runtime role may do to it (as \(demo.database.owner.username)):")
+        for statement in grants {
+            print("  \(statement);")
+            try await client.query(PostgresQuery(unsafeSQL: statement), logger: logger)
+        }
         let other = sub + ".b"
         try await client.query("""
             INSERT INTO demo_app.profiles (apple_sub, display_name)
@@ -34,8 +49,8 @@ enum DemoPurge {
         defer { try? FileManager.default.removeItem(atPath: planFile) }
         print("\nPurge plan (\(planFile)):\n\(plan.split(separator: "\n").map { "  " + $0 }.joined(separator: "\n"))")
         print("\nsiwa worker: running the purge jobs…")
-        let worker = try Demo.spawn("worker", environment: [
-            "SIWA_DATABASE_URL": databaseURL, "SIWA_PURGE_PLAN": planFile, "DEMO_CRM_SECRET": downstream.secret,
+        let worker = try demo.spawn("worker", environment: [
+            "SIWA_DATABASE_URL": demo.database.runtimeURL, "SIWA_PURGE_PLAN": planFile, "DEMO_CRM_SECRET": downstream.secret,
             "SIWA_LOG_LEVEL": "warning",
         ])
         defer { if worker.isRunning { worker.signal(SIGTERM) } }
@@ -52,7 +67,7 @@ enum DemoPurge {
         worker.signal(SIGTERM)
         _ = await worker.wait()
 
-        try await Demo.printReports(reports(sub: sub), client: client)
+        try await Demo.printReports(Self.reports(sub: sub), client: client)
         print("\ndownstream service (stand-in): webhooks received")
         for delivery in downstream.deliveries where (delivery.fields["apple_sub"] as? String)?.hasPrefix(sub) == true {
             let body = String(decoding: delivery.body, as: UTF8.self)
@@ -67,18 +82,18 @@ enum DemoPurge {
             ("siwa.jobs (after the worker)", """
                 SELECT id::text, args->>'apple_sub' AS apple_sub, state, attempt::text,
                        (SELECT string_agg(key, ', ' ORDER BY value) FROM jsonb_each_text(steps_done)) AS steps_done
-                FROM siwa.jobs WHERE args->>'apple_sub' LIKE '\(prefix)%' ORDER BY id
+                FROM siwa.jobs WHERE args->>'apple_sub' LIKE '\(prefix)%' ORDER BY jobs.id
                 """),
             ("siwa.users (tombstones: sub and status kept, email erased)", """
                 SELECT id::text, apple_sub, status, (email IS NOT NULL)::text AS has_email
-                FROM siwa.users WHERE apple_sub LIKE '\(prefix)%' ORDER BY id
+                FROM siwa.users WHERE apple_sub LIKE '\(prefix)%' ORDER BY users.id
                 """),
             ("demo_app.profiles (the app's own table)", """
                 SELECT apple_sub, display_name FROM demo_app.profiles WHERE apple_sub LIKE '\(prefix)%' ORDER BY apple_sub
                 """),
             ("siwa.audit_log (worker)", """
                 SELECT seq::text, actor, action, apple_sub, details->>'job_id' AS job_id, details->>'step' AS step
-                FROM siwa.audit_log WHERE apple_sub LIKE '\(prefix)%' AND actor = 'worker' ORDER BY seq
+                FROM siwa.audit_log WHERE apple_sub LIKE '\(prefix)%' AND actor = 'worker' ORDER BY audit_log.seq
                 """),
         ]
     }

@@ -1,0 +1,154 @@
+import AccountStore
+import ArgumentParser
+import ChildProcesses
+import Foundation
+import Logging
+import PostgresNIO
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `siwa-demo`: a development tool, not part of the production binary.
+/// It needs the Apple simulator, which `siwa` itself never links.
+@main
+struct SIWADemoCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "siwa-demo",
+        abstract: "Show siwa working end to end against a simulated Apple, on this machine (development only).",
+        discussion: """
+            Makes a fresh database of its own, siwa_demo_<random>, on the PostgreSQL server of \
+            SIWA_DEMO_DATABASE_URL, and works only in it; the database named in that URL is used \
+            for nothing but CREATE DATABASE and DROP DATABASE. So the demo can never touch a \
+            database it did not create. The demo database is dropped at the end (--keep keeps it; \
+            an interrupted demo leaves it too: its name is the first line printed, and its \
+            COMMENT says it is a siwa-demo scratch database).
+
+            In the demo database it runs, as production does: `siwa migrate` as the owner (the \
+            role of SIWA_DEMO_DATABASE_URL, which needs CREATEDB), then `siwa serve` and `siwa \
+            worker` as the runtime role (SIWA_DEMO_RUNTIME_USER, default siwa_app, password \
+            SIWA_DEMO_RUNTIME_PASSWORD, default the user name). It starts the Apple simulator, \
+            sends one notification of each type plus a duplicate and a forged one, prints each \
+            answer and the resulting rows; then runs `siwa worker` with a demo purge plan (delete \
+            rows from a demo app table the runtime role was granted, notify a stand-in downstream \
+            service with a signed webhook) and prints the purges.
+
+            `make demo` runs it on a throwaway PostgreSQL cluster (scripts/testdb.sh), which has \
+            both roles.
+            """
+    )
+
+    @Option(help: "Port for siwa serve (default: a free one).")
+    var port: Int = 0
+
+    @Option(help: "The siwa executable to run (default: the one beside siwa-demo).")
+    var siwa: String?
+
+    @Flag(help: "Keep the demo database at the end (its name is printed) instead of dropping it.")
+    var keep = false
+
+    func run() async throws {
+        let env = ProcessInfo.processInfo.environment
+        guard let serverURL = env["SIWA_DEMO_DATABASE_URL"].flatMap({ $0.isEmpty ? nil : $0 }) else {
+            DemoFailure.exit("""
+                SIWA_DEMO_DATABASE_URL: is required: a PostgreSQL server and a role that may CREATE DATABASE \
+                (e.g. postgres://siwa:siwa@127.0.0.1:55432/siwa; `make demo` sets it)
+                """)
+        }
+        let server: DatabaseConfiguration
+        do { server = try DatabaseConfiguration(url: serverURL, maximumConnections: 1) } catch {
+            DemoFailure.exit("SIWA_DEMO_DATABASE_URL: \(error)")
+        }
+        let runtimeUser = env["SIWA_DEMO_RUNTIME_USER"].flatMap { $0.isEmpty ? nil : $0 } ?? "siwa_app"
+        guard runtimeUser.range(of: "^[a-z_][a-z0-9_]{0,62}$", options: .regularExpression) != nil else {
+            DemoFailure.exit("SIWA_DEMO_RUNTIME_USER: expected a plain role name (a-z, 0-9, _), got '\(runtimeUser.prefix(64))'")
+        }
+        let runtimePassword = env["SIWA_DEMO_RUNTIME_PASSWORD"].flatMap { $0.isEmpty ? nil : $0 } ?? runtimeUser
+        let siwa = try siwaExecutable()
+
+        let name = "siwa_demo_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased().prefix(12)
+        let scratch = try await DemoDatabase.create(name: name, on: server, serverURL: serverURL,
+                                                    runtimeUser: runtimeUser, runtimePassword: runtimePassword)
+        print("Demo database: \(name) on \(server.host):\(server.port) (made for this run; owner \(server.username), runtime role \(runtimeUser))")
+        var failure: (any Error)?
+        do {
+            try await Demo(siwa: siwa, database: scratch, port: port).run()
+        } catch {
+            failure = error
+        }
+        if keep {
+            print("\nKept the demo database \(name) (drop it with: DROP DATABASE \(name);)")
+        } else {
+            do {
+                try await scratch.drop(on: server)
+                print("\nDropped the demo database \(name).")
+            } catch {
+                FileHandle.standardError.write(Data("siwa-demo: could not drop \(name): \(server.describe(connectionError: error))\n".utf8))
+            }
+        }
+        if let failure {
+            if let exit = failure as? ExitCode { throw exit }
+            DemoFailure.exit("\(failure)", code: 1)
+        }
+    }
+
+    /// The `siwa` binary beside this one (both come out of `swift build`).
+    func siwaExecutable() throws -> String {
+        if let siwa { return siwa }
+        let me = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+        let sibling = URL(fileURLWithPath: me).standardizedFileURL.deletingLastPathComponent().appendingPathComponent("siwa").path
+        guard FileManager.default.isExecutableFile(atPath: sibling) else {
+            DemoFailure.exit("no siwa executable at \(sibling): run `swift build` first, or pass --siwa PATH")
+        }
+        return sibling
+    }
+}
+
+enum DemoFailure {
+    static func exit(_ message: String, code: Int32 = 2) -> Never {
+        FileHandle.standardError.write(Data("siwa-demo: \(message)\n".utf8))
+        Foundation.exit(code)
+    }
+}
+
+/// The demo's own database: created for this run, so nothing the demo does
+/// can reach a database it did not make.
+struct DemoDatabase: Sendable {
+    let name: String
+    /// The owner's URL of the demo database (SIWA_MIGRATE_DATABASE_URL).
+    let ownerURL: String
+    /// The runtime role's URL of the demo database (SIWA_DATABASE_URL for serve and worker).
+    let runtimeURL: String
+    /// The runtime role (a plain identifier: checked at start).
+    let runtimeRole: String
+    let owner: DatabaseConfiguration
+
+    static func create(name: String, on server: DatabaseConfiguration, serverURL: String,
+                       runtimeUser: String, runtimePassword: String) async throws -> DemoDatabase {
+        let logger = Logger(label: "siwa-demo", factory: { _ in SwiftLogNoOpLogHandler() })
+        do {
+            try await server.withClient { client in
+                try await client.query(PostgresQuery(unsafeSQL: "CREATE DATABASE \(name)"), logger: logger)
+                try await client.query(PostgresQuery(unsafeSQL: """
+                    COMMENT ON DATABASE \(name) IS 'siwa-demo scratch database; dropped when the demo ends'
+                    """), logger: logger)
+            }
+        } catch {
+            DemoFailure.exit("SIWA_DEMO_DATABASE_URL: cannot create the demo database \(name) as \(server.username) "
+                             + "(the role needs CREATEDB): \(server.describe(connectionError: error))")
+        }
+        guard var components = URLComponents(string: serverURL) else { DemoFailure.exit("SIWA_DEMO_DATABASE_URL: not a URL") }
+        components.path = "/\(name)"
+        let ownerURL = components.string ?? serverURL
+        components.user = runtimeUser
+        components.password = runtimePassword
+        let runtimeURL = components.string ?? serverURL
+        return DemoDatabase(name: name, ownerURL: ownerURL, runtimeURL: runtimeURL, runtimeRole: runtimeUser, owner: server.with(database: name))
+    }
+
+    func drop(on server: DatabaseConfiguration) async throws {
+        let logger = Logger(label: "siwa-demo", factory: { _ in SwiftLogNoOpLogHandler() })
+        try await server.withClient { client in
+            _ = try await client.query(PostgresQuery(unsafeSQL: "DROP DATABASE IF EXISTS \(name) WITH (FORCE)"), logger: logger)
+        }
+    }
+}

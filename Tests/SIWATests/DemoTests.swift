@@ -1,0 +1,82 @@
+import AccountStore
+import ChildProcesses
+import Foundation
+import PostgresNIO
+import Testing
+
+/// The demo is a development tool of its own (`siwa-demo`): the production
+/// `siwa` has no demo and does not link the Apple simulator, and the demo
+/// works only in a database it made.
+@Suite("Demo")
+struct DemoTests {
+    static var demoBinary: String {
+        get throws {
+            let path = TestEnvironment.repositoryRoot.appendingPathComponent(".build/debug/siwa-demo").path
+            guard FileManager.default.isExecutableFile(atPath: path) else {
+                throw TestSetupError("\(path) is missing: run `swift build` first (make test does)")
+            }
+            return path
+        }
+    }
+
+    @Test func theProductionBinaryHasNoDemoAndNoAppleSimulator() async throws {
+        let help = try await runSIWA(["--help"])
+        #expect(help.status == 0)
+        #expect(!help.output.contains("\n  demo"), "\(help.output)")
+        let demo = try await runSIWA(["demo"])
+        #expect(demo.status != 0, "\(demo.output)")
+
+        // No symbol of the AppleSimulator module (nor its test keys) is linked in.
+        let binary = try Data(contentsOf: try TestEnvironment.siwaBinary, options: .mappedIfSafe)
+        #expect(binary.range(of: Data("AppleSimulator".utf8)) == nil, "siwa links AppleSimulator")
+        #expect(binary.range(of: Data("DownstreamStub".utf8)) == nil, "siwa links the downstream stand-in")
+    }
+
+    @Test func siwaDemoRefusesToStartWithoutItsOwnSetting() async throws {
+        // A production SIWA_DATABASE_URL in the environment is not enough: the demo never uses it.
+        let result = try await Self.runDemo([], environment: ["SIWA_DEMO_DATABASE_URL": "", "SIWA_DATABASE_URL": "postgres://siwa@127.0.0.1/siwa"])
+        #expect(result.status == 2, "\(result.output)")
+        #expect(result.output.hasPrefix("siwa-demo: SIWA_DEMO_DATABASE_URL: is required"), "\(result.output)")
+        #expect(result.output.split(separator: "\n").count == 1, "\(result.output)")
+    }
+
+    /// End to end on the test cluster: migrate as the owner, serve and worker
+    /// as siwa_app, in a database the demo made and then dropped.
+    @Test func siwaDemoRunsInADatabaseOfItsOwnAndDropsIt() async throws {
+        let server = try TestEnvironment.databaseURL
+        let before = try await Self.databaseNames()
+        let result = try await Self.runDemo([], environment: ["SIWA_DEMO_DATABASE_URL": server])
+        #expect(result.status == 0, "\(result.output.suffix(3000))")
+        let name = result.output.split(separator: "\n").first { $0.hasPrefix("Demo database: ") }
+            .flatMap { $0.split(separator: " ").dropFirst(2).first }.map(String.init)
+        #expect(name?.hasPrefix("siwa_demo_") == true, "\(result.output.prefix(500))")
+        #expect(result.output.contains("granted the runtime privileges to siwa_app"))
+        #expect(result.output.contains("GRANT SELECT, DELETE ON demo_app.profiles TO siwa_app"))
+        #expect(result.output.contains("signature valid"))
+        #expect(!result.output.contains("INVALID"))
+        #expect(result.output.contains("Dropped the demo database \(name ?? "?")."))
+        let after = try await Self.databaseNames()
+        #expect(after.subtracting(before).filter { $0.hasPrefix("siwa_demo_") }.isEmpty, "a demo database was left behind")
+        if let name { #expect(!after.contains(name)) }
+    }
+
+    static func databaseNames() async throws -> Set<String> {
+        let server = try DatabaseConfiguration(url: try TestEnvironment.databaseURL)
+        return try await TestDatabase.withClient(server) { client in
+            var names: Set<String> = []
+            let rows = try await client.query("SELECT datname FROM pg_database", logger: TestEnvironment.logger)
+            for try await name in rows.decode(String.self) { names.insert(name) }
+            return names
+        }
+    }
+
+    static func runDemo(_ arguments: [String], environment: [String: String]) async throws -> ProcessResult {
+        var env = ProcessInfo.processInfo.environment
+        for (key, value) in environment { env[key] = value }
+        let outputFile = FileManager.default.temporaryDirectory.appendingPathComponent("siwa-demo-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: outputFile) }
+        let child = try ChildProcess(executable: try demoBinary, arguments: arguments, environment: env, outputFile: outputFile)
+        let status = await child.wait()
+        return ProcessResult(status: status, output: (try? String(contentsOfFile: outputFile, encoding: .utf8)) ?? "")
+    }
+}
