@@ -200,7 +200,7 @@ write_conf() {
 listen_addresses = '127.0.0.1'
 port = $port
 unix_socket_directories = '$DIR'
-max_connections = 200
+max_connections = 1000
 shared_buffers = 128MB
 fsync = on
 synchronous_commit = on

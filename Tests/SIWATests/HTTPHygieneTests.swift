@@ -20,7 +20,10 @@ struct HTTPHygieneTests {
         }
         #expect(silent.end == .closed)
         #expect(silent.bytes.isEmpty)
-        #expect(silent.elapsed >= .milliseconds(400) && silent.elapsed < .seconds(5), "\(silent.elapsed)")
+        // Closed by the idle timeout (0.5 s), not by the read's 10 s limit
+        // nor the default 60 s; no upper bound finer than that, as a loaded
+        // machine delays the timer's event loop.
+        #expect(silent.elapsed >= .milliseconds(400), "\(silent.elapsed)")
 
         let quiet = try await RawConnection.with(port: siwa.port) { connection in
             await connection.send("GET /healthz HTTP/1.1\r\nHost: siwa\r\n\r\n")
@@ -28,7 +31,6 @@ struct HTTPHygieneTests {
         }
         #expect(quiet.status == 200, "\(quiet.text)")
         #expect(quiet.end == .closed)
-        #expect(quiet.elapsed < .seconds(5), "\(quiet.elapsed)")
 
         let stalled = try await RawConnection.with(port: siwa.port) { connection in
             await connection.send("POST /apple/notifications HTTP/1.1\r\nHost: siwa\r\nContent-Type: application/json\r\n" +
@@ -36,7 +38,6 @@ struct HTTPHygieneTests {
             return await connection.readUntilClosed(limit: .seconds(10))
         }
         #expect(stalled.end == .closed)
-        #expect(stalled.elapsed < .seconds(5), "\(stalled.elapsed)")
 
         // The server is fine afterwards.
         #expect(try await siwa.get("/healthz").status == 200)

@@ -37,9 +37,10 @@ struct WorkerDeadlineTests {
         #expect(try await db.scalar("SELECT attempt FROM siwa.jobs") == 2)
         let error = try await db.strings("SELECT (errors->0->>'step') || ': ' || (errors->0->>'error') FROM siwa.jobs").first ?? ""
         #expect(error == "\(WorkerHarness.httpStep): timed out: 127.0.0.1 did not answer within 1 s", "\(error)")
-        // Failed at the deadline (1 s), not long after.
+        // Failed at the deadline (1 s), not at the stall's end (never). The
+        // bound is far from both, so a loaded machine does not trip it.
         let seconds = try await Self.firstAttemptSeconds(db)
-        #expect(seconds >= 1 && seconds < 2.5, "first attempt took \(seconds) s")
+        #expect(seconds >= 1 && seconds < 10, "first attempt took \(seconds) s")
         #expect(await worker.terminate() == 0)
     }
 
@@ -69,7 +70,8 @@ struct WorkerDeadlineTests {
         #expect(error.hasPrefix("sleepy: timed out"), "\(error)")
         #expect(error.contains("statement_timeout"), "\(error)")
         let seconds = try await Self.firstAttemptSeconds(db)
-        #expect(seconds >= 1 && seconds < 2.5, "first attempt took \(seconds) s")
+        // At the timeout (1 s), not at the end of the 30 s sleep.
+        #expect(seconds >= 1 && seconds < 10, "first attempt took \(seconds) s")
         // The timed-out attempt was rolled back: the step took effect once.
         #expect(try await db.scalar("SELECT count(*) FROM app.purge_log") == 1)
         #expect(await worker.terminate() == 0)
@@ -98,7 +100,8 @@ struct WorkerDeadlineTests {
         #expect(errors.count == 2)
         #expect(errors.allSatisfy { $0.hasPrefix("timed out") && $0.contains("statement_timeout") }, "\(errors)")
         let seconds = try await Self.firstAttemptSeconds(db)
-        #expect(seconds >= 0.5 && seconds < 2, "first attempt took \(seconds) s")
+        // At the timeout, not at the end of the 30 s sleep.
+        #expect(seconds >= 0.5 && seconds < 10, "first attempt took \(seconds) s")
         #expect(await worker.terminate() == 0)
     }
 
@@ -119,7 +122,9 @@ struct WorkerDeadlineTests {
         let error = try await db.strings("SELECT errors->0->>'error' FROM siwa.jobs").first ?? ""
         #expect(error.contains("timed out: the attempt ran past SIWA_JOB_MAX_RUN_SECONDS (4 s)"), "\(error)\n\(worker.log.suffix(4000))")
         let seconds = try await Self.firstAttemptSeconds(db)
-        #expect(seconds >= 4 && seconds < 5.5, "first attempt took \(seconds) s")
+        // Stopped at 4 s: step 3 (which would end at about 4.5 s) was not
+        // recorded by this attempt (below).
+        #expect(seconds >= 4, "first attempt took \(seconds) s")
         // Steps 1 and 2 were done by the first attempt, step 3 by the second.
         #expect(try await db.strings("""
             SELECT (details->>'attempt') || ':' || (details->>'step') FROM siwa.audit_log
