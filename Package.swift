@@ -2,11 +2,13 @@
 import PackageDescription
 
 // One layer per target; a target imports only the layers below it.
-//   AppleSignIn     Apple's protocols (JWKS, JWT verification, client secret, token client)
-//   AccountStore    PostgreSQL (migrations, users, inbox, job queue, audit)
-//   AccountEvents   the domain (event model, router, handlers, purge plan, worker)
-//   SIWAServer      the Hummingbird application
-//   siwa            the production executable: argument parsing and wiring only
+//   AppleSignIn        Apple's protocols (JWKS cache, notification and identity-token verification)
+//   AccountStore       PostgreSQL (migrations, roles, users, inbox, rejections, job queue, audit)
+//   AccountEvents      the domain (event router, receiver, purge plan, worker loop)
+//   SIWAConfiguration  the SIWA_* settings, declared once (SettingsCatalog), and the log lines
+//   SIWAServer         the Hummingbird application (HTTP only)
+//   SIWAWorker         `siwa worker`'s wiring (plan, clients, job worker)
+//   siwa               the production executable: argument parsing and wiring only
 //   AppleSimulator  a stand-in for Apple in tests, the demo and the benchmark
 //   siwa-demo       `make demo` (development only; the production siwa never links AppleSimulator)
 let package = Package(
@@ -29,6 +31,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
         .package(url: "https://github.com/apple/swift-crypto.git", from: "4.5.2"),
+        // Already in the graph through Hummingbird; reads siwa's settings.
+        .package(url: "https://github.com/apple/swift-configuration.git", from: "1.4.0"),
     ],
     targets: [
         .target(
@@ -61,9 +65,26 @@ let package = Package(
             ]
         ),
         .target(
-            name: "SIWAServer",
+            name: "SIWAConfiguration",
             dependencies: [
                 "AppleSignIn", "AccountStore", "AccountEvents",
+                .product(name: "Configuration", package: "swift-configuration"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .target(
+            name: "SIWAWorker",
+            dependencies: [
+                "AccountStore", "AccountEvents", "SIWAConfiguration",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
+        .target(
+            name: "SIWAServer",
+            dependencies: [
+                "AppleSignIn", "AccountStore", "AccountEvents", "SIWAConfiguration",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -90,7 +111,7 @@ let package = Package(
         .executableTarget(
             name: "siwa",
             dependencies: [
-                "AppleSignIn", "AccountStore", "AccountEvents", "SIWAServer",
+                "AppleSignIn", "AccountStore", "AccountEvents", "SIWAConfiguration", "SIWAServer", "SIWAWorker",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Hummingbird", package: "hummingbird"),
@@ -114,7 +135,7 @@ let package = Package(
         .executableTarget(
             name: "siwa-bench",
             dependencies: [
-                "AccountStore", "AppleSimulator", "SIWAServer", "ChildProcesses",
+                "AccountStore", "AppleSimulator", "SIWAConfiguration", "SIWAServer", "SIWAWorker", "ChildProcesses",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -124,7 +145,7 @@ let package = Package(
         .testTarget(
             name: "SIWATests",
             dependencies: [
-                "AppleSignIn", "AccountStore", "AccountEvents", "SIWAServer", "AppleSimulator", "ChildProcesses",
+                "AppleSignIn", "AccountStore", "AccountEvents", "SIWAConfiguration", "SIWAServer", "SIWAWorker", "AppleSimulator", "ChildProcesses",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),

@@ -64,6 +64,19 @@ public struct PurgePlan: Sendable {
         public let url: URL
         public let key: SymmetricKey
         public let timeoutSeconds: Double
+        /// The environment variable the secret came from (never the secret).
+        public var secretEnvironmentName: String = ""
+    }
+
+    /// The environment variables the plan reads (its secrets' and other
+    /// databases' names), so start-up does not take them for typos.
+    public var environmentNames: Set<String> {
+        Set(steps.compactMap { step in
+            switch step.action {
+            case .sql(_, let database): database?.environmentName
+            case .http(let target): target.secretEnvironmentName
+            }
+        })
     }
 
     public let steps: [Step]
@@ -302,6 +315,6 @@ private struct StepParser {
             }
             timeout = number.doubleValue
         }
-        return PurgePlan.WebhookTarget(url: url, key: key, timeoutSeconds: timeout)
+        return PurgePlan.WebhookTarget(url: url, key: key, timeoutSeconds: timeout, secretEnvironmentName: secretName)
     }
 }

@@ -1,3 +1,5 @@
+import SIWAWorker
+import SIWAConfiguration
 import AccountEvents
 import AccountStore
 import Foundation
@@ -126,7 +128,7 @@ enum WorkerBench {
 
     /// The in-process worker, as `siwa worker` builds it, without a plan.
     static func startWorker(databaseURL: String, concurrency: Int, pollSeconds: Double, logger: Logger) throws -> ServiceGroup {
-        let settings = try WorkerSettings(environment: Environment([
+        let settings = try WorkerSettings(environment: SettingsReader([
             "SIWA_DATABASE_URL": databaseURL,
             "SIWA_WORKER_CONCURRENCY": String(concurrency),
             "SIWA_WORKER_POLL_SECONDS": String(pollSeconds),

@@ -8,6 +8,7 @@ import Logging
 import Metrics
 import PostgresNIO
 import Prometheus
+import SIWAConfiguration
 
 /// Wires `siwa serve` from its settings: Postgres client, Apple key set,
 /// verifier, group-commit inbox, HTTP routes. The executable and the tests

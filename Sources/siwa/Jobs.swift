@@ -1,3 +1,4 @@
+import SIWAConfiguration
 import AccountStore
 import ArgumentParser
 import Foundation
@@ -114,10 +115,11 @@ enum JobsConnection {
     }
 
     static func run<T: Sendable>(_ body: @escaping @Sendable (JobAdministration) async throws -> T) async throws -> T {
-        let env = Environment()
+        let env = SettingsReader()
+        Startup.warnUnknownSettings(env)
         let log = Startup.settings { try LogSettings(environment: env) }
         LoggingSetup.bootstrap(log)
-        let url = Startup.settings { try env.required("SIWA_DATABASE_URL", example: "postgres://siwa:secret@127.0.0.1:5432/siwa") }
+        let url = Startup.settings { try env.required(SettingsCatalog.databaseURL) }
         let database = Startup.settings { try DatabaseConfiguration(url: url, maximumConnections: 2) }
         await Startup.requireConnection(database)
         do {

@@ -1,3 +1,4 @@
+import SIWAConfiguration
 import AccountStore
 import ArgumentParser
 import Foundation
@@ -32,16 +33,15 @@ struct Migrate: AsyncParsableCommand {
     var check = false
 
     func run() async throws {
-        let env = Environment()
+        let env = SettingsReader()
+        Startup.warnUnknownSettings(env)
         let log = Startup.settings { try LogSettings(environment: env) }
         LoggingSetup.bootstrap(log)
         let logger = Logger(label: "siwa.migrate")
-        let runtimeURL = env.string("SIWA_DATABASE_URL")
-        let ownerName = env.string("SIWA_MIGRATE_DATABASE_URL") == nil ? "SIWA_DATABASE_URL" : "SIWA_MIGRATE_DATABASE_URL"
-        let url = Startup.settings {
-            try env.string("SIWA_MIGRATE_DATABASE_URL")
-                ?? env.required("SIWA_DATABASE_URL", example: "postgres://siwa_app:secret@127.0.0.1:5432/siwa")
-        }
+        let runtimeURL = env.string(SettingsCatalog.databaseURL)
+        let ownerSetting = env.string(SettingsCatalog.migrateDatabaseURL) == nil ? SettingsCatalog.databaseURL : SettingsCatalog.migrateDatabaseURL
+        let ownerName = ownerSetting.name
+        let url = Startup.settings { try env.required(ownerSetting) }
         let database = Startup.settings(ownerName) { try DatabaseConfiguration(url: url, maximumConnections: 2) }
         let runtime = runtimeURL.map { runtimeURL in
             Startup.settings("SIWA_DATABASE_URL") { try DatabaseConfiguration(url: runtimeURL) }

@@ -1,3 +1,4 @@
+import SIWAConfiguration
 import AccountStore
 import Foundation
 import Logging
@@ -6,6 +7,13 @@ import SIWAServer
 
 /// Start-up failures end the process with one clear line on stderr.
 enum Startup {
+    /// Reports each `SIWA_*` variable no command reads: a likely typo
+    /// (`SIWA_HTTP_PROT` leaves the port at its default, silently otherwise).
+    /// `also`: other names this command reads (the purge plan's).
+    static func warnUnknownSettings(_ env: SettingsReader, also known: Set<String> = []) {
+        for line in env.unknownNames(also: known) { warn(line) }
+    }
+
     /// A warning on stderr that does not stop the command.
     static func warn(_ message: String) {
         FileHandle.standardError.write(Data("siwa: warning: \(message)\n".utf8))

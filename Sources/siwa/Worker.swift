@@ -1,3 +1,5 @@
+import SIWAWorker
+import SIWAConfiguration
 import AccountEvents
 import AccountStore
 import ArgumentParser
@@ -24,20 +26,7 @@ struct Worker: AsyncParsableCommand {
             webhook-id siwa-check-<uuid>; downstreams should answer 2xx and ignore it). One line \
             per step; exit 0 if all passed, 1 if any failed.
 
-            Settings (environment):
-              SIWA_DATABASE_URL            postgres://USER:PASSWORD@HOST:PORT/DB[?sslmode=...&sslrootcert=...]
-                                           (required; the runtime role; TLS: see siwa serve --help)
-              SIWA_PURGE_PLAN              JSON file of purge steps (none: built-in step only)
-              SIWA_WORKER_CONCURRENCY      jobs at once (4)
-              SIWA_JOB_LEASE_SECONDS       lease of a claimed job, renewed while it runs (60)
-              SIWA_JOB_RETRY_BASE_SECONDS  retry n waits base x 2^(n-1), jitter, 6 h cap (15)
-              SIWA_JOB_MAX_ATTEMPTS        attempts before a job is discarded (25)
-              SIWA_JOB_MAX_RUN_SECONDS     longest attempt; then stopped and retried (900)
-              SIWA_JOB_RETENTION_DAYS      completed jobs kept this long, then pruned (30)
-              SIWA_WORKER_POLL_SECONDS     polling fallback when no NOTIFY arrives (2)
-              SIWA_WORKER_SHUTDOWN_GRACE_SECONDS  time running jobs get on SIGTERM (30)
-              SIWA_DATABASE_MAX_CONNECTIONS  pool size (concurrency + 4)
-              SIWA_LOG_FORMAT              text or json (text);  SIWA_LOG_LEVEL (info)
+            \(SettingsDocs.help(for: .worker))
 
             Exit status 2: a bad setting, a bad purge plan (the message names the step), or a \
             schema that is behind (run `siwa migrate`).
@@ -50,7 +39,7 @@ struct Worker: AsyncParsableCommand {
 
     func run() async throws {
         let environment = ProcessInfo.processInfo.environment
-        let settings = Startup.settings { try WorkerSettings(environment: Environment(environment)) }
+        let settings = Startup.settings { try WorkerSettings(environment: SettingsReader(environment)) }
         LoggingSetup.bootstrap(settings.log)
         let logger = Logger(label: "siwa.worker")
         if checkPlan { await Self.checkPlan(settings: settings, environment: environment, logger: logger) }
@@ -58,6 +47,7 @@ struct Worker: AsyncParsableCommand {
         let assembly = Startup.settings {
             try WorkerAssembly(settings: settings, environment: environment, migrations: migrator, logger: logger)
         }
+        Startup.warnUnknownSettings(SettingsReader(environment), also: assembly.plan.environmentNames)
         // After every setting is checked: TLS refusing to connect stops start-up here.
         await Startup.checkTLS(Startup.settings { try DatabaseConfiguration(url: settings.databaseURL) })
         logger.info("Purge plan", metadata: ["plan": "\(WorkerAssembly.describe(assembly.plan))"])

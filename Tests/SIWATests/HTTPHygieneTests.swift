@@ -1,3 +1,4 @@
+import SIWAConfiguration
 import AppleSimulator
 import Foundation
 import SIWAServer
@@ -47,15 +48,15 @@ struct HTTPHygieneTests {
     /// start-up with an error naming it.
     @Test func theIdleTimeoutSetting() throws {
         let base = ["SIWA_DATABASE_URL": "postgres://siwa:x@127.0.0.1:5432/siwa", "SIWA_APPLE_CLIENT_IDS": "com.example.app"]
-        #expect(try ServerSettings(environment: Environment(base)).httpIdleTimeout == 60)
-        #expect(try ServerSettings(environment: Environment(base.merging(["SIWA_HTTP_IDLE_TIMEOUT_SECONDS": "2.5"]) { $1 }))
+        #expect(try ServerSettings(environment: SettingsReader(base)).httpIdleTimeout == 60)
+        #expect(try ServerSettings(environment: SettingsReader(base.merging(["SIWA_HTTP_IDLE_TIMEOUT_SECONDS": "2.5"]) { $1 }))
             .httpIdleTimeout == 2.5)
         for bad in ["0", "-1", "abc", "nan", "inf", "3601"] {
             #expect(throws: SettingError.self, "\(bad)") {
-                try ServerSettings(environment: Environment(base.merging(["SIWA_HTTP_IDLE_TIMEOUT_SECONDS": bad]) { $1 }))
+                try ServerSettings(environment: SettingsReader(base.merging(["SIWA_HTTP_IDLE_TIMEOUT_SECONDS": bad]) { $1 }))
             }
             do {
-                _ = try ServerSettings(environment: Environment(base.merging(["SIWA_HTTP_IDLE_TIMEOUT_SECONDS": bad]) { $1 }))
+                _ = try ServerSettings(environment: SettingsReader(base.merging(["SIWA_HTTP_IDLE_TIMEOUT_SECONDS": bad]) { $1 }))
             } catch let error as SettingError {
                 #expect(error.name == "SIWA_HTTP_IDLE_TIMEOUT_SECONDS")
             }

@@ -1,3 +1,4 @@
+import SIWAConfiguration
 import AccountStore
 import Foundation
 import PostgresNIO

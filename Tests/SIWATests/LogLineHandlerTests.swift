@@ -1,3 +1,4 @@
+import SIWAConfiguration
 import Foundation
 import Logging
 import SIWAServer

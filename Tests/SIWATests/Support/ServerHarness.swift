@@ -1,3 +1,4 @@
+import SIWAConfiguration
 import AccountStore
 import AppleSimulator
 import AsyncHTTPClient
@@ -51,7 +52,7 @@ final class ServerHarness: Sendable {
             "SIWA_APPLE_JWKS_URL": appleServer.baseURL + "/auth/keys",
         ]
         values.merge(extra) { $1 }
-        let settings = try ServerSettings(environment: Environment(values))
+        let settings = try ServerSettings(environment: SettingsReader(values))
         let port = OneShot<Int>()
         let app = try ServerAssembly.makeApplication(
             settings: settings,

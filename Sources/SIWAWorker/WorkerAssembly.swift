@@ -4,6 +4,7 @@ import AsyncHTTPClient
 import Foundation
 import Logging
 import PostgresNIO
+import SIWAConfiguration
 import ServiceLifecycle
 
 /// Wires `siwa worker` from its settings: the Postgres client(s), the purge
@@ -112,16 +113,5 @@ public struct WorkerAssembly: Sendable {
             return "no SIWA_PURGE_PLAN: only the built-in step runs (\(PurgePlan.builtInStepName)); the app's own data is not touched"
         }
         return "\(source): \(plan.allStepNames.joined(separator: " -> "))"
-    }
-}
-
-/// Shuts an HTTP client down when its service group stops (after the
-/// worker, which is later in the list and so stops first).
-struct HTTPClientService: Service {
-    let client: HTTPClient
-
-    func run() async throws {
-        try? await gracefulShutdown()
-        try await client.shutdown()
     }
 }

@@ -1,0 +1,71 @@
+import AccountEvents
+import Foundation
+
+/// Everything `siwa serve` is configured with (declared in SettingsCatalog).
+public struct ServerSettings: Sendable {
+    public var databaseURL: String
+    public var databaseMaxConnections: Int
+    public var host: String
+    public var port: Int
+    public var clientIDs: Set<String>
+    public var jwksURL: String
+    public var appleBaseURL: String
+    public var jwksRefreshInterval: Double
+    public var jwksRefetchCooldown: Double
+    public var maxBodyBytes: Int
+    /// Seconds a connection may stay idle (no request, or a request whose
+    /// head or body stopped arriving) before the server closes it.
+    public var httpIdleTimeout: Double
+    public var ingestWriters: Int
+    public var ingestMaxBatch: Int
+    public var ingestTimeout: Double
+    public var onConsentRevoked: ConsentRevokedPolicy
+    public var rejectionsPerMinute: Int
+    public var rejectionRetentionDays: Int
+    /// The worker's SIWA_JOB_MAX_RUN_SECONDS: `/metrics` counts running jobs
+    /// older than this as overdue.
+    public var jobMaxRunSeconds: Double
+    public var log: LogSettings
+
+    public init(environment env: SettingsReader) throws {
+        typealias S = SettingsCatalog
+        databaseURL = try env.required(S.databaseURL)
+        databaseMaxConnections = try env.integer(S.databaseMaxConnections)
+        host = env.string(S.httpHost) ?? S.httpHost.defaultValue ?? "127.0.0.1"
+        port = try env.integer(S.httpPort)
+        clientIDs = Set(try env.list(S.appleClientIDs))
+        jwksURL = try env.url(S.appleJWKSURL)
+        appleBaseURL = try env.url(S.appleBaseURL)
+        jwksRefreshInterval = try env.number(S.jwksRefresh)
+        jwksRefetchCooldown = try env.number(S.jwksRefetchCooldown)
+        maxBodyBytes = try env.integer(S.maxBodyBytes)
+        httpIdleTimeout = try env.number(S.httpIdleTimeout)
+        ingestWriters = try env.integer(S.ingestWriters)
+        ingestMaxBatch = try env.integer(S.ingestMaxBatch)
+        ingestTimeout = try env.number(S.ingestTimeout)
+        onConsentRevoked = ConsentRevokedPolicy(rawValue: try env.choice(S.onConsentRevoked)) ?? .signOut
+        rejectionsPerMinute = try env.integer(S.rejectionsPerMinute)
+        rejectionRetentionDays = try env.integer(S.rejectionRetentionDays)
+        jobMaxRunSeconds = try WorkerSettings.maxRunSeconds(env, leaseSeconds: try env.number(S.jobLease))
+        log = try LogSettings(environment: env)
+        guard ingestWriters < databaseMaxConnections else {
+            throw SettingError(S.ingestWriters.name, "must be below SIWA_DATABASE_MAX_CONNECTIONS (\(databaseMaxConnections))")
+        }
+    }
+}
+
+public struct LogSettings: Sendable {
+    public enum Format: String, Sendable { case json, text }
+    public var format: Format
+    public var level: String
+
+    public init(format: Format = .text, level: String = "info") {
+        self.format = format
+        self.level = level
+    }
+
+    public init(environment env: SettingsReader) throws {
+        format = Format(rawValue: try env.choice(SettingsCatalog.logFormat)) ?? .text
+        level = try env.choice(SettingsCatalog.logLevel)
+    }
+}

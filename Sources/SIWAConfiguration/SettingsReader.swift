@@ -1,0 +1,137 @@
+import Configuration
+import Foundation
+
+/// A setting that is missing or malformed; start-up stops with this one line.
+public struct SettingError: Error, CustomStringConvertible, Sendable {
+    public let name: String
+    public let problem: String
+    public init(_ name: String, _ problem: String) {
+        self.name = name
+        self.problem = problem
+    }
+    public var description: String { "\(name): \(problem)" }
+}
+
+/// Reads the `SIWA_*` settings (`SettingsCatalog`) with one-line errors.
+///
+/// The values come through swift-configuration (its environment provider,
+/// which keeps secret values out of its descriptions); siwa parses and
+/// bounds them itself, so a bad value stops start-up with a line that names
+/// the setting, the accepted range and what was given.
+public struct SettingsReader: Sendable {
+    /// The raw variables, for the unknown-name check.
+    public let values: [String: String]
+    private let reader: ConfigReader
+
+    public init(_ values: [String: String] = ProcessInfo.processInfo.environment) {
+        self.values = values
+        let secrets = Set(SettingsCatalog.all.filter(\.secret).map(\.name))
+        reader = ConfigReader(provider: EnvironmentVariablesProvider(
+            environmentVariables: values.filter { $0.key.hasPrefix("SIWA_") }, secretsSpecifier: .specific(secrets)))
+    }
+
+    /// The value, trimmed; nil when unset or blank.
+    public func string(_ setting: Setting) -> String? {
+        guard let value = reader.string(forKey: ConfigKey(setting.configKey), isSecret: setting.secret)?
+            .trimmingCharacters(in: .whitespaces), !value.isEmpty else { return nil }
+        return value
+    }
+
+    public func required(_ setting: Setting) throws -> String {
+        guard let value = string(setting) else {
+            throw SettingError(setting.name, "is required (e.g. \(setting.name)=\(setting.example ?? "..."))")
+        }
+        return value
+    }
+
+    /// - Parameter fallback: a default computed from other settings (the
+    ///   catalog's documents it); otherwise the catalog's.
+    public func integer(_ setting: Setting, default fallback: Int? = nil) throws -> Int {
+        guard case .integer(let range) = setting.kind else { throw Self.misdeclared(setting, as: "integer") }
+        guard let text = string(setting) else { return try fallback ?? parse(setting.defaultValue, setting) { Int($0) } }
+        guard let number = Int(text), range.contains(number) else {
+            throw SettingError(setting.name, "expected a whole number in \(range.lowerBound)...\(range.upperBound), got '\(text.prefix(40))'")
+        }
+        return number
+    }
+
+    /// Seconds, or days for a `.days` setting.
+    public func number(_ setting: Setting, default fallback: Double? = nil) throws -> Double {
+        let (range, unit): (ClosedRange<Double>, String)
+        switch setting.kind {
+        case .seconds(let bounds): (range, unit) = (bounds, "seconds")
+        case .days(let bounds): (range, unit) = (bounds, "days")
+        default: throw Self.misdeclared(setting, as: "number")
+        }
+        guard let text = string(setting) else { return try fallback ?? parse(setting.defaultValue, setting) { Double($0) } }
+        guard let number = Double(text), number.isFinite, range.contains(number) else {
+            throw SettingError(setting.name, "expected a number of \(unit) in \(range.lowerBound)...\(range.upperBound), got '\(text.prefix(40))'")
+        }
+        return number
+    }
+
+    public func url(_ setting: Setting) throws -> String {
+        guard let text = string(setting) ?? setting.defaultValue else { return try required(setting) }
+        guard let url = URL(string: text), let scheme = url.scheme, ["http", "https"].contains(scheme), url.host != nil else {
+            throw SettingError(setting.name, "expected an http(s) URL, got '\(text.prefix(80))'")
+        }
+        return text
+    }
+
+    public func choice(_ setting: Setting) throws -> String {
+        guard case .choice(let choices) = setting.kind else { throw Self.misdeclared(setting, as: "choice") }
+        let text = string(setting)?.lowercased() ?? setting.defaultValue ?? ""
+        guard choices.contains(text) else {
+            throw SettingError(setting.name, "expected one of \(choices.joined(separator: ", ")), got '\(text.prefix(40))'")
+        }
+        return text
+    }
+
+    /// A required comma list with at least one entry.
+    public func list(_ setting: Setting) throws -> [String] {
+        let items = try required(setting).split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        guard !items.isEmpty else { throw SettingError(setting.name, "lists nothing") }
+        return items
+    }
+
+    /// `SIWA_*` variables that no command reads: most likely a typo, so
+    /// start-up reports each with the closest real name. `also` are names
+    /// this command knows of besides the catalog (the purge plan's).
+    public func unknownNames(also known: Set<String> = []) -> [String] {
+        let names = Set(SettingsCatalog.all.map(\.name)).union(known)
+        return values.keys.filter { name in
+            name.hasPrefix("SIWA_") && !names.contains(name) && !SettingsCatalog.toolPrefixes.contains { name.hasPrefix($0) }
+        }.sorted().map { name in
+            let closest = SettingsCatalog.all.map(\.name).min { Self.distance($0, name) < Self.distance($1, name) }
+            if let closest, Self.distance(closest, name) <= max(3, name.count / 4) {
+                return "\(name) is not a siwa setting (did you mean \(closest)?)"
+            }
+            return "\(name) is not a siwa setting"
+        }
+    }
+
+    private func parse<T>(_ text: String?, _ setting: Setting, _ convert: (String) -> T?) throws -> T {
+        guard let text, let value = convert(text) else { throw SettingError(setting.name, "has no usable default (a bug in siwa)") }
+        return value
+    }
+
+    private static func misdeclared(_ setting: Setting, as kind: String) -> SettingError {
+        SettingError(setting.name, "is not declared as a \(kind) setting (a bug in siwa)")
+    }
+
+    /// Edit distance, for "did you mean".
+    static func distance(_ a: String, _ b: String) -> Int {
+        let a = Array(a.utf8), b = Array(b.utf8)
+        var row = Array(0...b.count)
+        for i in 1...max(1, a.count) where !a.isEmpty {
+            var previous = row[0]
+            row[0] = i
+            for j in 1...max(1, b.count) where !b.isEmpty {
+                let current = row[j]
+                row[j] = min(row[j] + 1, row[j - 1] + 1, previous + (a[i - 1] == b[j - 1] ? 0 : 1))
+                previous = current
+            }
+        }
+        return row[b.count]
+    }
+}

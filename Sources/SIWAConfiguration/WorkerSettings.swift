@@ -1,0 +1,51 @@
+import AccountEvents
+import AccountStore
+import Foundation
+
+/// Everything `siwa worker` is configured with (declared in SettingsCatalog).
+public struct WorkerSettings: Sendable {
+    public var databaseURL: String
+    public var databaseMaxConnections: Int
+    public var worker: JobWorker.Options
+    /// nil: no SIWA_PURGE_PLAN, only the built-in step runs.
+    public var purgePlanPath: String?
+    public var log: LogSettings
+
+    /// SIWA_JOB_MAX_RUN_SECONDS, whose default is 900 s or the lease if
+    /// longer (`siwa serve` reads it too, for `siwa_jobs_running_overdue`).
+    static func maxRunSeconds(_ env: SettingsReader, leaseSeconds: Double) throws -> Double {
+        let declared = Double(SettingsCatalog.jobMaxRun.defaultValue ?? "") ?? 900
+        return try env.number(SettingsCatalog.jobMaxRun, default: max(declared, leaseSeconds))
+    }
+
+    public init(environment env: SettingsReader) throws {
+        typealias S = SettingsCatalog
+        databaseURL = try env.required(S.databaseURL)
+        var options = JobWorker.Options()
+        options.concurrency = try env.integer(S.workerConcurrency)
+        options.leaseSeconds = try env.number(S.jobLease)
+        options.retryBaseSeconds = try env.number(S.jobRetryBase)
+        options.maxAttempts = try env.integer(S.jobMaxAttempts)
+        options.retentionSeconds = try env.number(S.jobRetentionDays) * 86400
+        options.pollSeconds = try env.number(S.workerPoll)
+        options.shutdownGraceSeconds = try env.number(S.workerShutdownGrace)
+        // A run is stopped at this age and its lease no longer renewed; a
+        // lease longer than the longest run would only delay rescues. (The
+        // plan's step deadlines are checked against it in WorkerAssembly.)
+        options.maxRunSeconds = try Self.maxRunSeconds(env, leaseSeconds: options.leaseSeconds)
+        guard options.maxRunSeconds >= options.leaseSeconds else {
+            throw SettingError(S.jobMaxRun.name,
+                               "must be at least SIWA_JOB_LEASE_SECONDS (\(options.leaseSeconds.formattedSeconds)); a lease longer than the longest run only delays rescues")
+        }
+        worker = options
+        // The claimer, the LISTEN connection and the heartbeat need one each
+        // beside the running jobs.
+        databaseMaxConnections = try env.integer(S.databaseMaxConnections, default: options.concurrency + 4)
+        guard databaseMaxConnections >= options.concurrency + 2 else {
+            throw SettingError(S.databaseMaxConnections.name,
+                               "must be at least SIWA_WORKER_CONCURRENCY + 2 (\(options.concurrency + 2)) for the worker")
+        }
+        purgePlanPath = env.string(S.purgePlan)
+        log = try LogSettings(environment: env)
+    }
+}

@@ -1,0 +1,95 @@
+import Foundation
+import SIWAConfiguration
+import Testing
+
+/// One declaration per setting (SettingsCatalog): the docs agree with it,
+/// values are bounded with one-line errors, and a misspelt name is reported.
+@Suite("Settings")
+struct SettingsTests {
+    static func file(_ path: String) throws -> String {
+        try String(contentsOf: TestEnvironment.repositoryRoot.appendingPathComponent(path), encoding: .utf8)
+    }
+
+    @Test func theReadmeTableIsTheCatalogs() throws {
+        let readme = try Self.file("README.md")
+        let start = try #require(readme.range(of: "<!-- settings table: `siwa settings --markdown` -->\n"))
+        let end = try #require(readme.range(of: "\n<!-- end of settings table -->"))
+        #expect(String(readme[start.upperBound..<end.lowerBound]) == SettingsDocs.markdownTable(),
+                "README.md's settings table is stale: replace it with `siwa settings --markdown`")
+    }
+
+    /// Each setting is in the env file(s) of the unit(s) that read it, with
+    /// its default when it has a plain one; no file names a setting that
+    /// does not exist.
+    @Test func theDeployEnvFilesFollowTheCatalog() throws {
+        var named = Set<String>()
+        for file in Setting.EnvFile.allCases {
+            let text = try Self.file("deploy/\(file.rawValue).example")
+            let lines = text.split(separator: "\n").map(String.init)
+            for setting in SettingsCatalog.all where setting.files.contains(file) {
+                let line = lines.first { $0.hasPrefix(setting.name + "=") || $0.hasPrefix("#" + setting.name + "=") }
+                #expect(line != nil, "\(file.rawValue).example lacks \(setting.name)")
+                // An optional setting is shown commented out, with its default.
+                if let line, line.hasPrefix("#"), let value = setting.defaultValue, setting.defaultDescription == nil {
+                    #expect(text.contains("Default \(value)") || line.hasSuffix("=\(value)"),
+                            "\(file.rawValue).example: \(setting.name)'s default is \(value)")
+                }
+            }
+            for match in text.matches(of: /SIWA_[A-Z_]+[A-Z]/) { named.insert(String(match.output)) }
+        }
+        let known = Set(SettingsCatalog.all.map(\.name))
+        #expect(named.subtracting(known).isEmpty, "deploy names settings siwa does not have: \(named.subtracting(known).sorted())")
+    }
+
+    @Test func defaultsBoundsAndOneLineErrors() throws {
+        let base = ["SIWA_DATABASE_URL": "postgres://u@h/d", "SIWA_APPLE_CLIENT_IDS": "a, b,,"]
+        let settings = try ServerSettings(environment: SettingsReader(base))
+        #expect(settings.port == 8080 && settings.ingestWriters == 4 && settings.clientIDs == ["a", "b"])
+        #expect(settings.onConsentRevoked == .signOut && settings.jobMaxRunSeconds == 900)
+        #expect(try ServerSettings(environment: SettingsReader(base.merging(["SIWA_JOB_LEASE_SECONDS": "1200"]) { $1 }))
+                    .jobMaxRunSeconds == 1200)
+        let cases: [(String, String, String)] = [
+            ("SIWA_HTTP_PORT", "70000", "SIWA_HTTP_PORT: expected a whole number in 0...65535, got '70000'"),
+            ("SIWA_INGEST_TIMEOUT_SECONDS", "nan", "SIWA_INGEST_TIMEOUT_SECONDS: expected a number of seconds in 0.1...120.0, got 'nan'"),
+            ("SIWA_ON_CONSENT_REVOKED", "delete", "SIWA_ON_CONSENT_REVOKED: expected one of sign_out, purge, got 'delete'"),
+            ("SIWA_APPLE_JWKS_URL", "ftp://x", "SIWA_APPLE_JWKS_URL: expected an http(s) URL, got 'ftp://x'"),
+            ("SIWA_APPLE_CLIENT_IDS", " , ", "SIWA_APPLE_CLIENT_IDS: lists nothing"),
+        ]
+        for (name, value, message) in cases {
+            #expect(throws: (any Error).self) { try ServerSettings(environment: SettingsReader(base.merging([name: value]) { $1 })) }
+            do {
+                _ = try ServerSettings(environment: SettingsReader(base.merging([name: value]) { $1 }))
+            } catch {
+                #expect("\(error)" == message)
+            }
+        }
+        #expect(throws: (any Error).self) { try WorkerSettings(environment: SettingsReader(["SIWA_JOB_RETENTION_DAYS": "1"])) }
+        let worker = try WorkerSettings(environment: SettingsReader(["SIWA_DATABASE_URL": "postgres://u@h/d", "SIWA_WORKER_CONCURRENCY": "10"]))
+        #expect(worker.databaseMaxConnections == 14)
+    }
+
+    @Test func unknownNamesAreReportedWithTheClosestSetting() async throws {
+        let reader = SettingsReader(["SIWA_HTTP_PROT": "1", "SIWA_DATABASE_URL": "x", "SIWA_TEST_DATABASE_URL": "y",
+                                     "SIWA_COMPLETELY_ELSE": "z", "CRM_SECRET": "s", "SIWA_CRM_SECRET": "s"])
+        #expect(reader.unknownNames(also: ["SIWA_CRM_SECRET"]) == [
+            "SIWA_COMPLETELY_ELSE is not a siwa setting",
+            "SIWA_HTTP_PROT is not a siwa setting (did you mean SIWA_HTTP_PORT?)",
+        ])
+        // As siwa reports it at start-up (siwa jobs stops later, on the unreachable database).
+        let result = try await runSIWA(["jobs", "list"], environment: [
+            "SIWA_DATABASE_URL": "postgres://u@127.0.0.1:9/x?sslmode=disable", "SIWA_LOG_LEVL": "debug",
+        ])
+        #expect(result.output.contains("siwa: warning: SIWA_LOG_LEVL is not a siwa setting (did you mean SIWA_LOG_LEVEL?)"),
+                "\(result.output)")
+    }
+
+    @Test func helpListsEachCommandsSettings() async throws {
+        let serve = try await runSIWA(["serve", "--help"])
+        for setting in SettingsCatalog.all where setting.readers.contains(.serve) {
+            #expect(serve.output.contains(setting.name), "serve --help lacks \(setting.name)")
+        }
+        #expect(!serve.output.contains("SIWA_PURGE_PLAN"))
+        let worker = try await runSIWA(["worker", "--help"])
+        #expect(worker.output.contains("SIWA_PURGE_PLAN") && worker.output.contains("SIWA_JOB_MAX_RUN_SECONDS"))
+    }
+}
