@@ -2,28 +2,21 @@ import AccountStore
 import AppleSignIn
 import ServiceLifecycle
 
-/// Runs the group-commit writers; on shutdown they finish what is queued.
-public struct InboxWriterService: Service {
-    let writer: InboxWriter
-    public init(writer: InboxWriter) { self.writer = writer }
-
-    public func run() async throws {
-        await withTaskCancellationHandler {
-            await withGracefulShutdownHandler {
-                await writer.run()
-            } onGracefulShutdown: {
-                writer.close()
-            }
-        } onCancel: {
-            writer.close()
-        }
-    }
+/// A writer that runs until closed and then finishes what is queued: the
+/// group-commit inbox and the rejection writer.
+public protocol DrainingWriter: Sendable {
+    func run() async
+    func close()
 }
 
-/// Writes refused deliveries in batches; on shutdown writes what is queued.
-public struct RejectionWriterService: Service {
-    let writer: RejectionWriter
-    public init(writer: RejectionWriter) { self.writer = writer }
+extension InboxWriter: DrainingWriter {}
+extension RejectionWriter: DrainingWriter {}
+
+/// Runs a writer; on shutdown (or cancellation) it stops taking work and
+/// writes what is queued.
+public struct WriterService<Writer: DrainingWriter>: Service {
+    let writer: Writer
+    public init(writer: Writer) { self.writer = writer }
 
     public func run() async throws {
         await withTaskCancellationHandler {
