@@ -112,6 +112,10 @@ public struct NotificationReceiver: Sendable {
         return .rejected(rejection)
     }
 
+    /// Refusals are arriving faster than SIWA_REJECTIONS_PER_MINUTE allows
+    /// (a flood of junk): the HTTP layer holds its refusals a while.
+    public var isFlooded: Bool { rejections.isFlooded }
+
     private func count(outcome: String, type: String) {
         metrics.count(outcome: outcome, type: type)
     }

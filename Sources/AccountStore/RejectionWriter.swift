@@ -45,6 +45,9 @@ public final class RejectionWriter: Sendable {
         /// queued, and the ones only counted, by reason.
         var minute: Int64 = 0
         var queuedThisMinute = 0
+        /// Refusals in the current second (stored or not), for `isFlooded`.
+        var second: Int64 = 0
+        var thisSecond = 0
         var overflow: [String: Int64] = [:]
         var closed = false
     }
@@ -76,8 +79,11 @@ public final class RejectionWriter: Sendable {
     public func record(reason: String, detail: String?, body: some DataProtocol, byteCount: Int64? = nil) -> Bool {
         let at = now()
         let minute = Int64(at.timeIntervalSince1970 / 60)
+        let second = Int64(at.timeIntervalSince1970)
         let admitted = state.withLock { state -> Bool in
             if state.closed { return false }
+            if state.second != second { (state.second, state.thisSecond) = (second, 0) }
+            state.thisSecond += 1
             rollOver(&state, to: minute)
             guard state.queuedThisMinute < options.perMinute else {
                 state.overflow[reason, default: 0] += 1
@@ -97,6 +103,15 @@ public final class RejectionWriter: Sendable {
                       bodyBytes: byteCount ?? Int64(body.count))
         state.withLock { $0.queue.append(row) }
         return true
+    }
+
+    /// Refusals arrive faster than `perMinute` spread over the minute (more
+    /// than perMinute/60 in this second or the last): a flood. The HTTP
+    /// layer then holds its refusals (see FloodTarpit).
+    public var isFlooded: Bool {
+        let second = Int64(now().timeIntervalSince1970)
+        let threshold = max(1, options.perMinute / 60)
+        return state.withLock { $0.second >= second - 1 && $0.thisSecond > threshold }
     }
 
     /// Writes what is queued every `flushInterval` and prunes old rows,

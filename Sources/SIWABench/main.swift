@@ -53,12 +53,16 @@ let logger = Logger(label: "siwa-bench")
 // (ANALYZE after the warm-up, as autovacuum would have it), and a million
 // users on file (not analysed either). Junk floods the analysed one while
 // Apple's steady rate is measured.
-let scenarios = [
+let allScenarios = [
     IngestScenario(label: "fresh", title: "fresh database (no ANALYZE)"),
     IngestScenario(label: "analyzed", title: "warm database (ANALYZE after the warm-up), then a junk flood",
                    analyzeAfterWarmUp: true, junkFlood: true),
     IngestScenario(label: "million", title: "\(preloadUsers) users preloaded (no ANALYZE)", preloadUsers: preloadUsers),
 ]
+// BENCH_SCENARIOS=analyzed (a comma list of labels) runs only those.
+let scenarios = ProcessInfo.processInfo.environment["BENCH_SCENARIOS"].map { list in
+    allScenarios.filter { list.split(separator: ",").map(String.init).contains($0.label) }
+} ?? allScenarios
 
 if only != "worker" {
     // Apple stand-in (its JWKS endpoint); siwa serve runs per scenario in its own process.

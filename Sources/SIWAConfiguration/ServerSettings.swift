@@ -22,6 +22,8 @@ public struct ServerSettings: Sendable {
     public var onConsentRevoked: ConsentRevokedPolicy
     public var rejectionsPerMinute: Int
     public var rejectionRetentionDays: Int
+    /// Seconds a refusal is held during a flood of junk (0: never).
+    public var floodDelay: Double
     /// The worker's SIWA_JOB_MAX_RUN_SECONDS: `/metrics` counts running jobs
     /// older than this as overdue.
     public var jobMaxRunSeconds: Double
@@ -46,6 +48,7 @@ public struct ServerSettings: Sendable {
         onConsentRevoked = ConsentRevokedPolicy(rawValue: try env.choice(S.onConsentRevoked)) ?? .signOut
         rejectionsPerMinute = try env.integer(S.rejectionsPerMinute)
         rejectionRetentionDays = try env.integer(S.rejectionRetentionDays)
+        floodDelay = try env.number(S.floodDelay)
         jobMaxRunSeconds = try WorkerSettings.maxRunSeconds(env, leaseSeconds: try env.number(S.jobLease))
         log = try LogSettings(environment: env)
         guard ingestWriters < databaseMaxConnections else {

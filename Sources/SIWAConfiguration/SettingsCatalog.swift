@@ -69,6 +69,9 @@ public enum SettingsCatalog {
     public static let rejectionsPerMinute = Setting(
         "SIWA_REJECTIONS_PER_MINUTE", .integer(0...1_000_000), default: "6000", readers: [.serve], files: [.serve],
         help: "refused deliveries stored one by one per minute; the rest are counted (`siwa_rejections_unrecorded_total`, one summary row a minute)")
+    public static let floodDelay = Setting(
+        "SIWA_FLOOD_DELAY_SECONDS", .seconds(0...10), default: "1", readers: [.serve], files: [.serve],
+        help: "while refusals arrive faster than SIWA_REJECTIONS_PER_MINUTE / 60 a second, each refusal's answer is held this long (at most 4096 at once), so a flood of junk cannot starve Apple's notifications; 0: never")
     public static let rejectionRetentionDays = Setting(
         "SIWA_REJECTION_RETENTION_DAYS", .integer(1...3650), default: "30", readers: [.serve], files: [.serve],
         help: "rows of `siwa.rejected_notifications` older than this are pruned")
@@ -119,7 +122,7 @@ public enum SettingsCatalog {
         databaseURL, migrateDatabaseURL, databaseMaxConnections, migrationsDir,
         appleClientIDs, httpHost, httpPort, httpIdleTimeout, maxBodyBytes, appleJWKSURL, appleBaseURL, jwksRefresh,
         jwksRefetchCooldown, ingestWriters, ingestMaxBatch, ingestTimeout, onConsentRevoked, rejectionsPerMinute,
-        rejectionRetentionDays,
+        floodDelay, rejectionRetentionDays,
         purgePlan, workerConcurrency, jobLease, jobMaxRun, jobRetryBase, jobMaxAttempts, jobRetentionDays, workerPoll,
         workerShutdownGrace,
         logFormat, logLevel,

@@ -18,22 +18,26 @@ public struct ServerDependencies: Sendable {
     public var registry: PrometheusCollectorRegistry
     public var metrics: any MetricsFactory
     public var maxBodyBytes: Int
+    /// How long a refusal is held during a flood of junk (0: never).
+    public var floodDelay: Duration
 
     public init(receiver: NotificationReceiver, keys: AppleKeySet, queries: AccountQueries,
-                registry: PrometheusCollectorRegistry, metrics: any MetricsFactory, maxBodyBytes: Int) {
+                registry: PrometheusCollectorRegistry, metrics: any MetricsFactory, maxBodyBytes: Int,
+                floodDelay: Duration = .seconds(1)) {
         self.receiver = receiver
         self.keys = keys
         self.queries = queries
         self.registry = registry
         self.metrics = metrics
         self.maxBodyBytes = maxBodyBytes
+        self.floodDelay = floodDelay
     }
 }
 
 public func buildRouter(_ dependencies: ServerDependencies, logger: Logger) -> Router<BasicRequestContext> {
     let router = Router(context: BasicRequestContext.self)
     NotificationRoutes(receiver: dependencies.receiver, maxBodyBytes: dependencies.maxBodyBytes,
-                       metrics: dependencies.metrics).register(on: router)
+                       metrics: dependencies.metrics, tarpit: FloodTarpit(delay: dependencies.floodDelay)).register(on: router)
     HealthRoutes(keys: dependencies.keys, queries: dependencies.queries,
                  registry: dependencies.registry, logger: logger).register(on: router)
     return router

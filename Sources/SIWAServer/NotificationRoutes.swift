@@ -13,6 +13,7 @@ struct NotificationRoutes: Sendable {
     let receiver: NotificationReceiver
     let maxBodyBytes: Int
     let metrics: any MetricsFactory
+    let tarpit: FloodTarpit
 
     func register(on router: Router<BasicRequestContext>) {
         // One histogram per answer siwa gives, made once (not per request).
@@ -25,6 +26,11 @@ struct NotificationRoutes: Sendable {
             let elapsed = ContinuousClock.now - start
             timers[Int(response.status.code)]?
                 .recordNanoseconds(elapsed.components.seconds * 1_000_000_000 + elapsed.components.attoseconds / 1_000_000_000)
+            // During a flood of junk, refusals are held (FloodTarpit); the
+            // histogram above is siwa's own time, without the hold.
+            if response.status == .badRequest || response.status == .contentTooLarge, receiver.isFlooded {
+                await tarpit.hold()
+            }
             return response
         }
     }

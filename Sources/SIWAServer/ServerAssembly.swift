@@ -64,7 +64,8 @@ public enum ServerAssembly {
         )
         let dependencies = ServerDependencies(
             receiver: receiver, keys: keys, queries: AccountQueries(client: client, jobMaxRunSeconds: settings.jobMaxRunSeconds),
-            registry: registry, metrics: metrics, maxBodyBytes: settings.maxBodyBytes
+            registry: registry, metrics: metrics, maxBodyBytes: settings.maxBodyBytes,
+            floodDelay: .milliseconds(Int64(settings.floodDelay * 1000))
         )
         var app = buildApplication(
             host: settings.host, port: settings.port, dependencies: dependencies,

@@ -112,7 +112,8 @@ struct RejectionTests {
     /// A flood past the limit: every answer a 400, none a 5xx, the rows
     /// bounded, the rest counted in /metrics.
     @Test func aFloodIsAnsweredAndCountedNotStored() async throws {
-        let siwa = try await ServerHarness.start(settings: ["SIWA_REJECTIONS_PER_MINUTE": "50"])
+        // The flood's refusals not held (FLOOD_DELAY 0): this is about counting.
+        let siwa = try await ServerHarness.start(settings: ["SIWA_REJECTIONS_PER_MINUTE": "50", "SIWA_FLOOD_DELAY_SECONDS": "0"])
         defer { Task { await siwa.stop() } }
         let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
             for index in 0..<400 {
@@ -128,6 +129,41 @@ struct RejectionTests {
         let metrics = try await siwa.get("/metrics").text
         let unrecorded = metrics.split(separator: "\n").first { $0.hasPrefix("siwa_rejections_unrecorded_total ") }
         #expect(unrecorded.flatMap { Int($0.split(separator: " ")[1]) } == 400 - rows, "\(unrecorded ?? "none")")
+    }
+}
+
+extension RejectionTests {
+    /// During a flood (refusals faster than SIWA_REJECTIONS_PER_MINUTE / 60
+    /// a second) each refusal's answer is held SIWA_FLOOD_DELAY_SECONDS, so
+    /// a closed-loop sender slows to one request per delay per connection;
+    /// a genuine notification's answer is not held.
+    @Test func duringAFloodRefusalsAreHeldAndGenuineAnswersAreNot() async throws {
+        let siwa = try await ServerHarness.start(settings: ["SIWA_REJECTIONS_PER_MINUTE": "60", "SIWA_FLOOD_DELAY_SECONDS": "3"])
+        defer { Task { await siwa.stop() } }
+        // Eight at once: more than one a second, the threshold here. They
+        // are held; while they are, the flood goes on.
+        let burst = Task {
+            try await withThrowingTaskGroup(of: Int.self) { group in
+                for index in 0..<8 { group.addTask { try await siwa.post(body: Data("junk \(index)".utf8)).status } }
+                return try await group.reduce(into: [Int]()) { $0.append($1) }
+            }
+        }
+        try await Task.sleep(for: .milliseconds(300))
+        async let junk = Self.timed { try await siwa.post(body: Data("more junk".utf8)) }
+        async let genuine = Self.timed { try await siwa.post(token: siwa.notification("email-enabled", sub: "flood.\(UUID().uuidString)")) }
+        let (junkAnswer, junkTime) = try await junk
+        let (genuineAnswer, genuineTime) = try await genuine
+        #expect(junkAnswer.status == 400)
+        #expect(junkTime >= .seconds(3), "a refusal during the flood was answered in \(junkTime)")
+        #expect(genuineAnswer.status == 200)
+        #expect(genuineTime < .seconds(3), "a genuine notification waited \(genuineTime)")
+        #expect(Set(try await burst.value) == [400])
+    }
+
+    static func timed(_ body: () async throws -> HTTPAnswer) async throws -> (HTTPAnswer, Duration) {
+        let start = ContinuousClock.now
+        let answer = try await body()
+        return (answer, ContinuousClock.now - start)
     }
 }
 
