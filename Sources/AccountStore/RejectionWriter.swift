@@ -45,9 +45,11 @@ public final class RejectionWriter: Sendable {
         /// queued, and the ones only counted, by reason.
         var minute: Int64 = 0
         var queuedThisMinute = 0
-        /// Refusals in the current second (stored or not), for `isFlooded`.
+        /// Refusals in the current second (stored or not), and the last
+        /// second that had more than the flood threshold, for `isFlooded`.
         var second: Int64 = 0
         var thisSecond = 0
+        var lastFloodSecond: Int64?
         var overflow: [String: Int64] = [:]
         var closed = false
     }
@@ -84,6 +86,7 @@ public final class RejectionWriter: Sendable {
             if state.closed { return false }
             if state.second != second { (state.second, state.thisSecond) = (second, 0) }
             state.thisSecond += 1
+            if state.thisSecond > floodThreshold { state.lastFloodSecond = second }
             rollOver(&state, to: minute)
             guard state.queuedThisMinute < options.perMinute else {
                 state.overflow[reason, default: 0] += 1
@@ -105,14 +108,22 @@ public final class RejectionWriter: Sendable {
         return true
     }
 
-    /// Refusals arrive faster than `perMinute` spread over the minute (more
-    /// than perMinute/60 in this second or the last): a flood. The HTTP
-    /// layer then holds its refusals (see FloodTarpit).
+    /// Refusals arrived faster than `perMinute` spread over the minute (more
+    /// than perMinute/60 in one second) at some point in the last
+    /// `floodMemory`: a flood. The HTTP layer then holds its refusals (see
+    /// FloodTarpit). It stays a flood for that long because holding the
+    /// answers is what brings the rate down: the senders would be back at
+    /// full speed the moment it ended.
     public var isFlooded: Bool {
         let second = Int64(now().timeIntervalSince1970)
-        let threshold = max(1, options.perMinute / 60)
-        return state.withLock { $0.second >= second - 1 && $0.thisSecond > threshold }
+        return state.withLock { state in
+            guard let last = state.lastFloodSecond else { return false }
+            return second - last < Self.floodMemorySeconds
+        }
     }
+
+    static let floodMemorySeconds: Int64 = 30
+    private var floodThreshold: Int { max(1, options.perMinute / 60) }
 
     /// Writes what is queued every `flushInterval` and prunes old rows,
     /// until `close()`; then writes what is left and returns.

@@ -71,7 +71,7 @@ public enum SettingsCatalog {
         help: "refused deliveries stored one by one per minute; the rest are counted (`siwa_rejections_unrecorded_total`, one summary row a minute)")
     public static let floodDelay = Setting(
         "SIWA_FLOOD_DELAY_SECONDS", .seconds(0...10), default: "1", readers: [.serve], files: [.serve],
-        help: "while refusals arrive faster than SIWA_REJECTIONS_PER_MINUTE / 60 a second, each refusal's answer is held this long (at most 4096 at once), so a flood of junk cannot starve Apple's notifications; 0: never")
+        help: "during a flood of junk (refusals faster than SIWA_REJECTIONS_PER_MINUTE / 60 in a second, and 30 s after), each refusal's answer is held about this long (0.5 to 1.5 times; at most 4096 at once), so the flood cannot starve Apple's notifications, whose answers are never held; 0: never")
     public static let rejectionRetentionDays = Setting(
         "SIWA_REJECTION_RETENTION_DAYS", .integer(1...3650), default: "30", readers: [.serve], files: [.serve],
         help: "rows of `siwa.rejected_notifications` older than this are pruned")

@@ -7,7 +7,8 @@ import Synchronization
 /// at most one request per delay on each connection, so a flood stops
 /// taking the CPU that Apple's genuine notifications need: their answers are
 /// never held (only refusals are, and only while refusals arrive faster than
-/// SIWA_REJECTIONS_PER_MINUTE spreads over a minute). At most `maxHeld`
+/// SIWA_REJECTIONS_PER_MINUTE spreads over a minute, and for 30 s after).
+/// At most `maxHeld`
 /// answers are held at once; past that they go out at once, so a flood
 /// cannot pile up waiting tasks without bound.
 final class FloodTarpit: Sendable {
@@ -27,6 +28,8 @@ final class FloodTarpit: Sendable {
             return
         }
         defer { held.subtract(1, ordering: .relaxed) }
-        try? await Task.sleep(for: delay)
+        // Half to one and a half times the delay, so the senders' next
+        // requests do not all come back in one wave.
+        try? await Task.sleep(for: delay * Double.random(in: 0.5...1.5))
     }
 }
