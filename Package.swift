@@ -146,7 +146,6 @@ let package = Package(
             name: "SIWATests",
             dependencies: [
                 "AppleSignIn", "AccountStore", "AccountEvents", "SIWAConfiguration", "SIWAServer", "SIWAWorker", "AppleSimulator", "ChildProcesses",
-                .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

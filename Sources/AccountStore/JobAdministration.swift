@@ -57,17 +57,17 @@ public struct JobAdministration: Sendable {
         """
 
     public func list(state: JobState?, limit: Int) async throws -> [JobSummary] {
-        let rows = try await client.query("""
+        let rows = try await client.guardedQuery("""
             SELECT \(unescaped: Self.columns) FROM siwa.jobs
             WHERE \(state?.rawValue)::text IS NULL OR state = \(state?.rawValue)::text
             ORDER BY id DESC LIMIT \(limit)
             """, logger: logger)
-        return try await Self.summaries(rows)
+        return try Self.summaries(rows)
     }
 
     public func show(id: Int64) async throws -> JobSummary? {
-        let rows = try await client.query("SELECT \(unescaped: Self.columns) FROM siwa.jobs WHERE id = \(id)", logger: logger)
-        return try await Self.summaries(rows).first
+        let rows = try await client.guardedQuery("SELECT \(unescaped: Self.columns) FROM siwa.jobs WHERE id = \(id)", logger: logger)
+        return try Self.summaries(rows).first
     }
 
     /// Makes a job run again now: from `discarded`, `cancelled`, `retryable`
@@ -129,9 +129,9 @@ public struct JobAdministration: Sendable {
         }
     }
 
-    static func summaries(_ rows: PostgresRowSequence) async throws -> [JobSummary] {
+    static func summaries(_ rows: [PostgresRow]) throws -> [JobSummary] {
         var jobs: [JobSummary] = []
-        for try await row in rows {
+        for row in rows {
             let (id, kind, sub, eventType, state, attempt, maxAttempts, runAt, createdAt, attemptedAt, finalizedAt, lockedBy, lockedUntil, errors, steps) =
                 try row.decode((Int64, String, String?, String?, String, Int32, Int32, Date, Date, Date?, Date?, String?, Date?, String, String).self)
             jobs.append(JobSummary(id: id, kind: kind, appleSub: sub, eventType: eventType, state: JobState(rawValue: state) ?? .available,

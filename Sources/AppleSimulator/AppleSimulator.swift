@@ -5,10 +5,10 @@ import NIOCore
 import ServiceLifecycle
 import Synchronization
 
-/// A stand-in for Apple on loopback, for tests, `siwa demo` and `siwa bench`:
-/// its own RSA keys, a JWKS endpoint (`GET /auth/keys`), signed
-/// notifications and identity tokens, and a `POST` sender that delivers a
-/// notification to a siwa server the way Apple does.
+/// A stand-in for Apple on loopback, for the tests, `siwa-demo` and
+/// `siwa-bench`: its own RSA keys, a JWKS endpoint (`GET /auth/keys`), and
+/// signed notifications and identity tokens (the callers POST them to siwa
+/// in Apple's body, `body(for:)`).
 public final class AppleSimulator: Sendable {
     private struct State {
         var published: [SimulatedKey]

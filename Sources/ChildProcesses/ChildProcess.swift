@@ -5,7 +5,7 @@ import Glibc
 #endif
 
 /// A child process started with posix_spawn and reaped with waitpid, for
-/// `siwa demo`, `make bench` and the tests.
+/// `siwa-demo`, `siwa-bench` and the tests.
 ///
 /// Not Foundation's Process: on Linux it sometimes never notices that a
 /// child exited (a zombie, and a waiter that never wakes). And the child

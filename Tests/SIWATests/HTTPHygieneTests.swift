@@ -93,7 +93,10 @@ struct HTTPHygieneTests {
         #expect(reading.end == .closed)
         #expect(reading.elapsed < .seconds(5), "\(reading.elapsed)")
         #expect(reading.answerCount == 1)
-        #expect(try await siwa.database.scalar("SELECT count(*) FROM siwa.rejected_notifications WHERE reason = 'body_too_large'") == 1)
+        // Recorded by the rejection writer's next batch.
+        #expect(try await eventually(upTo: .seconds(10)) {
+            try await siwa.database.scalar("SELECT count(*) FROM siwa.rejected_notifications WHERE reason = 'body_too_large'") == 1
+        })
         #expect(try await siwa.get("/healthz").status == 200)
     }
 

@@ -92,7 +92,12 @@ struct JWSHeaderTests {
             #expect(!Self.contains(answer.body, hostile.marker), "\(hostile.name): the answer echoes the header")
             #expect(!answer.text.contains("\\u00"), "\(hostile.name): the answer echoes control characters")
         }
-        // Each 400 left a rejection row whose detail is clean too.
+        // Each 400 left a rejection row whose detail is clean too (written
+        // by the rejection writer's next batch, shortly after the answer).
+        let written = try await eventually(upTo: .seconds(10)) {
+            try await siwa.database.scalar("SELECT count(*) FROM siwa.rejected_notifications") >= refused
+        }
+        #expect(written)
         let details = try await siwa.database.strings("SELECT coalesce(detail, '') FROM siwa.rejected_notifications")
         #expect(details.count == refused)
         for detail in details {
