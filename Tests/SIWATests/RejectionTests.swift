@@ -146,7 +146,7 @@ extension RejectionTests {
     /// a closed-loop sender slows to one request per delay per connection;
     /// a genuine notification's answer is not held.
     @Test func duringAFloodRefusalsAreHeldAndGenuineAnswersAreNot() async throws {
-        let siwa = try await ServerHarness.start(settings: ["SIWA_REJECTIONS_PER_MINUTE": "60", "SIWA_FLOOD_DELAY_SECONDS": "3"])
+        let siwa = try await ServerHarness.start(settings: ["SIWA_REJECTIONS_PER_MINUTE": "60", "SIWA_FLOOD_DELAY_SECONDS": "6"])
         defer { Task { await siwa.stop() } }
         // Four at once: more than one a second, the threshold here. They
         // are held; while they are, the flood goes on. (Four: the shared
@@ -172,10 +172,11 @@ extension RejectionTests {
         let (genuineAnswer, genuineTime) = try await genuine
         #expect(junkAnswer.status == 400)
         // Held 0.5 to 1.5 times the delay.
-        #expect(junkTime >= .seconds(1.5), "a refusal during the flood was answered in \(junkTime)")
+        #expect(junkTime >= .seconds(3), "a refusal during the flood was answered in \(junkTime)")
         #expect(genuineAnswer.status == 200)
-        // Not held: a held answer takes at least 1.5 s.
-        #expect(genuineTime < .seconds(1.5), "a genuine notification waited \(genuineTime)")
+        // Not held: a held answer takes at least 3 s (a loaded machine has
+        // been seen to take 1.7 s for a genuine one).
+        #expect(genuineTime < .seconds(3), "a genuine notification waited \(genuineTime)")
         #expect(Set(try await burst.value) == [400])
     }
 
