@@ -54,22 +54,7 @@ extension PostgresClient {
         _ body: @escaping @Sendable (PostgresConnection) async throws -> T
     ) async throws -> T {
         try await withGuardedConnection { connection in
-            try await connection.query("BEGIN", logger: logger)
-            do {
-                let value = try await body(connection)
-                try await connection.query("COMMIT", logger: logger)
-                return value
-            } catch {
-                // A connection whose ROLLBACK failed may still hold the open
-                // transaction: close it (the server rolls back), so the pool
-                // never hands it to the next caller.
-                if !connection.isClosed {
-                    do { try await connection.query("ROLLBACK", logger: logger) } catch {
-                        try? await connection.close()
-                    }
-                }
-                throw error
-            }
+            try await connection.guardedTransaction(logger: logger) { try await body(connection) }
         }
     }
 
@@ -144,6 +129,29 @@ final class ConnectionCloseWatch: Sendable {
         }
         return { [self] in
             _ = state.withLock { $0.waiters[key]?.removeValue(forKey: token) }
+        }
+    }
+}
+
+extension PostgresConnection {
+    /// BEGIN, `body`, COMMIT on a connection that is already guarded (inside
+    /// `withGuardedConnection`); ROLLBACK on error, unless the connection is
+    /// gone (the server rolls back by itself then). A connection whose
+    /// ROLLBACK failed may still hold the open transaction: it is closed (the
+    /// server rolls back), so the pool never hands it to the next caller.
+    func guardedTransaction<T>(logger: Logger, _ body: () async throws -> T) async throws -> T {
+        try await query("BEGIN", logger: logger)
+        do {
+            let value = try await body()
+            try await query("COMMIT", logger: logger)
+            return value
+        } catch {
+            if !isClosed {
+                do { try await query("ROLLBACK", logger: logger) } catch {
+                    try? await close()
+                }
+            }
+            throw error
         }
     }
 }

@@ -101,8 +101,7 @@ public struct Migrator: Sendable {
 
     /// One migration and its record, in one transaction.
     private func apply(_ migration: Migration, on connection: PostgresConnection, logger: Logger) async throws {
-        try await connection.query("BEGIN", logger: logger)
-        do {
+        try await connection.guardedTransaction(logger: logger) {
             for statement in SQLScript.statements(migration.sql) {
                 try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
             }
@@ -110,10 +109,6 @@ public struct Migrator: Sendable {
                 INSERT INTO siwa.schema_migrations (version, name, checksum)
                 VALUES (\(migration.version), \(migration.name), \(migration.checksum))
                 """, logger: logger)
-            try await connection.query("COMMIT", logger: logger)
-        } catch {
-            _ = try? await connection.query("ROLLBACK", logger: logger)
-            throw error
         }
     }
 

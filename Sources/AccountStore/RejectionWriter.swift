@@ -11,7 +11,7 @@ import Synchronization
 /// bounded) and a writer inserts what is queued in one statement every
 /// `flushInterval`, on a small pool of its own so a flood cannot take the
 /// connections genuine notifications need. Past `perMinute` refusals in a
-/// minute, or when the queue is full, the rest are only counted: one
+/// minute (which also bounds the queue) the rest are only counted: one
 /// summary row per minute (reason `over_rate_limit`, `occurrences` = how
 /// many, `detail` = the count per reason) stands for them. Rows older than
 /// `retentionDays` are pruned.
@@ -110,7 +110,7 @@ public final class RejectionWriter: Sendable {
 
     /// Refusals arrived faster than `perMinute` spread over the minute (more
     /// than perMinute/60 in one second) at some point in the last
-    /// `floodMemory`: a flood. The HTTP layer then holds its refusals (see
+    /// `floodMemorySeconds`: a flood. The HTTP layer then holds its refusals (see
     /// FloodTarpit). It stays a flood for that long because holding the
     /// answers is what brings the rate down: the senders would be back at
     /// full speed the moment it ended.

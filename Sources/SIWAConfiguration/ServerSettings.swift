@@ -33,7 +33,7 @@ public struct ServerSettings: Sendable {
         typealias S = SettingsCatalog
         databaseURL = try env.required(S.databaseURL)
         databaseMaxConnections = try env.integer(S.databaseMaxConnections)
-        host = env.string(S.httpHost) ?? S.httpHost.defaultValue ?? "127.0.0.1"
+        host = try env.text(S.httpHost)
         port = try env.integer(S.httpPort)
         clientIDs = Set(try env.list(S.appleClientIDs))
         jwksURL = try env.url(S.appleJWKSURL)

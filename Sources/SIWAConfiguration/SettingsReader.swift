@@ -37,6 +37,12 @@ public struct SettingsReader: Sendable {
         return value
     }
 
+    /// The value, else the catalog's default.
+    public func text(_ setting: Setting) throws -> String {
+        guard let value = string(setting) ?? setting.defaultValue else { return try required(setting) }
+        return value
+    }
+
     public func required(_ setting: Setting) throws -> String {
         guard let value = string(setting) else {
             throw SettingError(setting.name, "is required (e.g. \(setting.name)=\(setting.example ?? "..."))")
@@ -71,7 +77,7 @@ public struct SettingsReader: Sendable {
     }
 
     public func url(_ setting: Setting) throws -> String {
-        guard let text = string(setting) ?? setting.defaultValue else { return try required(setting) }
+        let text = try self.text(setting)
         guard let url = URL(string: text), let scheme = url.scheme, ["http", "https"].contains(scheme), url.host != nil else {
             throw SettingError(setting.name, "expected an http(s) URL, got '\(text.prefix(80))'")
         }
