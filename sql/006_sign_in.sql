@@ -60,6 +60,9 @@ CREATE TABLE siwa.sign_in_codes (
 );
 CREATE INDEX sign_in_codes_created_at_idx ON siwa.sign_in_codes (created_at);
 
+-- `GET /v1/users/{sub}` shows the user's latest purge; a user's jobs by sub.
+CREATE INDEX jobs_apple_sub_idx ON siwa.jobs ((args->>'apple_sub'), id);
+
 -- The keys the app's backend calls `/v1` with. The key is shown once, when
 -- created; only its SHA-256 is kept. `prefix` is the key's public part, to
 -- find the row; the secret part is compared by hash in constant time.
@@ -98,7 +101,7 @@ BEGIN
     -- `siwa tokens rekey` rewrite or delete them.
     EXECUTE format('GRANT SELECT, INSERT, UPDATE, DELETE ON siwa.apple_tokens, siwa.sign_in_codes TO %I', runtime);
     -- serve checks keys and notes their last use; it cannot make or revoke one.
-    EXECUTE format('GRANT SELECT, UPDATE (last_used_at) ON siwa.api_keys TO %I', runtime);
+    EXECUTE format('GRANT SELECT (id, name, prefix, secret_sha256, revoked_at, last_used_at), UPDATE (last_used_at) ON siwa.api_keys TO %I', runtime);
 END $$;
 REVOKE ALL ON FUNCTION siwa.grant_runtime_privileges(name) FROM PUBLIC;
 
