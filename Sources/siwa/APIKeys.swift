@@ -61,7 +61,11 @@ struct APIKeys: AsyncParsableCommand {
 
         func run() async throws {
             let keys = await APIKeysDatabase.run { try await $0.list() }
-            print(json ? try APIKeysOutput.json(keys) : keys.isEmpty ? "no API keys" : APIKeysOutput.table(keys))
+            if json {
+                print(try APIKeysOutput.json(keys))
+            } else {
+                print(keys.isEmpty ? "no API keys" : APIKeysOutput.table(keys))
+            }
         }
     }
 
