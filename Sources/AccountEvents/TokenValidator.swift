@@ -4,6 +4,7 @@ import Foundation
 import Logging
 import Metrics
 import ServiceLifecycle
+import Synchronization
 
 /// What one validation came to.
 public enum TokenValidationResult: String, Sendable {
@@ -79,26 +80,26 @@ public struct TokenValidator: Service {
     func validate(_ tokens: [DueAppleToken]) async -> [TokenValidationResult] {
         let start = ContinuousClock.now
         let spacing = requestsPerSecond.map { Duration.seconds(1) / $0 }
+        let stopped = StopFlag()
         return await withTaskGroup(of: TokenValidationResult.self) { group in
-            var stopped = false
             var tried = 0
             for (index, token) in tokens.enumerated() {
                 if let spacing { try? await Task.sleep(until: start + spacing * index) }
-                if Task.isCancelled { break }
-                group.addTask { await validate(token) }
-                tried += 1
                 // Stop early on invalid_client: the rest would fail the same way.
-                while let finished = group.nextResult() {
-                    if case .success(.invalidClient) = finished { stopped = true }
+                if Task.isCancelled || stopped.isSet { break }
+                group.addTask {
+                    let result = await validate(token)
+                    if result == .invalidClient { stopped.set() }
+                    return result
                 }
-                if stopped { break }
+                tried += 1
             }
-            var results: [TokenValidationResult] = stopped ? [.invalidClient] : []
+            var results: [TokenValidationResult] = []
             for await result in group { results.append(result) }
             // The tokens claimed but not tried (stopped, or shutting down)
             // are due again after the pause, not a whole period later.
             for token in tokens.dropFirst(tried) {
-                try? await queue.postpone(token, seconds: stopped ? Double(Self.invalidClientPause.components.seconds) : 0)
+                try? await queue.postpone(token, seconds: stopped.isSet ? Double(Self.invalidClientPause.components.seconds) : 0)
             }
             return results
         }
@@ -154,4 +155,11 @@ public struct TokenValidator: Service {
             return .undecided
         }
     }
+}
+
+/// Set once, read by every task of a batch.
+private final class StopFlag: Sendable {
+    private let flag = Mutex(false)
+    var isSet: Bool { flag.withLock { $0 } }
+    func set() { flag.withLock { $0 = true } }
 }

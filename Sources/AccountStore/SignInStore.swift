@@ -210,5 +210,5 @@ public struct SignInStore: Sendable {
 
 public struct SignInStoreError: Error, CustomStringConvertible, Sendable {
     public let description: String
-    init(_ description: String) { self.description = description }
+    public init(_ description: String) { self.description = description }
 }

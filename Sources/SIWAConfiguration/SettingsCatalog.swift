@@ -61,8 +61,9 @@ public enum SettingsCatalog {
         "SIWA_INGEST_TIMEOUT_SECONDS", .seconds(0.1...120), default: "10", readers: [.serve], files: [.serve],
         help: "answer 503 (Apple retries) if a notification is not committed by then")
     public static let onConsentRevoked = Setting(
-        "SIWA_ON_CONSENT_REVOKED", .choice(["sign_out", "purge"]), default: "sign_out", readers: [.serve], files: [.serve],
-        help: "`consent-revoked`: `sign_out` keeps the user's data (tokens deleted, no purge); `purge` runs the purge plan as for a deletion")
+        "SIWA_ON_CONSENT_REVOKED", .choice(["sign_out", "purge"]), default: "sign_out", readers: [.serve, .worker],
+        files: [.shared],
+        help: "`consent-revoked` (and a refresh token Apple answers `invalid_grant` for): `sign_out` keeps the user's data (tokens revoked and deleted, no purge); `purge` runs the purge plan as for a deletion")
     public static let rejectionsPerMinute = Setting(
         "SIWA_REJECTIONS_PER_MINUTE", .integer(0...1_000_000), default: "6000", readers: [.serve], files: [.serve],
         help: "refused deliveries stored one by one per minute; the rest are counted (`siwa_rejections_unrecorded_total`, one summary row a minute)")
@@ -101,7 +102,7 @@ public enum SettingsCatalog {
         files: [.shared],
         help: "one deadline for each call to Apple's token endpoints (connect, answer and body); past it sign-in answers 503")
     public static let refreshValidationHours = Setting(
-        "SIWA_REFRESH_VALIDATION_HOURS", .integer(0...8760), default: "24", readers: [.worker, .tokens], files: [.worker],
+        "SIWA_REFRESH_VALIDATION_HOURS", .integer(0...8760), default: "24", readers: [.serve, .worker, .tokens], files: [.shared],
         help: "each stored refresh token is checked with Apple once per this many hours (at least 24, Apple's limit), spread over the period; `0` turns validation off")
     public static let appleRequestsPerSecond = Setting(
         "SIWA_APPLE_REQUESTS_PER_SECOND", .integer(0...10_000), default: "20", readers: [.worker], files: [.worker],

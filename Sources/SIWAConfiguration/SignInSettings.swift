@@ -1,3 +1,6 @@
+import AccountStore
+import AppleSignIn
+import AsyncHTTPClient
 import Foundation
 
 /// What siwa needs to act toward Apple (sign-in, token validation and
@@ -62,6 +65,12 @@ public struct TokenValidationSettings: Sendable {
         self.requestsPerSecond = requestsPerSecond
     }
 
+    /// For the start-up log.
+    public var describe: String {
+        guard let periodHours else { return "off (SIWA_REFRESH_VALIDATION_HOURS=0)" }
+        return "every \(periodHours) h, at most \(requestsPerSecond.map { "\($0) calls/s" } ?? "uncapped")"
+    }
+
     public init(environment env: SettingsReader) throws {
         typealias S = SettingsCatalog
         let hours = try env.integer(S.refreshValidationHours)
@@ -72,5 +81,40 @@ public struct TokenValidationSettings: Sendable {
         periodHours = hours == 0 ? nil : hours
         let rate = try env.integer(S.appleRequestsPerSecond)
         requestsPerSecond = rate == 0 ? nil : rate
+    }
+}
+
+/// What serve and worker need to act toward Apple, built from
+/// `SignInSettings`: the client for `/auth/token` and `/auth/revoke` (its
+/// secret signed with the team's `.p8` key), and the token key ring.
+public struct AppleAccess: Sendable {
+    public let apple: AppleAuthClient
+    /// Owned here: shut it down when done (`HTTPClientService`).
+    public let httpClient: HTTPClient
+    public let keyRing: TokenKeyRing
+    /// Said at start-up: the key ring's file is readable by others.
+    public let warnings: [String]
+
+    /// Reads the `.p8` key and the key ring; one-line errors naming the file.
+    public init(_ settings: SignInSettings) throws {
+        let key: AppleClientSecretKey
+        do {
+            key = try AppleClientSecretKey.load(p8Path: settings.privateKeyFile, teamID: settings.teamID, keyID: settings.keyID)
+        } catch {
+            throw SettingError(SettingsCatalog.applePrivateKeyFile.name, "\(error)")
+        }
+        let loaded: (ring: TokenKeyRing, warning: String?)
+        do { loaded = try TokenKeyRing.load(path: settings.keyRingFile) } catch {
+            throw SettingError(SettingsCatalog.tokenEncryptionKeysFile.name, "\(error)")
+        }
+        keyRing = loaded.ring
+        warnings = loaded.warning.map { [$0] } ?? []
+        let secrets: ClientSecretProvider
+        do { secrets = try ClientSecretProvider(key: key, lifetime: .seconds(settings.clientSecretTTLSeconds)) } catch {
+            throw SettingError(SettingsCatalog.clientSecretTTL.name, "\(error)")
+        }
+        httpClient = AppleAuthClient.makeHTTPClient()
+        apple = AppleAuthClient(baseURL: settings.appleBaseURL, httpClient: httpClient, secrets: secrets,
+                                timeout: .milliseconds(Int64(settings.appleRequestTimeout * 1000)))
     }
 }

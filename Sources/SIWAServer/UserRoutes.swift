@@ -10,7 +10,7 @@ import Logging
 struct UserRoutes: Sendable {
     let signIn: SignInService
     let directory: UserDirectory
-    let apiKeys: APIKeyGate
+    let apiKeys: APIKeyVerifier
     let maxBodyBytes: Int
     let logger: Logger
 
@@ -20,18 +20,19 @@ struct UserRoutes: Sendable {
     static let manualRevocationURL = "https://support.apple.com/en-us/102571"
 
     func register(on router: Router<BasicRequestContext>) {
-        router.post("/v1/sign-in") { request, context in
-            try await apiKeys.guarded(request) { key in await signIn(request, context: context, apiKey: key) }
+        let v1 = router.group("v1", context: APIKeyContext.self).add(middleware: APIKeyMiddleware(verifier: apiKeys))
+        v1.post("sign-in") { request, context in
+            await signIn(request, apiKey: context.apiKey?.name ?? "")
         }
-        router.get("/v1/users/:sub") { request, context in
-            try await apiKeys.guarded(request) { _ in await show(context.parameters.get("sub") ?? "") }
+        v1.get("users/:sub") { _, context in
+            await show(context.parameters.get("sub") ?? "")
         }
-        router.delete("/v1/users/:sub") { request, context in
-            try await apiKeys.guarded(request) { key in await delete(context.parameters.get("sub") ?? "", apiKey: key) }
+        v1.delete("users/:sub") { _, context in
+            await delete(context.parameters.get("sub") ?? "", apiKey: context.apiKey?.name ?? "")
         }
     }
 
-    private func signIn(_ request: Request, context: BasicRequestContext, apiKey: String) async -> Response {
+    private func signIn(_ request: Request, apiKey: String) async -> Response {
         let body: SignInRequest
         do {
             let buffer = try await request.body.collect(upTo: maxBodyBytes)

@@ -8,12 +8,6 @@ import SIWAConfiguration
 /// `siwa tokens rekey`), set up as `siwa jobs` does: settings checked, the
 /// database reached first, and failures ending the command with one line.
 enum CommandDatabase {
-    /// TODO(lead): SIWA_TOKEN_ENCRYPTION_KEYS_FILE is not in SettingsCatalog
-    /// yet; once it is, read it with `SettingsReader` and drop this name
-    /// from `extraSettings`.
-    static let tokenKeysFile = "SIWA_TOKEN_ENCRYPTION_KEYS_FILE"
-    static let extraSettings: Set<String> = [tokenKeysFile]
-
     /// `body` with a client on SIWA_DATABASE_URL. An error of type
     /// `Refusal` ends the command with its description (exit status 1);
     /// any other with the database's reason.
@@ -22,7 +16,7 @@ enum CommandDatabase {
         _ body: @escaping @Sendable (PostgresClient, Logger) async throws -> T
     ) async -> T {
         let env = SettingsReader()
-        Startup.warnUnknownSettings(env, also: extraSettings)
+        Startup.warnUnknownSettings(env)
         let log = Startup.settings { try LogSettings(environment: env) }
         LoggingSetup.bootstrap(log)
         let url = Startup.settings { try env.required(SettingsCatalog.databaseURL) }

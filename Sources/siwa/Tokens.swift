@@ -1,10 +1,11 @@
 import AccountStore
 import ArgumentParser
 import Foundation
+import SIWAConfiguration
 
 struct Tokens: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Manage the key ring that encrypts the stored Apple tokens.",
+        abstract: "Manage the key ring that encrypts the stored Apple tokens; validate a user's tokens now.",
         discussion: """
             Apple's refresh and access tokens are stored encrypted (AES-256-GCM) under the keys in \
             SIWA_TOKEN_ENCRYPTION_KEYS_FILE: one key a line, KEY_ID:BASE64_OF_32_BYTES, blank lines and \
@@ -13,8 +14,7 @@ struct Tokens: AsyncParsableCommand {
             To rotate: `siwa tokens keygen`, put its line FIRST in the file, restart serve and worker, \
             run `siwa tokens rekey`, and only then remove the old lines.
             """,
-        // TODO(lead): `validate` goes here.
-        subcommands: [Keygen.self, Rekey.self]
+        subcommands: [Keygen.self, Rekey.self, Validate.self]
     )
 
     struct Keygen: AsyncParsableCommand {
@@ -32,8 +32,7 @@ struct Tokens: AsyncParsableCommand {
                 """
         )
 
-        @Option(help: "The key id (1 to 32 characters of A-Z a-z 0-9 . _ -). Default: k<today's date><letter>, \
-            the first letter not used yet in SIWA_TOKEN_ENCRYPTION_KEYS_FILE when it is readable.")
+        @Option(help: "The key id (1 to 32 characters of A-Z a-z 0-9 . _ -). Default: k<today's date><letter>, the first letter not used yet in SIWA_TOKEN_ENCRYPTION_KEYS_FILE when it is readable.")
         var id: String?
 
         func validate() throws {
@@ -54,7 +53,7 @@ struct Tokens: AsyncParsableCommand {
             formatter.timeZone = TimeZone(identifier: "UTC")
             formatter.dateFormat = "yyyyMMdd"
             let stem = "k" + formatter.string(from: Date())
-            let taken = ProcessInfo.processInfo.environment[CommandDatabase.tokenKeysFile]
+            let taken = ProcessInfo.processInfo.environment[SettingsCatalog.tokenEncryptionKeysFile.name]
                 .flatMap { try? TokenKeyRing.load(path: $0).ring.keyIDs } ?? []
             let letters = "abcdefghijklmnopqrstuvwxyz".map { stem + String($0) }
             return letters.first { !taken.contains($0) } ?? stem + "-" + String(UInt32.random(in: 0...UInt32.max), radix: 36)
@@ -99,7 +98,7 @@ struct Tokens: AsyncParsableCommand {
         }
 
         static func loadRing() -> TokenKeyRing {
-            let name = CommandDatabase.tokenKeysFile
+            let name = SettingsCatalog.tokenEncryptionKeysFile.name
             guard let path = ProcessInfo.processInfo.environment[name]?.trimmingCharacters(in: .whitespaces), !path.isEmpty else {
                 Startup.fail("\(name): is required (e.g. \(name)=/etc/siwa/token-keys)")
             }
