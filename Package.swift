@@ -150,6 +150,8 @@ let package = Package(
             dependencies: [
                 "AppleSignIn", "AccountStore", "AccountEvents", "SIWAConfiguration", "SIWAServer", "SIWAWorker", "AppleSimulator", "ChildProcesses",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                // A second ES256 verifier for the client secret, independent of siwa's code.
+                .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ],

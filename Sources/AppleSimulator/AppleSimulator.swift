@@ -8,7 +8,8 @@ import Synchronization
 /// A stand-in for Apple on loopback, for the tests, `siwa-demo` and
 /// `siwa-bench`: its own RSA keys, a JWKS endpoint (`GET /auth/keys`), and
 /// signed notifications and identity tokens (the callers POST them to siwa
-/// in Apple's body, `body(for:)`).
+/// in Apple's body, `body(for:)`), and `/auth/token` and `/auth/revoke`
+/// (SimulatedTokenEndpoint.swift).
 public final class AppleSimulator: Sendable {
     private struct State {
         var published: [SimulatedKey]
@@ -21,6 +22,8 @@ public final class AppleSimulator: Sendable {
 
     private let state: Mutex<State>
     public let signer = TokenSigner()
+    /// Clients, codes, tokens and failure injection of the token endpoints.
+    let tokenState = Mutex(TokenEndpointState())
 
     /// - Parameter keyCount: keys published at the start (Apple publishes 3 to 5).
     public init(keyCount: Int = 2) throws {
@@ -88,8 +91,8 @@ public final class AppleSimulator: Sendable {
 
     // MARK: HTTP
 
-    func router() -> Router<BasicRequestContext> {
-        let router = Router(context: BasicRequestContext.self)
+    func router() -> Router<SimulatorRequestContext> {
+        let router = Router(context: SimulatorRequestContext.self)
         router.get("/auth/keys") { _, _ -> Response in
             let (failing, document) = self.state.withLock { state -> (Bool, Data?) in
                 state.jwksRequests += 1
@@ -100,12 +103,14 @@ public final class AppleSimulator: Sendable {
             headers[.contentType] = "application/json"
             return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: document ?? self.jwksJSON)))
         }
+        addTokenRoutes(to: router)
         return router
     }
 
     /// Serve on `127.0.0.1:port` (0 picks a free port) until `stop()`.
     public func start(port: Int = 0, logger: Logger = Logger(label: "apple-simulator")) async throws -> RunningServer {
-        try await RunningServer.start(router: router(), port: port, logger: logger)
+        tokenState.withLock { $0.logger = logger }
+        return try await RunningServer.start(router: router(), port: port, logger: logger)
     }
 }
 
@@ -123,7 +128,8 @@ public final class RunningServer: Sendable {
 
     public var baseURL: String { "http://127.0.0.1:\(port)" }
 
-    public static func start(router: Router<BasicRequestContext>, port: Int, logger: Logger) async throws -> RunningServer {
+    public static func start<Context: RequestContext>(router: Router<Context>, port: Int, logger: Logger) async throws -> RunningServer
+    where Context.Source == ApplicationRequestContextSource {
         let bound = OneShotPort()
         let app = Application(
             router: router,

@@ -1,0 +1,44 @@
+import Crypto
+import Foundation
+
+/// Apple's check of a `client_secret`, with the simulator's own code (not
+/// siwa's, which it tests): a compact JWS whose header is exactly
+/// `{"alg":"ES256","kid":...}` with a registered key id, whose raw R‖S
+/// signature verifies with that key, and whose claims are `iss` = the key's
+/// team, `aud` = `https://appleid.apple.com`, `sub` = the form's
+/// `client_id`, `iat` not in the future, `exp` in the future and at most six
+/// months after `iat`.
+enum ClientSecretCheck {
+    static func isValid(_ secret: String, clientID: String, keys: [String: TokenEndpointState.RegisteredKey], now: Date) -> Bool {
+        let segments = secret.split(separator: ".", omittingEmptySubsequences: false)
+        guard segments.count == 3,
+              let headerData = decodeBase64URL(segments[0]), let claimsData = decodeBase64URL(segments[1]),
+              let signatureData = decodeBase64URL(segments[2]),
+              let header = try? JSONSerialization.jsonObject(with: headerData) as? [String: Any],
+              let claims = try? JSONSerialization.jsonObject(with: claimsData) as? [String: Any]
+        else { return false }
+        // Exactly alg and kid: the shape Apple documents (no typ).
+        guard Set(header.keys) == ["alg", "kid"], header["alg"] as? String == "ES256",
+              let kid = header["kid"] as? String, let key = keys[kid] else { return false }
+        // A DER signature (70 bytes or so) is refused here: JOSE wants R‖S.
+        guard signatureData.count == 64,
+              let signature = try? P256.Signing.ECDSASignature(rawRepresentation: signatureData),
+              key.publicKey.isValidSignature(signature, for: SHA256.hash(data: Data("\(segments[0]).\(segments[1])".utf8)))
+        else { return false }
+        guard claims["iss"] as? String == key.teamID, claims["aud"] as? String == "https://appleid.apple.com",
+              claims["sub"] as? String == clientID,
+              let iat = (claims["iat"] as? NSNumber)?.doubleValue, let exp = (claims["exp"] as? NSNumber)?.doubleValue
+        else { return false }
+        let now = now.timeIntervalSince1970
+        return iat <= now && exp > now && exp - iat <= TokenEndpointState.maximumSecretLifetime
+    }
+
+    /// base64url without padding; anything outside its alphabet is refused.
+    static func decodeBase64URL(_ text: Substring) -> Data? {
+        let alphabet = Set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
+        guard !text.isEmpty, text.utf8.allSatisfy(alphabet.contains) else { return nil }
+        var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        base64 += String(repeating: "=", count: (4 - base64.count % 4) % 4)
+        return Data(base64Encoded: base64)
+    }
+}

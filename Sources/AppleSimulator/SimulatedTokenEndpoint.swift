@@ -1,0 +1,179 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Logging
+import NIOCore
+
+/// `POST /auth/token` and `POST /auth/revoke`, answering as Apple does:
+/// form bodies only, the client secret checked (ClientSecretCheck), codes
+/// single-use for five minutes and bound to their client, refresh tokens
+/// live until revoked, errors as 400 `{"error": "<code>"}`. Revoking a live
+/// token kills its grant and, as Apple does, sends a `consent-revoked`
+/// notification to the endpoint set with `setNotificationEndpoint`.
+extension AppleSimulator {
+    static let maximumFormBytes = 64 * 1024
+
+    func addTokenRoutes(to router: Router<SimulatorRequestContext>) {
+        router.post("/auth/token") { request, context in try await self.answerToken(request, context: context) }
+        router.post("/auth/revoke") { request, context in try await self.answerRevoke(request, context: context) }
+    }
+
+    private enum TokenDecision {
+        case refuse(String)
+        case issue(TokenEndpointState.Grant, nonce: String?, refreshToken: String?, accessToken: String, now: Date)
+    }
+
+    private func answerToken(_ request: Request, context: SimulatorRequestContext) async throws -> Response {
+        let (form, isForm) = await Self.readForm(request)
+        let behaviour = tokenState.withLock { state in
+            state.tokenRequests += 1
+            state.lastTokenForm = form
+            if form?["grant_type"] == "refresh_token", let token = form?["refresh_token"] { state.refreshRequests[token, default: 0] += 1 }
+            return state.tokenBehaviour
+        }
+        if let response = await Self.misbehave(behaviour, context: context) { return response }
+        guard isForm, let form else { return Self.error("invalid_request") }
+        let decision = tokenState.withLock { state -> TokenDecision in
+            let now = state.now()
+            guard let clientID = form["client_id"], let secret = form["client_secret"],
+                  ClientSecretCheck.isValid(secret, clientID: clientID, keys: state.keys, now: now) else { return .refuse("invalid_client") }
+            switch form["grant_type"] {
+            case "authorization_code":
+                guard let code = form["code"] else { return .refuse("invalid_request") }
+                // Unknown, used, expired, another client's, or another redirect_uri: all invalid_grant.
+                guard let issued = state.codes[code], !issued.used,
+                      now.timeIntervalSince(issued.issuedAt) < TokenEndpointState.codeLifetime,
+                      issued.grant.clientID == clientID, issued.redirectURI == nil || issued.redirectURI == form["redirect_uri"]
+                else { return .refuse("invalid_grant") }
+                state.codes[code]?.used = true
+                let (refresh, access) = (Self.randomToken(prefix: "r"), Self.randomToken(prefix: "a"))
+                state.refreshTokens[refresh] = .init(grant: issued.grant)
+                state.accessTokens[access] = refresh
+                return .issue(issued.grant, nonce: issued.nonce, refreshToken: refresh, accessToken: access, now: now)
+            case "refresh_token":
+                guard let token = form["refresh_token"] else { return .refuse("invalid_request") }
+                guard let live = state.refreshTokens[token], !live.revoked, live.grant.clientID == clientID else {
+                    return .refuse("invalid_grant")
+                }
+                let access = Self.randomToken(prefix: "a")
+                state.accessTokens[access] = token
+                // As Apple: a new access token and id_token, no new refresh token.
+                return .issue(live.grant, nonce: nil, refreshToken: nil, accessToken: access, now: now)
+            case nil: return .refuse("invalid_request")
+            default: return .refuse("unsupported_grant_type")
+            }
+        }
+        switch decision {
+        case .refuse(let code): return Self.error(code)
+        case .issue(let grant, let nonce, let refreshToken, let accessToken, let now):
+            let claims = TokenSigner.identityClaims(
+                sub: grant.idTokenSub ?? grant.sub, audience: grant.clientID, issuedAt: now, email: grant.email,
+                nonce: nonce, realUserStatus: grant.realUserStatus, isPrivateEmail: grant.isPrivateEmail)
+            let key = currentKey
+            var answer: [String: any Sendable] = [
+                "access_token": accessToken, "token_type": "Bearer", "expires_in": 3600,
+                "id_token": try signer.sign(header: ["kid": key.kid, "alg": "RS256"], claims: claims, key: key),
+            ]
+            if let refreshToken { answer["refresh_token"] = refreshToken }
+            return Self.json(.ok, answer)
+        }
+    }
+
+    private enum RevokeDecision {
+        case refuse(String)
+        /// Answered 200; when a live grant died, its notification goes here.
+        case revoked(TokenEndpointState.Grant?, endpoint: URL?, logger: Logger)
+    }
+
+    private func answerRevoke(_ request: Request, context: SimulatorRequestContext) async throws -> Response {
+        let (form, isForm) = await Self.readForm(request)
+        let behaviour = tokenState.withLock { state in
+            state.revokeRequests += 1
+            state.lastRevokeForm = form
+            return state.revokeBehaviour
+        }
+        if let response = await Self.misbehave(behaviour, context: context) { return response }
+        guard isForm, let form else { return Self.error("invalid_request") }
+        let decision = tokenState.withLock { state -> RevokeDecision in
+            guard let clientID = form["client_id"], let secret = form["client_secret"],
+                  ClientSecretCheck.isValid(secret, clientID: clientID, keys: state.keys, now: state.now()) else { return .refuse("invalid_client") }
+            guard let token = form["token"], !token.isEmpty,
+                  let hint = form["token_type_hint"], hint == "refresh_token" || hint == "access_token" else { return .refuse("invalid_request") }
+            state.revokedTokens.append(token)
+            // Either token revokes the user's authorization; an unknown or
+            // dead token, or another client's, is answered 200 all the same.
+            guard let refresh = state.refreshTokens[token] != nil ? token : state.accessTokens[token],
+                  let live = state.refreshTokens[refresh], !live.revoked, live.grant.clientID == clientID
+            else { return .revoked(nil, endpoint: nil, logger: state.logger) }
+            state.refreshTokens[refresh]?.revoked = true
+            return .revoked(live.grant, endpoint: state.notificationEndpoint, logger: state.logger)
+        }
+        switch decision {
+        case .refuse(let code): return Self.error(code)
+        case .revoked(let grant, let endpoint, let logger):
+            if let grant, let endpoint {
+                // Fire and forget: Apple's answer does not wait for its notification.
+                Task { await self.sendConsentRevoked(sub: grant.sub, clientID: grant.clientID, to: endpoint, logger: logger) }
+            }
+            return Response(status: .ok)
+        }
+    }
+
+    private func sendConsentRevoked(sub: String, clientID: String, to endpoint: URL, logger: Logger) async {
+        do {
+            let token = try notification(type: "consent-revoked", sub: sub, audience: clientID)
+            let status = try await NotificationPoster.post(Self.body(for: token), to: endpoint)
+            if status != 200 { logger.warning("consent-revoked notification to \(endpoint) answered \(status)") }
+        } catch {
+            logger.warning("consent-revoked notification to \(endpoint) failed: \(error)")
+        }
+    }
+
+    // MARK: Pieces
+
+    /// The parsed form (nil when the body is unreadable) and whether the
+    /// request said it is a form.
+    private static func readForm(_ request: Request) async -> ([String: String]?, Bool) {
+        let mediaType = request.headers[.contentType]?.split(separator: ";").first?
+            .trimmingCharacters(in: .whitespaces).lowercased()
+        let body = try? await request.body.collect(upTo: maximumFormBytes)
+        return (body.flatMap { FormBody.parse(Data(buffer: $0)) }, mediaType == "application/x-www-form-urlencoded")
+    }
+
+    /// The injected failure, or nil to answer normally.
+    private static func misbehave(_ behaviour: SimulatedEndpointBehaviour, context: SimulatorRequestContext) async -> Response? {
+        switch behaviour {
+        case .normal:
+            return nil
+        case .status(let status, let error, let retryAfter):
+            var response = error.map { json(HTTPResponse.Status(code: status), ["error": $0]) } ?? Response(status: .init(code: status))
+            if let retryAfter { response.headers[.retryAfter] = retryAfter }
+            return response
+        case .stall:
+            let deadline = ContinuousClock.now + .seconds(120)
+            while context.channel.isActive, !Task.isCancelled, ContinuousClock.now < deadline {
+                try? await Task.sleep(for: .milliseconds(20))
+            }
+            return Response(status: .gatewayTimeout)
+        case .closeConnection:
+            try? await context.channel.close()
+            return Response(status: .internalServerError)
+        }
+    }
+
+    static func error(_ code: String) -> Response { json(.badRequest, ["error": code]) }
+
+    static func json(_ status: HTTPResponse.Status, _ object: [String: any Sendable]) -> Response {
+        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data()
+        return Response(status: status, headers: [.contentType: "application/json;charset=UTF-8", .cacheControl: "no-store"],
+                        body: .init(byteBuffer: ByteBuffer(bytes: data)))
+    }
+
+    /// Shaped like Apple's (`c<hex>.0.<letters>.<base64url>`): dots, dashes and underscores
+    /// included, so a client's form encoding is exercised.
+    static func randomToken(prefix: String) -> String {
+        let hex = (0..<16).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
+        let tail = Base64URLEncoding.encode((0..<24).map { _ in UInt8.random(in: 0...255) })
+        return prefix + hex + ".0.sim." + tail
+    }
+}

@@ -1,0 +1,83 @@
+import Crypto
+import Foundation
+
+/// What tests, the demo and the bench set up and observe on the simulated
+/// `/auth/token` and `/auth/revoke`.
+extension AppleSimulator {
+    // MARK: Set-up
+
+    /// Registers a team's Sign in with Apple key (the public half of its
+    /// `.p8`): client secrets signed with it, `kid` = `keyID` and `iss` =
+    /// `teamID`, are accepted for any client id.
+    public func registerClient(teamID: String, keyID: String, publicKey: P256.Signing.PublicKey) {
+        tokenState.withLock { $0.keys[keyID] = .init(teamID: teamID, publicKey: publicKey) }
+    }
+
+    /// The same, from the public key's PEM (`BEGIN PUBLIC KEY`).
+    public func registerClient(teamID: String, keyID: String, publicKeyPEM: String) throws {
+        registerClient(teamID: teamID, keyID: keyID, publicKey: try P256.Signing.PublicKey(pemRepresentation: publicKeyPEM))
+    }
+
+    /// A new authorization code for `sub` at `clientID`, as the app gets at
+    /// sign-in: single-use, valid five minutes, bound to the client (and to
+    /// `redirectURI` when given). `idTokenSub` makes the id_token carry
+    /// another `sub` (Apple misbehaving, for tests).
+    public func issueAuthorizationCode(
+        sub: String, clientID: String, email: String? = nil, isPrivateEmail: Bool? = nil, nonce: String? = nil,
+        realUserStatus: Int? = 2, idTokenSub: String? = nil, redirectURI: String? = nil
+    ) -> String {
+        let code = Self.randomToken(prefix: "c")
+        let grant = TokenEndpointState.Grant(sub: sub, clientID: clientID, email: email, isPrivateEmail: isPrivateEmail,
+                                             realUserStatus: realUserStatus, idTokenSub: idTokenSub)
+        tokenState.withLock { state in
+            state.codes[code] = .init(grant: grant, nonce: nonce, redirectURI: redirectURI, issuedAt: state.now())
+        }
+        return code
+    }
+
+    /// Makes `code` older than its five minutes.
+    public func expireCode(_ code: String) {
+        tokenState.withLock { $0.codes[code]?.issuedAt -= TokenEndpointState.codeLifetime + 1 }
+    }
+
+    /// The clock of the token endpoints (code lifetimes, client secrets' `iat`/`exp`).
+    public func setTokenClock(_ now: @escaping @Sendable () -> Date) { tokenState.withLock { $0.now = now } }
+
+    /// Where `consent-revoked` notifications go after a revocation (nil: nowhere).
+    public func setNotificationEndpoint(_ url: URL?) { tokenState.withLock { $0.notificationEndpoint = url } }
+
+    public func setTokenEndpointBehaviour(_ behaviour: SimulatedEndpointBehaviour) {
+        tokenState.withLock { $0.tokenBehaviour = behaviour }
+    }
+
+    public func setRevokeEndpointBehaviour(_ behaviour: SimulatedEndpointBehaviour) {
+        tokenState.withLock { $0.revokeBehaviour = behaviour }
+    }
+
+    /// The user revokes the app at appleid.apple.com: the refresh token dies.
+    /// (Apple sends a notification then too; this sends none, so a test
+    /// can tell the two paths apart.)
+    public func revokeRefreshToken(_ token: String) {
+        tokenState.withLock { _ = $0.refreshTokens[token]?.revoked = true }
+    }
+
+    // MARK: Observations
+
+    /// Requests to `/auth/token`, answered or not.
+    public var tokenRequests: Int { tokenState.withLock { $0.tokenRequests } }
+    /// Requests to `/auth/revoke`, answered or not.
+    public var revokeRequests: Int { tokenState.withLock { $0.revokeRequests } }
+    /// `grant_type=refresh_token` requests that named `token`.
+    public func refreshRequests(for token: String) -> Int { tokenState.withLock { $0.refreshRequests[token] ?? 0 } }
+    /// Tokens given to `/auth/revoke` by authenticated clients, in order.
+    public var revokedTokens: [String] { tokenState.withLock { $0.revokedTokens } }
+    /// The last form `/auth/token` received, decoded (nil if unreadable).
+    public var lastTokenForm: [String: String]? { tokenState.withLock { $0.lastTokenForm } }
+    /// The last form `/auth/revoke` received, decoded (nil if unreadable).
+    public var lastRevokeForm: [String: String]? { tokenState.withLock { $0.lastRevokeForm } }
+
+    /// Whether `token` is a refresh token issued here and not revoked.
+    public func isRefreshTokenLive(_ token: String) -> Bool {
+        tokenState.withLock { $0.refreshTokens[token].map { !$0.revoked } ?? false }
+    }
+}

@@ -1,0 +1,89 @@
+import Crypto
+import Foundation
+import Hummingbird
+import Logging
+import NIOCore
+
+/// How `/auth/token` or `/auth/revoke` misbehaves, for failure tests.
+public enum SimulatedEndpointBehaviour: Sendable, Equatable {
+    /// Answer as Apple does.
+    case normal
+    /// Answer this status with `{"error": error}` (or no body), and a
+    /// `Retry-After` header when given; the request is not processed.
+    case status(Int, error: String? = nil, retryAfter: String? = nil)
+    /// Read the request and send nothing until the client gives up (closes
+    /// the connection) or two minutes pass.
+    case stall
+    /// Close the connection without an answer.
+    case closeConnection
+}
+
+/// The request context of the simulator's routes: Hummingbird's basic one
+/// plus the channel, so a route can close its connection or notice that
+/// the client has gone.
+public struct SimulatorRequestContext: RequestContext {
+    public var coreContext: CoreRequestContextStorage
+    let channel: any Channel
+
+    public init(source: ApplicationRequestContextSource) {
+        coreContext = .init(source: source)
+        channel = source.channel
+    }
+}
+
+/// What the simulated `/auth/token` and `/auth/revoke` know and have seen.
+struct TokenEndpointState {
+    /// A team's Sign in with Apple key, as registered at Apple.
+    struct RegisteredKey {
+        let teamID: String
+        let publicKey: P256.Signing.PublicKey
+    }
+
+    /// The user and app a code (and then its tokens) were issued for.
+    struct Grant {
+        let sub: String
+        let clientID: String
+        let email: String?
+        let isPrivateEmail: Bool?
+        let realUserStatus: Int?
+        /// The `sub` the id_token carries, when a test wants it to differ.
+        let idTokenSub: String?
+    }
+
+    struct IssuedCode {
+        let grant: Grant
+        let nonce: String?
+        let redirectURI: String?
+        var issuedAt: Date
+        var used = false
+    }
+
+    struct RefreshToken {
+        let grant: Grant
+        var revoked = false
+    }
+
+    /// Apple's codes live five minutes.
+    static let codeLifetime: TimeInterval = 300
+    /// Apple's limit on a client secret's `exp - iat`: six months.
+    static let maximumSecretLifetime: TimeInterval = 15_777_000
+
+    var keys: [String: RegisteredKey] = [:]
+    var codes: [String: IssuedCode] = [:]
+    var refreshTokens: [String: RefreshToken] = [:]
+    /// Access token to the refresh token issued with it.
+    var accessTokens: [String: String] = [:]
+
+    var tokenBehaviour = SimulatedEndpointBehaviour.normal
+    var revokeBehaviour = SimulatedEndpointBehaviour.normal
+    var tokenRequests = 0
+    var revokeRequests = 0
+    var refreshRequests: [String: Int] = [:]
+    var revokedTokens: [String] = []
+    var lastTokenForm: [String: String]?
+    var lastRevokeForm: [String: String]?
+
+    var notificationEndpoint: URL?
+    var now: @Sendable () -> Date = { Date() }
+    var logger = Logger(label: "apple-simulator")
+}
