@@ -84,7 +84,7 @@ public struct SignInStore: Sendable {
     public func replay(codeSHA256: Data) async throws -> SignInReplay? {
         let rows = try await client.guardedQuery("""
             SELECT user_id, apple_sub, is_new_user FROM siwa.sign_in_codes
-            WHERE code_sha256 = \(codeSHA256) AND created_at > now() - make_interval(secs => \(Self.replayWindowSeconds))
+            WHERE code_sha256 = \(codeSHA256) AND created_at > now() - make_interval(secs => \(Self.replayWindowSeconds)::float8)
             """, logger: logger)
         guard let row = rows.first else { return nil }
         let (userID, sub, isNew) = try row.decode((Int64, String, Bool).self)
@@ -107,8 +107,8 @@ public struct SignInStore: Sendable {
                     INSERT INTO siwa.apple_tokens AS t (user_id, client_id, key_id, refresh_token, access_token,
                                                         access_expires_at, validate_after)
                     VALUES (\(userID), \(record.clientID), \(sealed.keyID), \(sealed.refreshToken), \(sealed.accessToken),
-                            now() + make_interval(secs => \(sealed.accessExpiresIn.map(Double.init))),
-                            now() + make_interval(hours => \(period)) * (1 + random() / 4))
+                            now() + make_interval(secs => \(sealed.accessExpiresIn.map(Double.init))::float8),
+                            now() + make_interval(hours => \(Int32(clamping: period))::integer) * (1 + random() / 4))
                     ON CONFLICT (user_id, client_id) DO UPDATE SET
                         key_id = excluded.key_id, refresh_token = excluded.refresh_token,
                         access_token = excluded.access_token, access_expires_at = excluded.access_expires_at,

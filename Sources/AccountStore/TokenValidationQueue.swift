@@ -76,7 +76,7 @@ public struct TokenValidationQueue: Sendable {
         try await client.guardedQuery("""
             UPDATE siwa.apple_tokens SET last_validated_at = now(), validation_failures = 0, key_id = \(resealed.keyID),
                 refresh_token = \(resealed.refreshToken), access_token = \(resealed.accessToken),
-                access_expires_at = now() + make_interval(secs => \(resealed.accessExpiresIn.map(Double.init)))
+                access_expires_at = now() + make_interval(secs => \(resealed.accessExpiresIn.map(Double.init))::float8)
             WHERE user_id = \(token.userID) AND client_id = \(token.clientID) AND refresh_token = \(token.refreshToken)
             """, logger: logger)
     }
@@ -88,7 +88,7 @@ public struct TokenValidationQueue: Sendable {
         let delay = max(backoff, retryAfterSeconds ?? 0)
         try await client.guardedQuery("""
             UPDATE siwa.apple_tokens SET validation_failures = validation_failures + 1,
-                validate_after = now() + make_interval(secs => \(delay))
+                validate_after = now() + make_interval(secs => \(delay)::float8)
             WHERE user_id = \(token.userID) AND client_id = \(token.clientID) AND refresh_token = \(token.refreshToken)
             """, logger: logger)
     }
@@ -96,7 +96,7 @@ public struct TokenValidationQueue: Sendable {
     /// siwa's own credentials were refused: leave the token due again after `seconds`.
     public func postpone(_ token: DueAppleToken, seconds: Double) async throws {
         try await client.guardedQuery("""
-            UPDATE siwa.apple_tokens SET validate_after = now() + make_interval(secs => \(seconds))
+            UPDATE siwa.apple_tokens SET validate_after = now() + make_interval(secs => \(seconds)::float8)
             WHERE user_id = \(token.userID) AND client_id = \(token.clientID) AND refresh_token = \(token.refreshToken)
             """, logger: logger)
     }
