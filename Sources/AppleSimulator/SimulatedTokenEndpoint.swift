@@ -92,7 +92,7 @@ extension AppleSimulator {
             state.lastRevokeForm = form
             return state.revokeBehaviour
         }
-        if let response = await Self.misbehave(behaviour, context: context) { return response }
+        if behaviour != .stallAfterProcessing, let response = await Self.misbehave(behaviour, context: context) { return response }
         guard isForm, let form else { return Self.error("invalid_request") }
         let decision = tokenState.withLock { state -> RevokeDecision in
             guard let clientID = form["client_id"], let secret = form["client_secret"],
@@ -115,6 +115,7 @@ extension AppleSimulator {
                 // Fire and forget: Apple's answer does not wait for its notification.
                 Task { await self.sendConsentRevoked(sub: grant.sub, clientID: grant.clientID, to: endpoint, logger: logger) }
             }
+            if behaviour == .stallAfterProcessing { return await Self.misbehave(.stall, context: context) ?? Response(status: .ok) }
             return Response(status: .ok)
         }
     }
@@ -158,6 +159,8 @@ extension AppleSimulator {
         case .closeConnection:
             try? await context.channel.close()
             return Response(status: .internalServerError)
+        case .stallAfterProcessing:
+            return await misbehave(.stall, context: context)
         }
     }
 
