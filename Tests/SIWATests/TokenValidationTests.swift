@@ -1,0 +1,123 @@
+import AccountStore
+import AppleSimulator
+import Foundation
+import Testing
+
+/// The worker's daily validation of stored refresh tokens, against the
+/// simulator's `/auth/token` (grant_type=refresh_token), by real
+/// `siwa worker` processes.
+@Suite("Token validation")
+struct TokenValidationTests {
+    /// Signs in `subs` and returns their refresh tokens, by sub.
+    static func signIn(_ setup: AccountDeletionTests.Setup, _ subs: [String]) async throws -> [String: String] {
+        var tokens: [String: String] = [:]
+        for sub in subs { tokens[sub] = try await setup.signedIn(sub).refreshToken }
+        return tokens
+    }
+
+    static func makeDue(_ setup: AccountDeletionTests.Setup) async throws {
+        try await setup.database.execute("UPDATE siwa.apple_tokens SET validate_after = now() - interval '1 second'")
+    }
+
+    @Test func eachTokenIsCheckedOncePerPeriodEvenWithTwoWorkersAndARestart() async throws {
+        let setup = try await AccountDeletionTests.Setup.start()
+        defer { Task { await setup.stop() } }
+        let subs = (0..<6).map { "001.val.000\($0)" }
+        let tokens = try await Self.signIn(setup, subs)
+        try await Self.makeDue(setup)
+
+        let workers = [try setup.worker.startWorker(), try setup.worker.startWorker()]
+        #expect(try await setup.worker.wait(upTo: .seconds(30)) {
+            try await setup.database.scalar("SELECT count(*) FROM siwa.apple_tokens WHERE last_validated_at IS NOT NULL") == subs.count
+        }, "\(workers[0].log)")
+        for worker in workers { await worker.kill9() }
+        let restarted = try setup.worker.startWorker()
+        defer { Task { await restarted.kill9() } }
+        // The restarted worker claims at once; give it time to (wrongly) call Apple.
+        try await Task.sleep(for: .seconds(2))
+        for (sub, token) in tokens {
+            #expect(setup.apple.refreshRequests(for: token) == 1, "\(sub) was checked \(setup.apple.refreshRequests(for: token)) times")
+        }
+        // Next check a period (24 h, plus up to a quarter) ahead.
+        #expect(try await setup.database.scalar("""
+            SELECT count(*) FROM siwa.apple_tokens
+            WHERE validate_after BETWEEN now() + interval '23 hours 59 minutes' AND now() + interval '30 hours 1 minute'
+            """) == subs.count)
+        #expect(try await setup.database.scalar("SELECT count(*) FROM siwa.users WHERE status = 'active'") == subs.count)
+    }
+
+    /// The user revoked at Apple and no notification came: Apple's
+    /// invalid_grant is a consent revocation (here under `purge`).
+    @Test func invalidGrantSignsTheUserOutAndPurgesUnderThePurgePolicy() async throws {
+        let setup = try await AccountDeletionTests.Setup.start()
+        defer { Task { await setup.stop() } }
+        let tokens = try await Self.signIn(setup, ["001.gone.0001", "001.kept.0002"])
+        setup.apple.revokeRefreshToken(tokens["001.gone.0001"] ?? "")
+        try await Self.makeDue(setup)
+        let worker = try setup.worker.startWorker(["SIWA_ON_CONSENT_REVOKED": "purge"])
+        defer { Task { await worker.kill9() } }
+        #expect(try await setup.worker.wait(upTo: .seconds(30)) {
+            try await setup.database.scalar("""
+                SELECT count(*) FROM siwa.users WHERE apple_sub = '001.gone.0001' AND status = 'consent_revoked'
+                  AND purged_at IS NOT NULL AND email IS NULL
+                """) == 1
+        }, "\(worker.log)")
+        #expect(try await setup.database.strings("SELECT u.apple_sub FROM siwa.apple_tokens JOIN siwa.users AS u ON u.id = user_id")
+                == ["001.kept.0002"])
+        #expect(try await setup.database.scalar(
+            "SELECT count(*) FROM siwa.audit_log WHERE action = 'token.invalid_grant' AND apple_sub = '001.gone.0001'") == 1)
+        #expect(try await setup.database.strings("SELECT status FROM siwa.users WHERE apple_sub = '001.kept.0002'") == ["active"])
+    }
+
+    /// Under the default `sign_out`: signed out, data kept, tokens gone.
+    @Test func invalidGrantUnderSignOutKeepsTheData() async throws {
+        let setup = try await AccountDeletionTests.Setup.start()
+        defer { Task { await setup.stop() } }
+        let tokens = try await Self.signIn(setup, ["001.out.0001"])
+        setup.apple.revokeRefreshToken(tokens["001.out.0001"] ?? "")
+        try await Self.makeDue(setup)
+        let worker = try setup.worker.startWorker()
+        defer { Task { await worker.kill9() } }
+        #expect(try await setup.worker.wait(upTo: .seconds(30)) {
+            try await setup.database.scalar("SELECT count(*) FROM siwa.audit_log WHERE action = 'token.invalid_grant'") == 1
+        }, "\(worker.log)")
+        #expect(try await setup.database.scalar("""
+            SELECT count(*) FROM siwa.users WHERE apple_sub = '001.out.0001' AND status = 'consent_revoked'
+              AND purged_at IS NULL AND email IS NOT NULL AND given_name = 'Ada'
+            """) == 1)
+        #expect(try await setup.worker.wait(upTo: .seconds(30)) {
+            try await setup.database.scalar("SELECT count(*) FROM siwa.apple_tokens") == 0
+        })
+        // Coming back: the same account, data and all.
+        let back = try await setup.signIn.signIn(try setup.signIn.appleSignIn(sub: "001.out.0001"))
+        #expect(back.status == 200 && back.json["is_new_user"] as? Bool == false && back.json["status"] as? String == "active")
+    }
+
+    @Test func appleUnavailableLeavesTheUserAloneAndRetries() async throws {
+        let setup = try await AccountDeletionTests.Setup.start()
+        defer { Task { await setup.stop() } }
+        let tokens = try await Self.signIn(setup, ["001.later.0001"])
+        setup.apple.setTokenEndpointBehaviour(.status(500))
+        try await Self.makeDue(setup)
+        let worker = try setup.worker.startWorker()
+        defer { Task { await worker.kill9() } }
+        #expect(try await setup.worker.wait(upTo: .seconds(30)) {
+            try await setup.database.scalar("SELECT count(*) FROM siwa.apple_tokens WHERE validation_failures = 1") == 1
+        }, "\(worker.log)")
+        #expect(try await setup.database.scalar("""
+            SELECT count(*) FROM siwa.apple_tokens WHERE last_validated_at IS NULL
+              AND validate_after BETWEEN now() + interval '30 seconds' AND now() + interval '2 minutes'
+            """) == 1, "retried after a minute, not a day")
+        #expect(try await setup.database.strings("SELECT status FROM siwa.users") == ["active"])
+        #expect(setup.apple.isRefreshTokenLive(tokens["001.later.0001"] ?? ""))
+
+        // `siwa tokens validate` once Apple is back (not due yet: --force).
+        setup.apple.setTokenEndpointBehaviour(.normal)
+        let env = setup.worker.settings
+        let refused = try await runSIWA(["tokens", "validate", "--sub", "001.later.0001"], environment: env)
+        #expect(refused.status == 0 && refused.output.contains("no token of 001.later.0001 is due"), "\(refused.output)")
+        let forced = try await runSIWA(["tokens", "validate", "--sub", "001.later.0001", "--force"], environment: env)
+        #expect(forced.status == 0 && forced.output.contains("\(ServerHarness.clientID): valid"), "\(forced.output)")
+        #expect(try await setup.database.scalar("SELECT count(*) FROM siwa.apple_tokens WHERE last_validated_at IS NOT NULL") == 1)
+    }
+}
