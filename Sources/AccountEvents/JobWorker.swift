@@ -234,6 +234,7 @@ public final class JobWorker: Service, Sendable {
                     lastPrune = clock.now
                     let pruned = try await queue.prune(retentionSeconds: options.retentionSeconds)
                     if pruned > 0 { logger.info("Pruned finished jobs", metadata: ["jobs": "\(pruned)"]) }
+                    try await queue.pruneSignInCodes()
                 }
             } catch {
                 logger.debug("Maintenance skipped", metadata: ["error": "\(safeDescription(error))"])

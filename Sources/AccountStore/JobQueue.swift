@@ -307,6 +307,22 @@ public struct JobQueue: Sendable {
             SELECT count(*) FROM gone
             """)
     }
+
+    /// Forgets the codes of sign-ins older than the retry window
+    /// (`SignInStore.replayWindowSeconds`): their retries are Apple's
+    /// `invalid_grant` now. At most 10,000 per call.
+    public func pruneSignInCodes() async throws {
+        _ = try await count("""
+            WITH gone AS (
+                DELETE FROM siwa.sign_in_codes
+                WHERE code_sha256 IN (SELECT code_sha256 FROM siwa.sign_in_codes
+                                      WHERE created_at < now() - make_interval(secs => \(SignInStore.replayWindowSeconds)::float8)
+                                      LIMIT 10000)
+                RETURNING 1
+            )
+            SELECT count(*) FROM gone
+            """)
+    }
 }
 
 /// The step's record matched nothing (the lease was lost): roll the step back.
