@@ -52,6 +52,8 @@ struct AccountDeletionTests {
         defer { Task { await setup.stop() } }
         let sub = "001.del.0001"
         let (first, refreshToken) = try await setup.signedIn(sub)
+        // As Apple does, the simulator tells siwa of the revocation.
+        setup.apple.setNotificationEndpoint(URL(string: setup.signIn.server.baseURL + "/apple/notifications"))
 
         let deleted = try await setup.delete(sub)
         #expect(deleted.status == 202 && deleted.json["status"] as? String == "deletion_scheduled", "\(deleted.text)")
@@ -82,6 +84,10 @@ struct AccountDeletionTests {
             SELECT action || coalesce(':' || (details->>'step'), '') FROM siwa.audit_log
             WHERE apple_sub = '\(sub)' AND action IN ('token.revoked', 'job.step_completed') ORDER BY seq
             """).prefix(3) == ["token.revoked", "job.step_completed:apple.revoke_tokens", "job.step_completed:siwa.erase_personal_data"])
+        #expect(try await setup.worker.wait(upTo: .seconds(15)) {
+            try await setup.database.scalar(
+                "SELECT count(*) FROM siwa.notifications WHERE apple_sub = '\(sub)' AND event_type = 'consent-revoked'") == 1
+        }, "Apple's consent-revoked after the revoke is recorded (and changes nothing: the user is deleted)")
         let shown = try await setup.signIn.get("/v1/users/\(sub)")
         #expect((shown.json["purge"] as? [String: Any])?["state"] as? String == "completed")
         #expect(shown.json["email"] is NSNull)
@@ -139,5 +145,30 @@ struct AccountDeletionTests {
         #expect(deleted.status == 202 && deleted.json["apple_revocation"] as? String == "manual")
         #expect((deleted.json["apple_revocation_url"] as? String)?.hasPrefix("https://") == true)
         #expect(try await setup.delete("001.nobody.0001").status == 404)
+    }
+
+    /// `consent-revoked` under the default `sign_out`: a token-only job
+    /// revokes and deletes the tokens; the data stays.
+    @Test func consentRevokedUnderSignOutRevokesTheTokensAndKeepsTheData() async throws {
+        let setup = try await Setup.start()
+        defer { Task { await setup.stop() } }
+        let sub = "001.signout.0001"
+        let (_, refreshToken) = try await setup.signedIn(sub)
+        let revoked = try setup.signIn.server.notification("consent-revoked", sub: sub)
+        #expect(try await setup.signIn.server.post(token: revoked).status == 200)
+        #expect(try await setup.database.scalar(
+            "SELECT count(*) FROM siwa.jobs WHERE args->>'apple_sub' = '\(sub)' AND args->>'scope' = 'tokens'") == 1)
+        let worker = try setup.worker.startWorker()
+        defer { Task { await worker.kill9() } }
+        #expect(try await setup.worker.wait(upTo: .seconds(30)) {
+            try await setup.database.scalar("SELECT count(*) FROM siwa.apple_tokens") == 0
+        }, "\(worker.log)")
+        #expect(setup.apple.revokedTokens == [refreshToken])
+        #expect(try await setup.database.scalar("""
+            SELECT count(*) FROM siwa.users WHERE apple_sub = '\(sub)' AND status = 'consent_revoked'
+              AND purged_at IS NULL AND email IS NOT NULL AND given_name = 'Ada'
+            """) == 1)
+        #expect(setup.worker.downstream.deliveries.isEmpty, "no purge plan step ran")
+        #expect(try await setup.database.scalar("SELECT count(*) FROM app.purge_log") == 0)
     }
 }
