@@ -29,10 +29,12 @@ struct Demo {
         let servePort = port == 0 ? try freeLoopbackPort() : port
         print("Apple simulator: \(appleServer.baseURL)/auth/keys (kids \(apple.keys.map(\.kid).joined(separator: ", ")))")
 
+        let signIn = try DemoSignIn.Files(apple: apple, appleBaseURL: appleServer.baseURL)
+        defer { signIn.remove() }
         let serve = try spawnServe(port: servePort, environment: [
             "SIWA_DATABASE_URL": database.runtimeURL, "SIWA_APPLE_CLIENT_IDS": clientID,
             "SIWA_APPLE_JWKS_URL": "\(appleServer.baseURL)/auth/keys", "SIWA_LOG_LEVEL": "warning",
-        ])
+        ].merging(signIn.settings) { $1 })
         defer { if serve.isRunning { serve.signal(SIGTERM) } }
         let base = "http://127.0.0.1:\(servePort)"
         try await Self.waitUntilReady(base)
@@ -66,6 +68,8 @@ struct Demo {
         try await owner.withClient { client in
             try await Self.printReports(Self.reports(sub: sub), client: client)
             try await DemoPurge(demo: self).run(sub: sub, client: client)
+            try await DemoSignIn(demo: self, files: signIn, apple: apple, base: base, clientID: clientID)
+                .run(sub: sub + ".signin", client: client)
         }
         await appleServer.stop()
         serve.signal(SIGTERM)
@@ -149,10 +153,11 @@ struct Demo {
     /// `siwa command`, its logs on our stderr unless `outputFile` says otherwise.
     /// The demo's own settings (SIWA_DEMO_*) and any SIWA_* of the caller's
     /// environment stay out: the child sees only what the demo gives it.
-    func spawn(_ command: String, environment: [String: String], outputFile: String = "/dev/stderr") throws -> ChildProcess {
+    func spawn(_ command: String, arguments: [String] = [], environment: [String: String],
+               outputFile: String = "/dev/stderr") throws -> ChildProcess {
         var env = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("SIWA_") }
         env.merge(environment) { $1 }
-        return try ChildProcess(executable: siwa, arguments: [command], environment: env, outputFile: outputFile)
+        return try ChildProcess(executable: siwa, arguments: [command] + arguments, environment: env, outputFile: outputFile)
     }
 }
 

@@ -41,7 +41,10 @@ enum APIResponse {
     }
 
     static func timestamp(_ date: Date) -> String {
-        date.ISO8601Format(.iso8601(timeZone: .gmt, includingFractionalSeconds: true))
+        // RFC 3339 in UTC with milliseconds: 2026-11-23T15:10:57.150Z.
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        return formatter.string(from: date)
     }
 
     /// Apple's `sub` is printable ASCII of modest length (e.g.

@@ -1,0 +1,144 @@
+import AccountStore
+import AppleSimulator
+import AsyncHTTPClient
+import Crypto
+import Foundation
+import Logging
+import NIOCore
+import NIOHTTP1
+import PostgresNIO
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The demo's third part, the token lifecycle: an API key for the app's
+/// backend, a sign-in (siwa exchanges the code at the simulator's
+/// `/auth/token`), the user's record, an in-app deletion, and `siwa worker`
+/// revoking the token at the simulator's `/auth/revoke` before the purge.
+struct DemoSignIn {
+    let demo: Demo
+    let files: Files
+    let apple: AppleSimulator
+    let base: String
+    let clientID: String
+
+    /// The team key (`.p8`, registered with the simulator) and the token key
+    /// ring, in a temporary directory, mode 0600.
+    struct Files: Sendable {
+        static let teamID = "DEMOTEAM01"
+        static let keyID = "DEMOKEY001"
+        let directory: URL
+        let settings: [String: String]
+
+        init(apple: AppleSimulator, appleBaseURL: String) throws {
+            directory = FileManager.default.temporaryDirectory.appendingPathComponent("siwa-demo-keys-\(getpid())")
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            let key = P256.Signing.PrivateKey()
+            apple.registerClient(teamID: Self.teamID, keyID: Self.keyID, publicKey: key.publicKey)
+            let p8 = directory.appendingPathComponent("AuthKey_\(Self.keyID).p8").path
+            let ring = directory.appendingPathComponent("token-keys").path
+            try Self.write(key.pemRepresentation + "\n", to: p8)
+            try Self.write(TokenKeyRing.newKeyLine(id: "demo1") + "\n", to: ring)
+            settings = [
+                "SIWA_APPLE_TEAM_ID": Self.teamID, "SIWA_APPLE_KEY_ID": Self.keyID, "SIWA_APPLE_PRIVATE_KEY_FILE": p8,
+                "SIWA_TOKEN_ENCRYPTION_KEYS_FILE": ring, "SIWA_APPLE_BASE_URL": appleBaseURL,
+            ]
+        }
+
+        static func write(_ text: String, to path: String) throws {
+            try Data(text.utf8).write(to: URL(fileURLWithPath: path))
+            try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: path)
+        }
+
+        func remove() { try? FileManager.default.removeItem(at: directory) }
+    }
+
+    func run(sub: String, client: PostgresClient) async throws {
+        print("\n— Sign-in and in-app deletion (the token lifecycle) —")
+        let key = try await createAPIKey()
+        print("siwa api-keys create demo-backend -> a key for the app's backend (shown once): \(key.prefix(18))…")
+
+        let identityToken = try apple.identityToken(sub: sub, audience: clientID, email: "signin@privaterelay.appleid.com")
+        let code = apple.issueAuthorizationCode(sub: sub, clientID: clientID, email: "signin@privaterelay.appleid.com", isPrivateEmail: true)
+        let body = try JSONSerialization.data(withJSONObject: [
+            "identity_token": identityToken, "authorization_code": code,
+            "user": ["name": ["firstName": "Demo", "lastName": "User"]],
+        ] as [String: Any])
+        print("\ncurl -H 'Authorization: Bearer $KEY' -d '{\"identity_token\": …, \"authorization_code\": …, \"user\": …}' \(base)/v1/sign-in")
+        print("  -> \(try await send(.POST, "/v1/sign-in", key: key, body: body))")
+        print("curl -H 'Authorization: Bearer $KEY' \(base)/v1/users/\(sub)")
+        print("  -> \(try await send(.GET, "/v1/users/\(sub)", key: key))")
+        print("curl -X DELETE -H 'Authorization: Bearer $KEY' \(base)/v1/users/\(sub)")
+        print("  -> \(try await send(.DELETE, "/v1/users/\(sub)", key: key))")
+
+        print("\nsiwa worker: revoking the token at Apple, then purging…")
+        let worker = try demo.spawn("worker", environment: [
+            "SIWA_DATABASE_URL": demo.database.runtimeURL, "SIWA_LOG_LEVEL": "warning",
+        ].merging(files.settings) { $1 })
+        defer { if worker.isRunning { worker.signal(SIGTERM) } }
+        let logger = Logger(label: "demo", factory: { _ in SwiftLogNoOpLogHandler() })
+        let deadline = ContinuousClock.now + .seconds(30)
+        while ContinuousClock.now < deadline {
+            let rows = try await client.query("""
+                SELECT count(*) FROM siwa.jobs WHERE args->>'apple_sub' = \(sub) AND state <> 'completed'
+                """, logger: logger)
+            var pending = 1
+            for try await count in rows.decode(Int.self) { pending = count }
+            if pending == 0 { break }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        worker.signal(SIGTERM)
+        _ = await worker.wait()
+        let revoked = apple.revokedTokens
+        print("Apple simulator /auth/revoke received \(revoked.count) token(s): \(revoked.map { String($0.prefix(10)) + "…" }.joined(separator: ", "))"
+              + (revoked.allSatisfy { !apple.isRefreshTokenLive($0) } ? " (now revoked)" : ""))
+        try await Demo.printReports(Self.reports(sub: sub), client: client)
+    }
+
+    /// `siwa api-keys create` as the owner (an admin would use their own role).
+    private func createAPIKey() async throws -> String {
+        let output = FileManager.default.temporaryDirectory.appendingPathComponent("siwa-demo-key-\(getpid()).log").path
+        defer { try? FileManager.default.removeItem(atPath: output) }
+        let command = try demo.spawn("api-keys", arguments: ["create", "demo-backend"],
+                                     environment: ["SIWA_DATABASE_URL": demo.database.ownerURL, "SIWA_LOG_LEVEL": "warning"],
+                                     outputFile: output)
+        let status = await command.wait()
+        let text = (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""
+        guard status == 0, let key = text.split(separator: "\n").last.map(String.init), key.hasPrefix("siwa_") else {
+            throw DemoError("siwa api-keys create failed (exit status \(status)): \(text)")
+        }
+        return key
+    }
+
+    private func send(_ method: HTTPMethod, _ path: String, key: String, body: Data? = nil) async throws -> String {
+        var request = HTTPClientRequest(url: base + path)
+        request.method = method
+        request.headers.add(name: "Authorization", value: "Bearer \(key)")
+        if let body {
+            request.headers.add(name: "Content-Type", value: "application/json")
+            request.body = .bytes(ByteBuffer(bytes: body))
+        }
+        let response = try await HTTPClient.shared.execute(request, timeout: .seconds(15))
+        let bytes = try await response.body.collect(upTo: 64 * 1024)
+        return "\(response.status.code) \(String(buffer: bytes))"
+    }
+
+    static func reports(sub: String) -> [(String, String)] {
+        let quoted = "'" + sub.replacingOccurrences(of: "'", with: "") + "'"
+        return [
+            ("siwa.users (tombstone: email and names erased)", """
+                SELECT id::text, apple_sub, status, (email IS NOT NULL)::text AS has_email, (given_name IS NOT NULL)::text AS has_name,
+                       (purged_at IS NOT NULL)::text AS purged
+                FROM siwa.users WHERE apple_sub = \(quoted)
+                """),
+            ("siwa.apple_tokens (the user's)", """
+                SELECT user_id::text, client_id FROM siwa.apple_tokens
+                WHERE user_id IN (SELECT id FROM siwa.users WHERE apple_sub = \(quoted))
+                """),
+            ("siwa.audit_log", """
+                SELECT seq::text, actor, action, coalesce(details->>'api_key', details->>'step', (details->>'apple_status')) AS detail
+                FROM siwa.audit_log WHERE apple_sub = \(quoted) ORDER BY seq
+                """),
+        ]
+    }
+}
