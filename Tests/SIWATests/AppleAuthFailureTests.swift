@@ -34,6 +34,7 @@ struct AppleAuthFailureTests {
             }
             #expect(h.apple.tokenRequests == 1 && h.apple.revokeRequests == 1)
             h.apple.setTokenEndpointBehaviour(.normal)
+            h.apple.setRevokeEndpointBehaviour(.normal)
             #expect(await h.client.exchange(code: code, clientID: Self.clientID).response != nil)
         }
     }
