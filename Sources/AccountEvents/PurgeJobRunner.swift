@@ -24,8 +24,10 @@ public enum JobRunOutcome: Sendable, Equatable {
     case leaseLost
 }
 
-/// Runs one `purge_user` job: the built-in step, then the plan's steps in
-/// order, skipping those an earlier attempt recorded as done. Each step is
+/// Runs one `purge_user` job: the revocation of the user's Apple tokens
+/// (when siwa holds any), the built-in step, then the plan's steps in
+/// order, skipping those an earlier attempt recorded as done. A token-only
+/// job (a sign-out) runs the revocation alone. Each step is
 /// recorded as it completes; the last record completes the job.
 public struct PurgeJobRunner: Sendable {
     public static let kind = "purge_user"
@@ -35,20 +37,34 @@ public struct PurgeJobRunner: Sendable {
     /// Clients for steps on other databases, by step name.
     let externalDatabases: [String: PostgresClient]
     let webhooks: WebhookDelivery
+    /// nil when the worker has no sign-in settings: a user with stored
+    /// tokens then cannot be purged (the step fails and says why).
+    let revoker: TokenRevoker?
     let logger: Logger
 
     public init(plan: PurgePlan, queue: JobQueue, externalDatabases: [String: PostgresClient],
-                webhooks: WebhookDelivery, logger: Logger) {
+                webhooks: WebhookDelivery, revoker: TokenRevoker? = nil, logger: Logger) {
         self.plan = plan
         self.queue = queue
         self.externalDatabases = externalDatabases
         self.webhooks = webhooks
+        self.revoker = revoker
         self.logger = logger
     }
 
     public func run(_ job: ClaimedJob) async throws -> JobRunOutcome {
         guard let sub = job.appleSub, !sub.isEmpty else {
             throw StepFailure(step: nil, detail: "args has no apple_sub", summary: "args has no apple_sub", permanent: true)
+        }
+        if job.tokensOnly {
+            // A sign-out (consent revoked under `sign_out`): revoke and
+            // delete the tokens, keep the rest.
+            let step = JobStep(jobID: job.id, lease: job.lease, name: AppleTokenStore.revokeStepName, completesJob: true)
+            return try await revokeTokens(job, sub: sub, as: step) ? .completed : .leaseLost
+        }
+        if job.holdsTokens && !job.stepsDone.contains(AppleTokenStore.revokeStepName) {
+            let step = JobStep(jobID: job.id, lease: job.lease, name: AppleTokenStore.revokeStepName, completesJob: false)
+            guard try await revokeTokens(job, sub: sub, as: step) else { return .leaseLost }
         }
         let names = plan.allStepNames
         let remaining = names.indices.filter { !job.stepsDone.contains(names[$0]) }
@@ -72,6 +88,14 @@ public struct PurgeJobRunner: Sendable {
         return .completed
     }
 
+    private func revokeTokens(_ job: ClaimedJob, sub: String, as step: JobStep) async throws -> Bool {
+        guard let revoker else {
+            let text = "the user has stored Apple tokens and this worker has no sign-in settings (SIWA_APPLE_TEAM_ID, SIWA_APPLE_KEY_ID, SIWA_APPLE_PRIVATE_KEY_FILE, SIWA_TOKEN_ENCRYPTION_KEYS_FILE) to revoke them"
+            throw StepFailure(step: step.name, detail: text, summary: text, permanent: false)
+        }
+        return try await revoker.revoke(for: job, sub: sub, step: step)
+    }
+
     private func eraseSiwaData(_ step: JobStep) async throws -> Bool {
         do {
             return try await queue.erasePersonalData([(step.jobID, step.lease)], completes: [step.completesJob]).contains(step.jobID)
@@ -87,7 +111,11 @@ public struct PurgeJobRunner: Sendable {
     /// run (and fail, if it must) on its own.
     public func runBuiltInStep(for jobs: [ClaimedJob]) async -> [ClaimedJob] {
         let builtIn = PurgePlan.builtInStepName
-        let batch = jobs.filter { !$0.stepsDone.contains(builtIn) && !($0.appleSub ?? "").isEmpty }
+        // Users with tokens, and sign-outs, run one by one: Apple revokes first.
+        let batch = jobs.filter {
+            !$0.stepsDone.contains(builtIn) && !($0.appleSub ?? "").isEmpty && !$0.tokensOnly
+                && (!$0.holdsTokens || $0.stepsDone.contains(AppleTokenStore.revokeStepName))
+        }
         guard !batch.isEmpty else { return jobs }
         let lastStep = plan.steps.isEmpty
         let completes = batch.map { job in lastStep || plan.steps.allSatisfy { job.stepsDone.contains($0.name) } }

@@ -17,11 +17,36 @@ public struct ClaimedJob: Sendable, Equatable {
     public let userID: Int64?
     /// This claim's `locked_by`: every write for this run is guarded by it.
     public let lease: String
+    /// A consent revocation under `sign_out` (args.scope `tokens`): only the
+    /// user's Apple tokens are revoked and deleted; their data stays.
+    public let tokensOnly: Bool
+    public let createdAt: Date
+    /// The user has stored Apple tokens (when claimed): they are revoked
+    /// before anything is erased.
+    public let holdsTokens: Bool
+
+    public init(id: Int64, kind: String, appleSub: String?, eventType: String?, attempt: Int, maxAttempts: Int,
+                stepsDone: Set<String>, userID: Int64?, lease: String, tokensOnly: Bool = false,
+                createdAt: Date = Date(), holdsTokens: Bool = false) {
+        self.id = id
+        self.kind = kind
+        self.appleSub = appleSub
+        self.eventType = eventType
+        self.attempt = attempt
+        self.maxAttempts = maxAttempts
+        self.stepsDone = stepsDone
+        self.userID = userID
+        self.lease = lease
+        self.tokensOnly = tokensOnly
+        self.createdAt = createdAt
+        self.holdsTokens = holdsTokens
+    }
 
     /// The same job with `step` recorded as done.
     public func recording(_ step: String) -> ClaimedJob {
         ClaimedJob(id: id, kind: kind, appleSub: appleSub, eventType: eventType, attempt: attempt,
-                   maxAttempts: maxAttempts, stepsDone: stepsDone.union([step]), userID: userID, lease: lease)
+                   maxAttempts: maxAttempts, stepsDone: stepsDone.union([step]), userID: userID, lease: lease,
+                   tokensOnly: tokensOnly, createdAt: createdAt, holdsTokens: holdsTokens)
     }
 }
 

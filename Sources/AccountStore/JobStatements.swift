@@ -14,7 +14,7 @@ import PostgresNIO
 /// Claims up to `limit` runnable jobs of one kind: one statement,
 /// `FOR UPDATE SKIP LOCKED`, so concurrent workers never take the same job.
 public struct ClaimJobsStatement: PostgresPreparedStatement {
-    public static let name = "siwa_claim_jobs_v2"
+    public static let name = "siwa_claim_jobs_v3"
     public static let sql = """
         WITH picked AS (
             SELECT id FROM siwa.jobs
@@ -27,7 +27,7 @@ public struct ClaimJobsStatement: PostgresPreparedStatement {
             SET state = 'running', attempt = j.attempt + 1, locked_by = $1::text || '/' || gen_random_uuid(),
                 locked_until = now() + make_interval(secs => $4::float8), attempted_at = now()
             FROM picked WHERE j.id = picked.id
-            RETURNING j.id, j.kind, j.args, j.attempt, j.max_attempts, j.steps_done, j.locked_by
+            RETURNING j.id, j.kind, j.args, j.attempt, j.max_attempts, j.steps_done, j.locked_by, j.created_at
         ), audit AS (
             INSERT INTO siwa.audit_log (actor, action, apple_sub, details)
             SELECT 'worker', 'job.claimed', args->>'apple_sub',
@@ -36,9 +36,11 @@ public struct ClaimJobsStatement: PostgresPreparedStatement {
         )
         SELECT claimed.id, claimed.kind, claimed.args->>'apple_sub' AS apple_sub, claimed.args->>'event_type' AS event_type,
                claimed.attempt, claimed.max_attempts, ARRAY(SELECT jsonb_object_keys(claimed.steps_done)) AS steps_done,
-               (SELECT users.id FROM siwa.users WHERE users.apple_sub = claimed.args->>'apple_sub') AS user_id,
-               claimed.locked_by AS lease
-        FROM claimed ORDER BY claimed.id
+               u.id AS user_id, claimed.locked_by AS lease, claimed.args->>'scope' AS scope, claimed.created_at,
+               EXISTS (SELECT FROM siwa.apple_tokens WHERE apple_tokens.user_id = u.id) AS holds_tokens
+        FROM claimed LEFT JOIN LATERAL (SELECT users.id FROM siwa.users
+                                        WHERE users.apple_sub = claimed.args->>'apple_sub' LIMIT 1) AS u ON true
+        ORDER BY claimed.id
         """
     public typealias Row = ClaimedJob
 
@@ -64,10 +66,11 @@ public struct ClaimJobsStatement: PostgresPreparedStatement {
     }
 
     public func decodeRow(_ row: PostgresRow) throws -> ClaimedJob {
-        let (id, kind, sub, eventType, attempt, maxAttempts, steps, userID, lease) =
-            try row.decode((Int64, String, String?, String?, Int32, Int32, [String], Int64?, String).self)
+        let (id, kind, sub, eventType, attempt, maxAttempts, steps, userID, lease, scope, createdAt, holdsTokens) =
+            try row.decode((Int64, String, String?, String?, Int32, Int32, [String], Int64?, String, String?, Date, Bool).self)
         return ClaimedJob(id: id, kind: kind, appleSub: sub, eventType: eventType, attempt: Int(attempt),
-                          maxAttempts: Int(maxAttempts), stepsDone: Set(steps), userID: userID, lease: lease)
+                          maxAttempts: Int(maxAttempts), stepsDone: Set(steps), userID: userID, lease: lease,
+                          tokensOnly: scope == "tokens", createdAt: createdAt, holdsTokens: holdsTokens)
     }
 }
 
@@ -140,13 +143,14 @@ public struct JobStep: Sendable {
 
 /// The built-in first step of every purge, for a whole claimed batch in one
 /// statement: erase siwa's own personal data for each user (email,
-/// private-relay flag; the email in each recorded notification), keeping the
+/// private-relay flag, names, retried sign-in codes; the email in each
+/// recorded notification), keeping the
 /// tombstone row with the `sub` and its status. Each job's step is recorded
 /// (guarded, as in RecordStepStatement) together with it, and a job whose
 /// plan has no other step is completed by it too.
 public struct ErasePersonalDataStatement: PostgresPreparedStatement {
     public static let stepName = "siwa.erase_personal_data"
-    public static let name = "siwa_erase_personal_data_v3"
+    public static let name = "siwa_erase_personal_data_v4"
     public static let sql = """
         WITH input AS (
             SELECT * FROM unnest($1::bigint[], $2::text[], $3::boolean[]) AS i(job_id, lease, completes)
@@ -159,6 +163,11 @@ public struct ErasePersonalDataStatement: PostgresPreparedStatement {
             FROM input
             WHERE j.id = input.job_id AND j.locked_by = input.lease AND j.state = 'running'
               AND NOT j.steps_done ? '\(stepName)'
+              -- Never erase a token before Apple revoked it: the revocation
+              -- step deletes the tokens it revoked; while one is left, the
+              -- erase waits (the runner revokes first, see PurgeJobRunner).
+              AND NOT EXISTS (SELECT FROM siwa.users AS u JOIN siwa.apple_tokens AS t ON t.user_id = u.id
+                              WHERE u.apple_sub = j.args->>'apple_sub')
             RETURNING j.id, j.args->>'apple_sub' AS apple_sub, j.attempt, j.locked_by, input.completes
         ), audit AS (
             INSERT INTO siwa.audit_log (actor, action, apple_sub, details)
@@ -169,8 +178,11 @@ public struct ErasePersonalDataStatement: PostgresPreparedStatement {
             WHERE outcome.position = 1 OR job.completes
             ORDER BY job.id, outcome.position
         ), account AS (
-            UPDATE siwa.users AS u SET email = NULL, is_private_email = NULL, updated_at = now()
-            FROM job WHERE u.apple_sub = job.apple_sub AND (u.email IS NOT NULL OR u.is_private_email IS NOT NULL)
+            UPDATE siwa.users AS u SET email = NULL, is_private_email = NULL, given_name = NULL, family_name = NULL,
+                                       purged_at = now(), updated_at = now()
+            FROM job WHERE u.apple_sub = job.apple_sub
+        ), codes AS (
+            DELETE FROM siwa.sign_in_codes AS c USING job WHERE c.apple_sub = job.apple_sub
         ), inbox AS (
             UPDATE siwa.notifications AS n SET claims = n.claims #- '{events,email}'
             FROM job WHERE n.apple_sub = job.apple_sub AND n.claims->'events' ? 'email'

@@ -9,7 +9,8 @@ import PostgresNIO
 /// (ON CONFLICT DO NOTHING returns no row) changes nothing at all. The user
 /// upsert applies the rules that make late delivery harmless: an email state
 /// only replaces an older one (by `event_time`), consent revocation only
-/// replaces an older active state, and a deleted user is never touched again.
+/// replaces an older active state, a deleted user is never touched again,
+/// and a status event older than the user's latest sign-in changes nothing.
 /// The purge job is unique while pending (see `jobs_one_pending_purge_idx`);
 /// its insert trigger wakes the workers when the transaction commits
 /// (sql/002_queue.sql).
@@ -24,7 +25,7 @@ import PostgresNIO
 /// `siwa-bench` (`make bench`) runs this same text under pgbench, one
 /// notification per transaction, to measure the ceiling.
 public struct RecordNotificationStatement: PostgresPreparedStatement {
-    public static let name = "siwa_record_notifications_v4"
+    public static let name = "siwa_record_notifications_v5"
 
     public static let sql = """
         WITH input AS (
@@ -45,10 +46,26 @@ public struct RecordNotificationStatement: PostgresPreparedStatement {
             -- which the planner would hash over a scan of every user while
             -- the table is small or unanalysed (and keep in the cached plan
             -- as it grows).
-            SELECT u.apple_sub, u.status
+            SELECT u.apple_sub, u.status, u.signed_in_ms,
+                   EXISTS (SELECT FROM siwa.apple_tokens WHERE apple_tokens.user_id = u.id) AS has_tokens
             FROM (SELECT apple_sub FROM input ORDER BY apple_sub) AS batch,
-                 LATERAL (SELECT apple_sub, status FROM siwa.users
-                          WHERE users.apple_sub = batch.apple_sub LIMIT 1 FOR UPDATE) AS u
+                 LATERAL (SELECT id, apple_sub, status, (extract(epoch FROM last_sign_in_at) * 1000)::bigint AS signed_in_ms
+                          FROM siwa.users WHERE users.apple_sub = batch.apple_sub LIMIT 1 FOR UPDATE) AS u
+        ), decided AS (
+            -- A status event older than the user's latest sign-in changes
+            -- nothing: the user came back after it. A consent revocation
+            -- under `sign_out` (no purge) still revokes and deletes the
+            -- user's Apple tokens: a token-only job (args.scope).
+            SELECT input.jti, input.event_type, input.apple_sub, input.event_time, input.audience, input.issued_at,
+                   input.claims, input.forwarding, input.email, input.is_private_email, input.ord,
+                   CASE WHEN stale THEN '' ELSE input.status END AS status,
+                   input.purge AND NOT stale AS purge,
+                   input.status = 'consent_revoked' AND NOT input.purge AND NOT stale
+                       AND coalesce(known.has_tokens, false) AS sign_out,
+                   stale
+            FROM input LEFT JOIN known USING (apple_sub),
+                 LATERAL (SELECT input.status <> '' AND input.event_time <= coalesce(known.signed_in_ms, -9223372036854775808)
+                          AS stale) AS s
         ), inbox AS (
             INSERT INTO siwa.notifications (jti, event_type, apple_sub, event_time, audience, issued_at, claims)
             -- A user who revoked consent or was deleted is (being) purged:
@@ -62,7 +79,7 @@ public struct RecordNotificationStatement: PostgresPreparedStatement {
             ON CONFLICT (jti) DO NOTHING
             RETURNING id, jti
         ), fresh AS (
-            SELECT input.*, inbox.id AS notification_id FROM input JOIN inbox USING (jti)
+            SELECT decided.*, inbox.id AS notification_id FROM decided JOIN inbox USING (jti)
         ), account AS (
             INSERT INTO siwa.users AS u (apple_sub, status, status_event_time, email, is_private_email,
                                          email_forwarding_enabled, email_event_time)
@@ -97,7 +114,8 @@ public struct RecordNotificationStatement: PostgresPreparedStatement {
         ), purge AS (
             INSERT INTO siwa.jobs (kind, args)
             SELECT 'purge_user', jsonb_build_object('apple_sub', apple_sub, 'event_type', event_type, 'jti', jti)
-            FROM fresh WHERE purge ORDER BY apple_sub
+                                 || CASE WHEN purge THEN '{}'::jsonb ELSE '{"scope": "tokens"}'::jsonb END
+            FROM fresh WHERE purge OR sign_out ORDER BY apple_sub
             ON CONFLICT (kind, (args->>'apple_sub')) WHERE kind = 'purge_user' AND state IN ('available', 'running', 'retryable')
             -- One purge per user while pending. A purge that has not started
             -- yet covers this event too, and takes its type (the downstream
@@ -105,11 +123,16 @@ public struct RecordNotificationStatement: PostgresPreparedStatement {
             -- retrying with steps done) may have passed steps this event needs
             -- again: it gets a rerun mark, and its completion enqueues a fresh
             -- purge (trigger jobs_purge_rerun in sql/002_queue.sql).
+            --
+            -- A token-only sign-out adds nothing to a pending job (every
+            -- purge revokes the tokens too); a purge merged into a pending
+            -- sign-out makes it a whole purge.
             DO UPDATE SET args = CASE
+                WHEN excluded.args ? 'scope' THEN siwa.jobs.args
                 WHEN siwa.jobs.state = 'running' OR siwa.jobs.steps_done <> '{}'::jsonb
                 THEN siwa.jobs.args || jsonb_build_object('rerun', jsonb_build_object(
                          'event_type', excluded.args->>'event_type', 'jti', excluded.args->>'jti'))
-                ELSE siwa.jobs.args || jsonb_build_object('event_type', excluded.args->>'event_type', 'jti', excluded.args->>'jti')
+                ELSE (siwa.jobs.args - 'scope') || jsonb_build_object('event_type', excluded.args->>'event_type', 'jti', excluded.args->>'jti')
                 END
             -- xmax = 0 only on a freshly inserted row version (PostgreSQL's
             -- usual way to tell the two ON CONFLICT outcomes apart).
@@ -119,11 +142,13 @@ public struct RecordNotificationStatement: PostgresPreparedStatement {
             SELECT 'apple', 'notification.recorded', fresh.apple_sub,
                    jsonb_build_object('jti', fresh.jti, 'event_type', fresh.event_type, 'notification_id', fresh.notification_id,
                                       'event_time', fresh.event_time, 'purge', fresh.purge,
-                                      'purge_job_id', CASE WHEN purge.inserted THEN purge.id END,
-                                      'purge_merged_into_job_id', CASE WHEN NOT purge.inserted THEN purge.id END)
+                                      'purge_job_id', CASE WHEN purge.inserted AND fresh.purge THEN purge.id END,
+                                      'purge_merged_into_job_id', CASE WHEN NOT purge.inserted AND fresh.purge THEN purge.id END,
+                                      'sign_out_job_id', CASE WHEN fresh.sign_out THEN purge.id END,
+                                      'older_than_sign_in', fresh.stale)
             FROM fresh LEFT JOIN purge USING (apple_sub) ORDER BY fresh.ord
         )
-        SELECT input.ord, fresh.notification_id, CASE WHEN purge.inserted THEN purge.id END
+        SELECT input.ord, fresh.notification_id, CASE WHEN purge.inserted AND fresh.purge THEN purge.id END
         FROM input LEFT JOIN fresh USING (ord) LEFT JOIN purge ON purge.apple_sub = fresh.apple_sub
         ORDER BY input.ord
         """

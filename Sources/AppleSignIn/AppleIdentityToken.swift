@@ -66,7 +66,8 @@ public struct IdentityTokenVerifier: Sendable {
 
     /// - Parameter expectedNonce: the nonce the client sent to Apple (as
     ///   Apple echoes it: on iOS that is the SHA-256 hex the app passed in).
-    ///   When given, the token must carry exactly this nonce.
+    ///   When given, the token must carry exactly this nonce, or none and
+    ///   say `nonce_supported: false`.
     public func verify(_ token: String, expectedNonce: String? = nil) async throws -> VerifiedIdentityToken {
         let verified = try await base.verify(token)
         guard let sub = verified.claims.sub, !sub.isEmpty else { throw VerificationFailure.missingSubject }
@@ -74,7 +75,17 @@ public struct IdentityTokenVerifier: Sendable {
         do { claims = try JSONDecoder().decode(AppleIdentityToken.self, from: verified.payload) } catch {
             throw VerificationFailure.malformedIdentityClaims(AppleTokenVerifier.describe(error))
         }
-        if let expectedNonce, claims.nonce != expectedNonce { throw VerificationFailure.nonceMismatch }
+        if let expectedNonce {
+            switch claims.nonce {
+            case expectedNonce?: break
+            case nil:
+                // Apple's rule: a device that cannot carry a nonce says so
+                // with nonce_supported false; any other token without the
+                // nonce asked for is refused.
+                guard claims.nonceSupported == false else { throw VerificationFailure.nonceMissing }
+            case _?: throw VerificationFailure.nonceMismatch
+            }
+        }
         return VerifiedIdentityToken(
             audience: verified.audience, issuedAt: verified.issuedAt, expiresAt: verified.expiresAt,
             claims: claims, claimsJSON: verified.payload

@@ -33,6 +33,9 @@ public enum VerificationFailure: Error, Sendable, Equatable {
     case malformedEvents(String)
     case missingSubject
     case nonceMismatch
+    /// A nonce was expected and the token has none, without saying
+    /// `nonce_supported: false` (older devices, which cannot carry one).
+    case nonceMissing
     case malformedIdentityClaims(String)
 
     public var reason: String {
@@ -58,6 +61,7 @@ public enum VerificationFailure: Error, Sendable, Equatable {
         case .malformedEvents: "malformed_events"
         case .missingSubject: "missing_sub"
         case .nonceMismatch: "nonce_mismatch"
+        case .nonceMissing: "nonce_missing"
         case .malformedIdentityClaims: "malformed_identity_claims"
         }
     }
@@ -90,6 +94,7 @@ public enum VerificationFailure: Error, Sendable, Equatable {
         case .malformedEvents(let why): "events claim is invalid: \(why)"
         case .missingSubject: "sub is missing"
         case .nonceMismatch: "nonce does not match the expected nonce"
+        case .nonceMissing: "a nonce was given and the token has none (and does not say nonce_supported: false)"
         case .malformedIdentityClaims(let why): "identity token claims are invalid: \(why)"
         }
     }

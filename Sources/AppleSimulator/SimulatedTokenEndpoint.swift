@@ -31,7 +31,7 @@ extension AppleSimulator {
             if form?["grant_type"] == "refresh_token", let token = form?["refresh_token"] { state.refreshRequests[token, default: 0] += 1 }
             return state.tokenBehaviour
         }
-        let stalling = { @Sendable in self.tokenState.withLock { $0.tokenBehaviour == .stall } }
+        let stalling = { @Sendable in self.tokenState.withLock { $0.tokenBehaviour == behaviour } }
         if let response = await Self.misbehave(behaviour, context: context, stalling: stalling) { return response }
         guard isForm, let form else { return Self.error("invalid_request") }
         let decision = tokenState.withLock { state -> TokenDecision in
@@ -93,8 +93,10 @@ extension AppleSimulator {
             state.lastRevokeForm = form
             return state.revokeBehaviour
         }
-        let stalling = { @Sendable in self.tokenState.withLock { $0.revokeBehaviour == .stall } }
-        if let response = await Self.misbehave(behaviour, context: context, stalling: stalling) { return response }
+        let stalling = { @Sendable in self.tokenState.withLock { $0.revokeBehaviour == behaviour } }
+        if behaviour != .stallAfterProcessing, let response = await Self.misbehave(behaviour, context: context, stalling: stalling) {
+            return response
+        }
         guard isForm, let form else { return Self.error("invalid_request") }
         let decision = tokenState.withLock { state -> RevokeDecision in
             guard let clientID = form["client_id"], let secret = form["client_secret"],
@@ -116,6 +118,9 @@ extension AppleSimulator {
             if let grant, let endpoint {
                 // Fire and forget: Apple's answer does not wait for its notification.
                 Task { await self.sendConsentRevoked(sub: grant.sub, clientID: grant.clientID, to: endpoint, logger: logger) }
+            }
+            if behaviour == .stallAfterProcessing {
+                return await Self.misbehave(.stall, context: context, stalling: stalling) ?? Response(status: .ok)
             }
             return Response(status: .ok)
         }
@@ -165,6 +170,8 @@ extension AppleSimulator {
         case .closeConnection:
             try? await context.channel.close()
             return Response(status: .internalServerError)
+        case .stallAfterProcessing:
+            return await misbehave(.stall, context: context, stalling: stalling)
         }
     }
 

@@ -71,6 +71,9 @@ extension AppleSimulator {
     public func refreshRequests(for token: String) -> Int { tokenState.withLock { $0.refreshRequests[token] ?? 0 } }
     /// Tokens given to `/auth/revoke` by authenticated clients, in order.
     public var revokedTokens: [String] { tokenState.withLock { $0.revokedTokens } }
+
+    /// Every refresh token issued so far (live or not), in no order.
+    public var issuedRefreshTokens: [String] { tokenState.withLock { Array($0.refreshTokens.keys) } }
     /// The last form `/auth/token` received, decoded (nil if unreadable).
     public var lastTokenForm: [String: String]? { tokenState.withLock { $0.lastTokenForm } }
     /// The last form `/auth/revoke` received, decoded (nil if unreadable).

@@ -17,6 +17,9 @@ public enum SimulatedEndpointBehaviour: Sendable, Equatable {
     case stall
     /// Close the connection without an answer.
     case closeConnection
+    /// Do what was asked (revoke the token), then send nothing, as `.stall`:
+    /// the answer is lost after Apple acted (`/auth/revoke` only).
+    case stallAfterProcessing
 }
 
 /// The request context of the simulator's routes: Hummingbird's basic one

@@ -28,6 +28,10 @@ public struct ServerSettings: Sendable {
     /// older than this as overdue.
     public var jobMaxRunSeconds: Double
     public var log: LogSettings
+    /// nil: sign-in is off (no `/v1` routes).
+    public var signIn: SignInSettings?
+    /// When a stored refresh token is first due for validation.
+    public var tokenValidation: TokenValidationSettings
 
     public init(environment env: SettingsReader) throws {
         typealias S = SettingsCatalog
@@ -51,6 +55,8 @@ public struct ServerSettings: Sendable {
         floodDelay = try env.number(S.floodDelay)
         jobMaxRunSeconds = try WorkerSettings.maxRunSeconds(env, leaseSeconds: try env.number(S.jobLease))
         log = try LogSettings(environment: env)
+        signIn = try SignInSettings.read(env)
+        tokenValidation = try TokenValidationSettings(environment: env)
         guard ingestWriters < databaseMaxConnections else {
             throw SettingError(S.ingestWriters.name, "must be below SIWA_DATABASE_MAX_CONNECTIONS (\(databaseMaxConnections))")
         }

@@ -22,7 +22,8 @@ public struct Setting: Sendable, Hashable {
 
     /// Which command reads it (for `--help`, the README and unknown-name checks).
     public enum Reader: String, Sendable, Hashable, CaseIterable {
-        case serve, worker, migrate, jobs
+        case serve, worker, migrate, jobs, tokens
+        case apiKeys = "api-keys"
     }
 
     /// Where it goes in deploy/ (each unit reads only its own files, so the

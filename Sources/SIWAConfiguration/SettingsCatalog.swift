@@ -7,7 +7,7 @@ public enum SettingsCatalog {
     public static let databaseURL = Setting(
         "SIWA_DATABASE_URL", .databaseURL, required: true,
         example: "postgres://siwa_app:CHANGE-ME@db.internal:5432/siwa?sslmode=verify-full&sslrootcert=/etc/siwa/db-ca.pem",
-        readers: [.serve, .worker, .migrate, .jobs], files: [.serve, .worker, .migrate], secret: true,
+        readers: [.serve, .worker, .migrate, .jobs, .apiKeys, .tokens], files: [.serve, .worker, .migrate], secret: true,
         help: "the runtime role's connection, `postgres://USER:PASSWORD@HOST:PORT/DB[?sslmode=disable|prefer|require|verify-ca|verify-full&sslrootcert=FILE]`; `siwa migrate` grants this role its privileges")
     public static let migrateDatabaseURL = Setting(
         "SIWA_MIGRATE_DATABASE_URL", .databaseURL,
@@ -28,7 +28,7 @@ public enum SettingsCatalog {
 
     public static let appleClientIDs = Setting(
         "SIWA_APPLE_CLIENT_IDS", .list, required: true, example: "com.example.app,com.example.web",
-        readers: [.serve], files: [.serve],
+        readers: [.serve, .tokens], files: [.serve],
         help: "comma list of accepted audiences (`aud`): your primary App ID's bundle id, and any Services ID used for sign-in on the web")
     public static let httpHost = Setting(
         "SIWA_HTTP_HOST", .text, default: "127.0.0.1", readers: [.serve], files: [.serve],
@@ -45,9 +45,6 @@ public enum SettingsCatalog {
     public static let appleJWKSURL = Setting(
         "SIWA_APPLE_JWKS_URL", .url, default: "https://appleid.apple.com/auth/keys", readers: [.serve], files: [.serve],
         help: "Apple's key set (change only for a test double)")
-    public static let appleBaseURL = Setting(
-        "SIWA_APPLE_BASE_URL", .url, default: "https://appleid.apple.com", readers: [.serve], files: [.serve],
-        help: "Apple's base URL, for the token endpoints (validated; not used by this version yet)")
     public static let jwksRefresh = Setting(
         "SIWA_APPLE_JWKS_REFRESH_SECONDS", .seconds(10...86400), default: "3600", readers: [.serve], files: [.serve],
         help: "periodic refresh of Apple's keys")
@@ -64,8 +61,9 @@ public enum SettingsCatalog {
         "SIWA_INGEST_TIMEOUT_SECONDS", .seconds(0.1...120), default: "10", readers: [.serve], files: [.serve],
         help: "answer 503 (Apple retries) if a notification is not committed by then")
     public static let onConsentRevoked = Setting(
-        "SIWA_ON_CONSENT_REVOKED", .choice(["sign_out", "purge"]), default: "sign_out", readers: [.serve], files: [.serve],
-        help: "`consent-revoked`: `sign_out` keeps the user's data (tokens deleted, no purge); `purge` runs the purge plan as for a deletion")
+        "SIWA_ON_CONSENT_REVOKED", .choice(["sign_out", "purge"]), default: "sign_out", readers: [.serve, .worker],
+        files: [.shared],
+        help: "`consent-revoked` (and a refresh token Apple answers `invalid_grant` for): `sign_out` keeps the user's data (tokens revoked and deleted, no purge); `purge` runs the purge plan as for a deletion")
     public static let rejectionsPerMinute = Setting(
         "SIWA_REJECTIONS_PER_MINUTE", .integer(0...1_000_000), default: "6000", readers: [.serve], files: [.serve],
         help: "refused deliveries stored one by one per minute; the rest are counted (`siwa_rejections_unrecorded_total`, one summary row a minute)")
@@ -75,6 +73,40 @@ public enum SettingsCatalog {
     public static let rejectionRetentionDays = Setting(
         "SIWA_REJECTION_RETENTION_DAYS", .integer(1...3650), default: "30", readers: [.serve], files: [.serve],
         help: "rows of `siwa.rejected_notifications` older than this are pruned")
+
+    // MARK: Sign-in and Apple's tokens (serve's /v1 API, the worker's validation and revocation)
+
+    public static let appleTeamID = Setting(
+        "SIWA_APPLE_TEAM_ID", .text, example: "ABCDE12345", readers: [.serve, .worker, .tokens], files: [.shared],
+        help: "your Apple Developer Team ID (10 characters; Membership details in the developer account); with the three settings below it turns sign-in on")
+    public static let appleKeyID = Setting(
+        "SIWA_APPLE_KEY_ID", .text, example: "XYZ987WVU6", readers: [.serve, .worker, .tokens], files: [.shared],
+        help: "the Key ID of the Sign in with Apple private key (Certificates, Identifiers & Profiles > Keys)")
+    public static let applePrivateKeyFile = Setting(
+        "SIWA_APPLE_PRIVATE_KEY_FILE", .path, example: "/etc/siwa/AuthKey_XYZ987WVU6.p8", readers: [.serve, .worker, .tokens],
+        files: [.shared],
+        help: "that key's `.p8` file (PKCS#8 PEM, P-256), readable by the service user only; it signs the client secret")
+    public static let tokenEncryptionKeysFile = Setting(
+        "SIWA_TOKEN_ENCRYPTION_KEYS_FILE", .path, example: "/etc/siwa/token-keys", readers: [.serve, .worker, .tokens],
+        files: [.shared],
+        help: "the key ring that encrypts stored Apple tokens: lines `KEY_ID:BASE64_OF_32_BYTES` (`siwa tokens keygen`); the first encrypts, all decrypt")
+    public static let appleBaseURL = Setting(
+        "SIWA_APPLE_BASE_URL", .url, default: "https://appleid.apple.com", readers: [.serve, .worker, .tokens], files: [.shared],
+        help: "Apple's base URL: `<base>/auth/token` and `<base>/auth/revoke` (change only for a test double)")
+    public static let clientSecretTTL = Setting(
+        "SIWA_CLIENT_SECRET_TTL_SECONDS", .integer(60...15_777_000), default: "3600", readers: [.serve, .worker, .tokens],
+        files: [.shared],
+        help: "lifetime of the ES256 client secret siwa signs for Apple (cached, renewed before it expires; Apple allows up to 6 months)")
+    public static let appleRequestTimeout = Setting(
+        "SIWA_APPLE_REQUEST_TIMEOUT_SECONDS", .seconds(0.5...120), default: "10", readers: [.serve, .worker, .tokens],
+        files: [.shared],
+        help: "one deadline for each call to Apple's token endpoints (connect, answer and body); past it sign-in answers 503")
+    public static let refreshValidationHours = Setting(
+        "SIWA_REFRESH_VALIDATION_HOURS", .integer(0...8760), default: "24", readers: [.serve, .worker, .tokens], files: [.shared],
+        help: "each stored refresh token is checked with Apple once per this many hours (at least 24, Apple's limit), spread over the period; `0` turns validation off")
+    public static let appleRequestsPerSecond = Setting(
+        "SIWA_APPLE_REQUESTS_PER_SECOND", .integer(0...10_000), default: "20", readers: [.worker], files: [.worker],
+        help: "most validation calls to Apple per second per worker (`0`: no cap)")
 
     // MARK: Worker (siwa worker; serve reads the lease and run time for /metrics)
 
@@ -120,9 +152,11 @@ public enum SettingsCatalog {
     /// All of them, in the order the docs list them.
     public static let all: [Setting] = [
         databaseURL, migrateDatabaseURL, databaseMaxConnections, migrationsDir,
-        appleClientIDs, httpHost, httpPort, httpIdleTimeout, maxBodyBytes, appleJWKSURL, appleBaseURL, jwksRefresh,
+        appleClientIDs, httpHost, httpPort, httpIdleTimeout, maxBodyBytes, appleJWKSURL, jwksRefresh,
         jwksRefetchCooldown, ingestWriters, ingestMaxBatch, ingestTimeout, onConsentRevoked, rejectionsPerMinute,
         floodDelay, rejectionRetentionDays,
+        appleTeamID, appleKeyID, applePrivateKeyFile, tokenEncryptionKeysFile, appleBaseURL, clientSecretTTL,
+        appleRequestTimeout, refreshValidationHours, appleRequestsPerSecond,
         purgePlan, workerConcurrency, jobLease, jobMaxRun, jobRetryBase, jobMaxAttempts, jobRetentionDays, workerPoll,
         workerShutdownGrace,
         logFormat, logLevel,

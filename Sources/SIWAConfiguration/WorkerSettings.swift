@@ -10,6 +10,12 @@ public struct WorkerSettings: Sendable {
     /// nil: no SIWA_PURGE_PLAN, only the built-in step runs.
     public var purgePlanPath: String?
     public var log: LogSettings
+    /// nil: no sign-in settings; a user with stored tokens cannot be purged
+    /// (the revocation step fails and says why) and nothing is validated.
+    public var signIn: SignInSettings?
+    public var tokenValidation: TokenValidationSettings
+    /// A token that Apple answers `invalid_grant` for is a consent revocation.
+    public var onConsentRevoked: ConsentRevokedPolicy
 
     /// SIWA_JOB_MAX_RUN_SECONDS, whose default is 900 s or the lease if
     /// longer (`siwa serve` reads it too, for `siwa_jobs_running_overdue`).
@@ -47,5 +53,8 @@ public struct WorkerSettings: Sendable {
         }
         purgePlanPath = env.string(S.purgePlan)
         log = try LogSettings(environment: env)
+        signIn = try SignInSettings.read(env)
+        tokenValidation = try TokenValidationSettings(environment: env)
+        onConsentRevoked = ConsentRevokedPolicy(rawValue: try env.choice(S.onConsentRevoked)) ?? .signOut
     }
 }

@@ -20,6 +20,8 @@ public struct ServerDependencies: Sendable {
     public var maxBodyBytes: Int
     /// How long a refusal is held during a flood of junk (0: never).
     public var floodDelay: Duration
+    /// The `/v1` API, when sign-in is configured.
+    public var signIn: SignInDependencies?
 
     public init(receiver: NotificationReceiver, keys: AppleKeySet, queries: AccountQueries,
                 registry: PrometheusCollectorRegistry, metrics: any MetricsFactory, maxBodyBytes: Int,
@@ -40,7 +42,24 @@ public func buildRouter(_ dependencies: ServerDependencies, logger: Logger) -> R
                        metrics: dependencies.metrics, tarpit: FloodTarpit(delay: dependencies.floodDelay)).register(on: router)
     HealthRoutes(keys: dependencies.keys, queries: dependencies.queries,
                  registry: dependencies.registry, logger: logger).register(on: router)
+    if let signIn = dependencies.signIn {
+        UserRoutes(signIn: signIn.service, directory: signIn.directory, apiKeys: signIn.apiKeys,
+                   maxBodyBytes: dependencies.maxBodyBytes, logger: logger).register(on: router)
+    }
     return router
+}
+
+/// What the `/v1` API (sign-in, users, deletion) needs.
+public struct SignInDependencies: Sendable {
+    public var service: SignInService
+    public var directory: UserDirectory
+    public var apiKeys: APIKeyVerifier
+
+    public init(service: SignInService, directory: UserDirectory, apiKeys: APIKeyVerifier) {
+        self.service = service
+        self.directory = directory
+        self.apiKeys = apiKeys
+    }
 }
 
 /// The HTTP application. `services` run before the server starts and stop

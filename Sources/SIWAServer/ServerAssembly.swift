@@ -9,6 +9,7 @@ import Metrics
 import PostgresNIO
 import Prometheus
 import SIWAConfiguration
+import ServiceLifecycle
 
 /// Wires `siwa serve` from its settings: Postgres client, Apple key set,
 /// verifier, group-commit inbox, HTTP routes. The executable and the tests
@@ -62,11 +63,25 @@ public enum ServerAssembly {
             verifier: verifier, router: EventRouter(onConsentRevoked: settings.onConsentRevoked), inbox: inbox,
             rejections: rejections, metrics: metrics, logger: Logger(label: "siwa.notifications")
         )
-        let dependencies = ServerDependencies(
+        var dependencies = ServerDependencies(
             receiver: receiver, keys: keys, queries: AccountQueries(client: client, jobMaxRunSeconds: settings.jobMaxRunSeconds),
             registry: registry, metrics: metrics, maxBodyBytes: settings.maxBodyBytes,
             floodDelay: .milliseconds(Int64(settings.floodDelay * 1000))
         )
+        var appleAccess: AppleAccess?
+        if let signIn = settings.signIn {
+            let access = try AppleAccess(signIn)
+            appleAccess = access
+            let store = SignInStore(client: client, validationPeriodHours: settings.tokenValidation.periodHours ?? 24,
+                                    logger: Logger(label: "siwa.sign-in"))
+            let directory = UserDirectory(client: client, logger: Logger(label: "siwa.users"))
+            let service = SignInService(
+                verifier: IdentityTokenVerifier(keys: keys, policy: VerificationPolicy(audiences: settings.clientIDs)),
+                apple: access.apple, keyRing: access.keyRing, store: store, directory: directory,
+                logger: Logger(label: "siwa.sign-in"), metrics: metrics)
+            dependencies.signIn = SignInDependencies(service: service, directory: directory,
+                                                     apiKeys: APIKeyVerifier(client: client, logger: Logger(label: "siwa.api-keys")))
+        }
         var app = buildApplication(
             host: settings.host, port: settings.port, dependencies: dependencies,
             idleTimeout: .milliseconds(Int64(settings.httpIdleTimeout * 1000)),
@@ -74,6 +89,7 @@ public enum ServerAssembly {
                 client,
                 rejectionClient,
                 HTTPClientService(client: keysClient),
+            ] + (appleAccess.map { [HTTPClientService(client: $0.httpClient)] as [any Service] } ?? []) + [
                 WriterService(writer: inbox),
                 WriterService(writer: rejections),
                 KeyRefreshService(keys: keys, interval: .milliseconds(Int64(settings.jwksRefreshInterval * 1000))),
@@ -82,11 +98,18 @@ public enum ServerAssembly {
             onServerRunning: onServerRunning
         )
         let migrator = migrations
+        let access = appleAccess
         app.beforeServerStarts {
             logger.info("Database", metadata: ["database": "\(database.redactedDescription)", "tls": "\(database.tlsDescription)"])
             // Refuse to serve against a schema that is behind or was edited.
             if let migrator { try await migrator.checkUpToDate(client: client, logger: logger) }
             try await RuntimeRole.warnIfPrivileged(client: client, logger: logger)
+            if let appleAccess = access {
+                for warning in appleAccess.warnings { logger.warning("\(warning)") }
+                logger.info("Sign-in is on: /v1/sign-in, /v1/users/{sub}", metadata: ["apple": "\(appleAccess.apple.baseURL)"])
+            } else {
+                logger.info("Sign-in is off (no /v1 routes): set SIWA_APPLE_TEAM_ID, SIWA_APPLE_KEY_ID, SIWA_APPLE_PRIVATE_KEY_FILE and SIWA_TOKEN_ENCRYPTION_KEYS_FILE to turn it on")
+            }
         }
         return app
     }

@@ -3,6 +3,7 @@ import AccountStore
 import AsyncHTTPClient
 import Foundation
 import Logging
+import Metrics
 import PostgresNIO
 import SIWAConfiguration
 import ServiceLifecycle
@@ -24,16 +25,35 @@ public struct WorkerAssembly: Sendable {
         let external = Self.externalClients(plan)
         let webhookClient = Self.webhookClient()
         let queue = JobQueue(client: client, worker: workerName, logger: Logger(label: "siwa.jobs"))
+        let access = try settings.signIn.map(AppleAccess.init)
+        let revoker = access.map {
+            TokenRevoker(apple: $0.apple, keyRing: $0.keyRing,
+                         store: AppleTokenStore(client: client, queue: queue, logger: Logger(label: "siwa.tokens")),
+                         logger: Logger(label: "siwa.tokens"))
+        }
         let runner = PurgeJobRunner(plan: plan, queue: queue, externalDatabases: external,
-                                    webhooks: WebhookDelivery(http: webhookClient), logger: Logger(label: "siwa.purge"))
+                                    webhooks: WebhookDelivery(http: webhookClient), revoker: revoker, logger: Logger(label: "siwa.purge"))
+        var validation: [any Service] = []
+        if let access, let hours = settings.tokenValidation.periodHours {
+            validation = [TokenValidator(
+                queue: TokenValidationQueue(client: client, periodHours: hours, logger: Logger(label: "siwa.tokens")),
+                apple: access.apple, keyRing: access.keyRing, consentPolicy: settings.onConsentRevoked,
+                requestsPerSecond: settings.tokenValidation.requestsPerSecond, logger: Logger(label: "siwa.tokens"),
+                metrics: MetricsSystem.factory)]
+        }
         let worker = JobWorker(client: client, queue: queue, runner: runner, options: settings.worker, logger: logger) {
             logger.info("Database", metadata: ["database": "\(database.redactedDescription)", "tls": "\(database.tlsDescription)"])
             // Refuse to work against a schema that is behind or was edited.
             if let migrations { try await migrations.checkUpToDate(client: client, logger: logger) }
             try await RuntimeRole.warnIfPrivileged(client: client, logger: logger)
+            for warning in access?.warnings ?? [] { logger.warning("\(warning)") }
+            logger.info(access == nil ? "Sign-in settings absent: Apple tokens are neither validated nor revoked"
+                                      : "Apple tokens: revoked before each purge; validation \(settings.tokenValidation.describe)")
         }
         self.plan = plan
-        self.services = [client, HTTPClientService(client: webhookClient)] + external.values.map { $0 as any Service } + [worker]
+        self.services = [client, HTTPClientService(client: webhookClient)]
+            + (access.map { [HTTPClientService(client: $0.httpClient)] as [any Service] } ?? [])
+            + external.values.map { $0 as any Service } + [worker] + validation
     }
 
     /// The plan from SIWA_PURGE_PLAN (or the built-in step only), checked

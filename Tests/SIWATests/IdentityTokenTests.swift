@@ -31,10 +31,22 @@ struct IdentityTokenTests {
         }
     }
 
-    @Test func aTokenWithoutNonceFailsWhenOneIsExpected() async throws {
+    /// Apple's rule: a nonce asked for must be there, unless the token says
+    /// the device cannot carry one (`nonce_supported: false`).
+    @Test func aTokenWithoutNonceFailsWhenOneIsExpectedUnlessNonceIsUnsupported() async throws {
         let token = try apple.identityToken(sub: "s", audience: "com.example.app")
         _ = try await verifier.verify(token)
-        await #expect(throws: VerificationFailure.nonceMismatch) { try await verifier.verify(token, expectedNonce: "n") }
+        await #expect(throws: VerificationFailure.nonceMissing) { try await verifier.verify(token, expectedNonce: "n") }
+        for supported in [true, false] {
+            var claims = TokenSigner.identityClaims(sub: "s", audience: "com.example.app")
+            claims["nonce_supported"] = supported
+            let signed = try apple.signer.sign(header: ["kid": apple.currentKey.kid, "alg": "RS256"], claims: claims, key: apple.currentKey)
+            if supported {
+                await #expect(throws: VerificationFailure.nonceMissing) { try await verifier.verify(signed, expectedNonce: "n") }
+            } else {
+                #expect(try await verifier.verify(signed, expectedNonce: "n").claims.sub == "s")
+            }
+        }
     }
 
     @Test func badClaimTypesAreRefused() async throws {

@@ -1,0 +1,179 @@
+import AccountStore
+import AppleSignIn
+import Crypto
+import Foundation
+import Logging
+import Metrics
+
+/// What the app's backend sends to `POST /v1/sign-in`: what Apple handed
+/// the app (`user` only at the first authorization).
+public struct SignInRequest: Sendable, Decodable {
+    public struct User: Sendable, Decodable {
+        public struct Name: Sendable, Decodable {
+            public var firstName: String?
+            public var lastName: String?
+        }
+        public var name: Name?
+        public var email: String?
+    }
+
+    public var identityToken: String
+    public var authorizationCode: String?
+    public var nonce: String?
+    public var redirectURI: String?
+    public var user: User?
+
+    enum CodingKeys: String, CodingKey {
+        case identityToken = "identity_token", authorizationCode = "authorization_code", nonce
+        case redirectURI = "redirect_uri", user
+    }
+}
+
+/// How a sign-in ended, as the route answers it.
+public enum SignInOutcome: Sendable {
+    case signedIn(UserView, isNewUser: Bool, refreshTokenStored: Bool)
+    /// 400 with a reason code (the verifier's, `invalid_grant`, `token_mismatch`).
+    case refused(reason: String, detail: String)
+    /// 409: the user's purge is pending.
+    case deletionInProgress
+    /// 502: Apple refused siwa's own credentials (`invalid_client`).
+    case appleRejectedClient
+    /// 503: Apple or the database cannot answer now.
+    case unavailable(retryAfterSeconds: Int, detail: String)
+}
+
+/// `POST /v1/sign-in`: verify the identity token, exchange the
+/// authorization code with Apple, store the tokens encrypted, upsert the user.
+public struct SignInService: Sendable {
+    let verifier: IdentityTokenVerifier
+    let apple: AppleAuthClient
+    let keyRing: TokenKeyRing
+    let store: SignInStore
+    let directory: UserDirectory
+    let logger: Logger
+    let appleRejectedClient: Counter
+
+    public init(verifier: IdentityTokenVerifier, apple: AppleAuthClient, keyRing: TokenKeyRing, store: SignInStore,
+                directory: UserDirectory, logger: Logger, metrics: any MetricsFactory) {
+        self.verifier = verifier
+        self.apple = apple
+        self.keyRing = keyRing
+        self.store = store
+        self.directory = directory
+        self.logger = logger
+        appleRejectedClient = Counter(label: "siwa_apple_invalid_client_total", dimensions: [("endpoint", "token")], factory: metrics)
+    }
+
+    public func signIn(_ request: SignInRequest, apiKeyName: String) async -> SignInOutcome {
+        do {
+            return try await perform(request, apiKeyName: apiKeyName)
+        } catch let failure as VerificationFailure {
+            return .refused(reason: failure.reason, detail: failure.detail)
+        } catch let unavailable as AppleKeysUnavailable {
+            return .unavailable(retryAfterSeconds: 5, detail: unavailable.detail)
+        } catch {
+            logger.warning("Sign-in could not be stored", metadata: ["error": "\(safeDescription(error))"])
+            return .unavailable(retryAfterSeconds: 5, detail: "the database is unavailable")
+        }
+    }
+
+    private func perform(_ request: SignInRequest, apiKeyName: String) async throws -> SignInOutcome {
+        let verified = try await verifier.verify(request.identityToken, expectedNonce: request.nonce)
+        let claims = verified.claims
+        var record = SignInRecord(
+            appleSub: claims.sub, clientID: verified.audience, email: claims.email, isPrivateEmail: claims.isPrivateEmail,
+            givenName: Self.name(request.user?.name?.firstName), familyName: Self.name(request.user?.name?.lastName),
+            realUserStatus: claims.realUserStatus?.rawValue, codeSHA256: nil, apiKeyName: apiKeyName)
+
+        guard let code = request.authorizationCode else {
+            return try await finish(store.store(record, seal: nil), sub: claims.sub, tokensStored: false)
+        }
+        let codeHash = Data(SHA256.hash(data: Data(code.utf8)))
+        record.codeSHA256 = codeHash
+        if let earlier = try await replayed(codeHash, sub: claims.sub) { return earlier }
+
+        let tokens: AppleTokenResponse
+        switch await apple.exchange(code: code, clientID: verified.audience, redirectURI: request.redirectURI) {
+        case .success(let response):
+            tokens = response
+        case .invalidGrant:
+            // A retry racing the first request: the first may have stored
+            // the code by now, and its answer is the one to give.
+            if let earlier = try await replayed(codeHash, sub: claims.sub) { return earlier }
+            return .refused(reason: "invalid_grant", detail: "Apple refused the authorization code (used, expired, or for another client)")
+        case .invalidClient:
+            appleRejectedClient.increment()
+            logger.error("Apple refused siwa's client credentials (invalid_client): check SIWA_APPLE_TEAM_ID, SIWA_APPLE_KEY_ID, the .p8 key and that the client id belongs to the team",
+                         metadata: ["client_id": "\(verified.audience)"])
+            return .appleRejectedClient
+        case .rejected(let status, let error):
+            return .refused(reason: "invalid_request", detail: "Apple refused the exchange (HTTP \(status)\(error.map { ", \($0)" } ?? ""))")
+        case .unavailable(let retryAfter, let reason):
+            logger.warning("Apple's token endpoint is unavailable", metadata: ["reason": "\(reason)"])
+            return .unavailable(retryAfterSeconds: retryAfter.map { max(1, Int($0.components.seconds)) } ?? 5,
+                                detail: "Apple's token endpoint is unavailable")
+        }
+        // Apple's own id_token must name the same user.
+        if let idToken = tokens.idToken {
+            let fromApple = try await verifier.verify(idToken)
+            guard fromApple.claims.sub == claims.sub else {
+                return .refused(reason: "token_mismatch", detail: "Apple's id_token for this code names another user")
+            }
+        }
+        guard let refreshToken = tokens.refreshToken else {
+            return try await finish(store.store(record, seal: nil), sub: claims.sub, tokensStored: false)
+        }
+        let (keyRing, clientID) = (self.keyRing, verified.audience)
+        let outcome = try await store.store(record) { userID in
+            let refresh = try keyRing.seal(refreshToken, userID: userID, clientID: clientID)
+            let access = try keyRing.seal(tokens.accessToken, userID: userID, clientID: clientID)
+            return SealedTokenPair(keyID: refresh.keyID, refreshToken: refresh.bytes, accessToken: access.bytes,
+                                   accessExpiresIn: tokens.expiresIn)
+        }
+        return try await finish(outcome, sub: claims.sub, tokensStored: true)
+    }
+
+    private func replayed(_ codeHash: Data, sub: String) async throws -> SignInOutcome? {
+        guard let earlier = try await store.replay(codeSHA256: codeHash) else { return nil }
+        guard earlier.appleSub == sub else {
+            // Never the first user's record for another user's token.
+            return .refused(reason: "invalid_grant", detail: "this authorization code was used for another user")
+        }
+        guard let user = try await directory.user(appleSub: sub), user.userID == earlier.userID else {
+            return .refused(reason: "invalid_grant", detail: "this authorization code was used for an account that no longer exists")
+        }
+        return .signedIn(user, isNewUser: earlier.isNewUser, refreshTokenStored: true)
+    }
+
+    private func finish(_ outcome: SignInStoreOutcome, sub: String, tokensStored: Bool) async throws -> SignInOutcome {
+        switch outcome {
+        case .deletionInProgress:
+            return .deletionInProgress
+        case .stored(let userID, let isNew):
+            guard let user = try await directory.user(appleSub: sub), user.userID == userID else {
+                throw SignInStoreError("the user changed during sign-in")
+            }
+            return .signedIn(user, isNewUser: isNew, refreshTokenStored: tokensStored)
+        }
+    }
+
+    /// A name from Apple's `user` object as the app passed it on: trimmed,
+    /// control characters removed, at most 100 characters; nil when empty.
+    static func name(_ raw: String?) -> String? {
+        guard let raw else { return nil }
+        let cleaned = String(String.UnicodeScalarView(raw.unicodeScalars.filter { !$0.properties.generalCategory.isControlOrFormat }))
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+        return cleaned.isEmpty ? nil : String(cleaned.prefix(100))
+    }
+}
+
+extension Unicode.GeneralCategory {
+    /// Cc (control), Cf (format: bidi overrides, zero-width joiners), and
+    /// the unassigned, surrogate and private-use code points.
+    fileprivate var isControlOrFormat: Bool {
+        switch self {
+        case .control, .format, .surrogate, .privateUse, .unassigned: true
+        default: false
+        }
+    }
+}

@@ -1,0 +1,165 @@
+import AccountStore
+import AppleSignIn
+import Foundation
+import Logging
+import Metrics
+import ServiceLifecycle
+import Synchronization
+
+/// What one validation came to.
+public enum TokenValidationResult: String, Sendable {
+    /// Apple accepted the refresh token.
+    case valid
+    /// `invalid_grant`: the user revoked; treated as a consent revocation.
+    case invalidGrant = "invalid_grant"
+    /// 5xx, 429, a network error, or a token siwa cannot decrypt: retried later.
+    case undecided
+    /// Apple refused siwa's own credentials: validation pauses.
+    case invalidClient = "invalid_client"
+}
+
+/// `siwa worker`'s daily validation of stored refresh tokens (TN3194), at
+/// most `requestsPerSecond` calls to Apple per worker.
+public struct TokenValidator: Service {
+    let queue: TokenValidationQueue
+    let apple: AppleAuthClient
+    let keyRing: TokenKeyRing
+    let consentPolicy: ConsentRevokedPolicy
+    /// nil: no cap.
+    let requestsPerSecond: Int?
+    let pollInterval: Duration
+    let logger: Logger
+    let outcomes: [TokenValidationResult: Counter]
+
+    /// After Apple refuses siwa's credentials, validation waits this long.
+    static let invalidClientPause: Duration = .seconds(600)
+
+    public init(queue: TokenValidationQueue, apple: AppleAuthClient, keyRing: TokenKeyRing,
+                consentPolicy: ConsentRevokedPolicy, requestsPerSecond: Int?, pollInterval: Duration = .seconds(30),
+                logger: Logger, metrics: any MetricsFactory) {
+        self.queue = queue
+        self.apple = apple
+        self.keyRing = keyRing
+        self.consentPolicy = consentPolicy
+        self.requestsPerSecond = requestsPerSecond
+        self.pollInterval = pollInterval
+        self.logger = logger
+        outcomes = Dictionary(uniqueKeysWithValues: [TokenValidationResult.valid, .invalidGrant, .undecided, .invalidClient].map {
+            ($0, Counter(label: "siwa_token_validations_total", dimensions: [("outcome", $0.rawValue)], factory: metrics))
+        })
+    }
+
+    public func run() async throws {
+        await withGracefulShutdownHandler {
+            await loop()
+        } onGracefulShutdown: {}
+    }
+
+    private func loop() async {
+        // A batch is a second's worth of calls (or 64 without a cap).
+        let batch = requestsPerSecond.map { max(1, min($0, 500)) } ?? 64
+        while !Task.isCancelled && !Task.isShuttingDownGracefully {
+            var pause = pollInterval
+            do {
+                let due = try await queue.claimDue(limit: batch)
+                let results = await validate(due)
+                if results.contains(.invalidClient) {
+                    pause = Self.invalidClientPause
+                } else if due.count == batch {
+                    pause = .zero
+                }
+            } catch {
+                logger.warning("Token validation could not reach the database", metadata: ["error": "\(safeDescription(error))"])
+            }
+            if pause > .zero { try? await Task.sleep(for: pause) }
+        }
+    }
+
+    /// Validates `tokens`, paced to the cap: call i starts no earlier than
+    /// i / requestsPerSecond after the first.
+    func validate(_ tokens: [DueAppleToken]) async -> [TokenValidationResult] {
+        let start = ContinuousClock.now
+        let spacing = requestsPerSecond.map { Duration.seconds(1) / $0 }
+        let stopped = StopFlag()
+        return await withTaskGroup(of: TokenValidationResult.self) { group in
+            var tried = 0
+            for (index, token) in tokens.enumerated() {
+                if let spacing { try? await Task.sleep(until: start + spacing * index) }
+                // Stop early on invalid_client: the rest would fail the same way.
+                if Task.isCancelled || stopped.isSet { break }
+                group.addTask {
+                    let result = await validate(token)
+                    if result == .invalidClient { stopped.set() }
+                    return result
+                }
+                tried += 1
+            }
+            var results: [TokenValidationResult] = []
+            for await result in group { results.append(result) }
+            // The tokens claimed but not tried (stopped, or shutting down)
+            // are due again after the pause, not a whole period later.
+            for token in tokens.dropFirst(tried) {
+                try? await queue.postpone(token, seconds: stopped.isSet ? Double(Self.invalidClientPause.components.seconds) : 0)
+            }
+            return results
+        }
+    }
+
+    /// One token: ask Apple, record the answer.
+    public func validate(_ token: DueAppleToken) async -> TokenValidationResult {
+        let result = await check(token)
+        outcomes[result]?.increment()
+        return result
+    }
+
+    private func check(_ token: DueAppleToken) async -> TokenValidationResult {
+        let refreshToken: String
+        do {
+            refreshToken = try keyRing.open(SealedToken(keyID: token.keyID, bytes: token.refreshToken),
+                                            userID: token.userID, clientID: token.clientID)
+        } catch {
+            logger.error("A stored refresh token cannot be decrypted; it is not used",
+                         metadata: ["user_id": "\(token.userID)", "client_id": "\(token.clientID)", "error": "\(error)"])
+            try? await queue.recordUndecided(token)
+            return .undecided
+        }
+        do {
+            switch await apple.refresh(refreshToken: refreshToken, clientID: token.clientID) {
+            case .success(let response):
+                let refresh = try keyRing.seal(refreshToken, userID: token.userID, clientID: token.clientID)
+                let access = try keyRing.seal(response.accessToken, userID: token.userID, clientID: token.clientID)
+                try await queue.recordValid(token, resealed: SealedTokenPair(
+                    keyID: refresh.keyID, refreshToken: refresh.bytes, accessToken: access.bytes, accessExpiresIn: response.expiresIn))
+                return .valid
+            case .invalidGrant:
+                try await queue.recordInvalidGrant(token, purge: consentPolicy == .purge)
+                logger.info("Apple no longer accepts a user's refresh token (invalid_grant): signed out",
+                            metadata: ["user_id": "\(token.userID)", "policy": "\(consentPolicy.rawValue)"])
+                return .invalidGrant
+            case .invalidClient:
+                logger.error("Apple refused siwa's client credentials (invalid_client) during token validation; pausing validation",
+                             metadata: ["client_id": "\(token.clientID)"])
+                try await queue.postpone(token, seconds: Double(Self.invalidClientPause.components.seconds))
+                return .invalidClient
+            case .rejected(let status, let error):
+                logger.warning("Apple refused a validation request", metadata: ["status": "\(status)", "error": "\(error ?? "-")"])
+                try await queue.recordUndecided(token)
+                return .undecided
+            case .unavailable(let retryAfter, let reason):
+                logger.debug("Apple could not validate a token now", metadata: ["reason": "\(reason)"])
+                try await queue.recordUndecided(token, retryAfterSeconds: retryAfter.map { Double($0.components.seconds) })
+                return .undecided
+            }
+        } catch {
+            logger.warning("A validation result could not be stored", metadata: ["error": "\(safeDescription(error))"])
+            return .undecided
+        }
+    }
+}
+
+/// Set once, read by every task of a batch.
+private final class StopFlag: Sendable {
+    private let flag = Mutex(false)
+    var isSet: Bool { flag.withLock { $0 } }
+    func set() { flag.withLock { $0 = true } }
+}

@@ -1,0 +1,127 @@
+import Foundation
+import Logging
+import PostgresNIO
+
+/// An API key as `siwa api-keys list` shows it: never the secret's hash.
+public struct APIKeySummary: Sendable, Codable, Equatable {
+    public let id: Int64
+    public let name: String
+    public let prefix: String
+    public let createdAt: Date
+    /// The database role that made it (`session_user`).
+    public let createdBy: String
+    public let revokedAt: Date?
+    public let revokedBy: String?
+    public let lastUsedAt: Date?
+}
+
+/// What an admin asked of the API keys, refused with a reason to act on.
+public struct APIKeyAdministrationError: Error, Sendable, Equatable, CustomStringConvertible {
+    public let description: String
+}
+
+/// `siwa api-keys`: make, list and revoke the keys the app's backend calls
+/// siwa with. Runs as an admin's own role (a member of `siwa_admin`); each
+/// change writes its audit row in the same statement, naming that role
+/// (`session_user`) as `db_user` and the login name only as a hint, as
+/// `JobAdministration` does.
+public struct APIKeyAdministration: Sendable {
+    let client: PostgresClient
+    let logger: Logger
+
+    public init(client: PostgresClient, logger: Logger) {
+        self.client = client
+        self.logger = logger
+    }
+
+    static let columns = "id, name, prefix, created_at, created_by, revoked_at, revoked_by, last_used_at"
+
+    /// The name rule of the table's CHECK: a letter or digit, then up to 62
+    /// letters, digits, '.', '_' or '-'.
+    public static func isValidName(_ name: String) -> Bool {
+        let bytes = Array(name.utf8)
+        func isAlphanumeric(_ byte: UInt8) -> Bool {
+            (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte) || (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte)
+                || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte)
+        }
+        guard let first = bytes.first, bytes.count <= 63, isAlphanumeric(first) else { return false }
+        return bytes.dropFirst().allSatisfy { isAlphanumeric($0) || $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "_") || $0 == UInt8(ascii: "-") }
+    }
+
+    static let nameRule = "an API key name is 1 to 63 characters: a letter or digit, then letters, digits, '.', '_' or '-'"
+
+    /// A new key named `name`: its text (shown once, never stored) and its row.
+    public func create(name: String, loginHint: String?) async throws -> (key: String, row: APIKeySummary) {
+        guard Self.isValidName(name) else { throw APIKeyAdministrationError(description: Self.nameRule) }
+        // A prefix that is taken already (60 random bits: practically
+        // never) gets another try with a new key.
+        for _ in 0..<3 {
+            let key = APIKeyFormat.generate()
+            do {
+                let rows = try await client.guardedQuery("""
+                    WITH key AS (
+                        INSERT INTO siwa.api_keys (name, prefix, secret_sha256, created_by)
+                        VALUES (\(name), \(key.prefix), \(key.secretSHA256), session_user)
+                        RETURNING \(unescaped: Self.columns)
+                    ), audit AS (
+                        INSERT INTO siwa.audit_log (actor, action, details)
+                        SELECT 'admin', 'api_key.created',
+                               jsonb_build_object('name', name, 'key_id', id, 'prefix', prefix,
+                                                  'db_user', session_user::text, 'login_hint', \(loginHint)::text)
+                        FROM key
+                    )
+                    SELECT \(unescaped: Self.columns) FROM key
+                    """, logger: logger)
+                guard let row = try Self.summaries(rows).first else {
+                    throw APIKeyAdministrationError(description: "the key was not stored")
+                }
+                return (key.text, row)
+            } catch let error as PSQLError where error.serverInfo?[.sqlState] == "23505" {
+                if error.serverInfo?[.constraintName] == "api_keys_prefix_key" { continue }
+                throw APIKeyAdministrationError(description: "a live API key named '\(name)' exists already; revoke it first or choose another name")
+            }
+        }
+        throw APIKeyAdministrationError(description: "no free key prefix after 3 tries")
+    }
+
+    /// Every key, live and revoked, oldest first.
+    public func list() async throws -> [APIKeySummary] {
+        try Self.summaries(try await client.guardedQuery(
+            "SELECT \(unescaped: Self.columns) FROM siwa.api_keys ORDER BY id", logger: logger))
+    }
+
+    /// Revokes the live key named `name`: it stops working at once, on
+    /// every instance (each request checks the database).
+    public func revoke(name: String, loginHint: String?) async throws -> APIKeySummary {
+        guard Self.isValidName(name) else { throw APIKeyAdministrationError(description: Self.nameRule) }
+        let rows = try await client.guardedQuery("""
+            WITH key AS (
+                UPDATE siwa.api_keys SET revoked_at = now(), revoked_by = session_user
+                WHERE name = \(name) AND revoked_at IS NULL
+                RETURNING \(unescaped: Self.columns)
+            ), audit AS (
+                INSERT INTO siwa.audit_log (actor, action, details)
+                SELECT 'admin', 'api_key.revoked',
+                       jsonb_build_object('name', name, 'key_id', id, 'prefix', prefix,
+                                          'db_user', session_user::text, 'login_hint', \(loginHint)::text)
+                FROM key
+            )
+            SELECT \(unescaped: Self.columns) FROM key
+            """, logger: logger)
+        if let row = try Self.summaries(rows).first { return row }
+        let revoked = try await client.guardedQuery(
+            "SELECT 1 FROM siwa.api_keys WHERE name = \(name) AND revoked_at IS NOT NULL LIMIT 1", logger: logger)
+        throw APIKeyAdministrationError(description: revoked.isEmpty
+            ? "no API key named '\(name)' (siwa api-keys list shows them)"
+            : "the API key named '\(name)' is already revoked")
+    }
+
+    static func summaries(_ rows: [PostgresRow]) throws -> [APIKeySummary] {
+        try rows.map { row in
+            let (id, name, prefix, createdAt, createdBy, revokedAt, revokedBy, lastUsedAt) =
+                try row.decode((Int64, String, String, Date, String, Date?, String?, Date?).self)
+            return APIKeySummary(id: id, name: name, prefix: prefix, createdAt: createdAt, createdBy: createdBy,
+                                 revokedAt: revokedAt, revokedBy: revokedBy, lastUsedAt: lastUsedAt)
+        }
+    }
+}

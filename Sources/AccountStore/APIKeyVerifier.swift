@@ -1,0 +1,87 @@
+import Foundation
+import Logging
+import PostgresNIO
+import Synchronization
+
+/// The API key a request was authenticated with.
+public struct APIKeyIdentity: Sendable, Equatable, Hashable {
+    public let id: Int64
+    public let name: String
+
+    public init(id: Int64, name: String) {
+        self.id = id
+        self.name = name
+    }
+}
+
+/// Checks the bearer keys of `/v1` requests, in `siwa serve` as the
+/// runtime role.
+///
+/// Every request looks its key up: a revoked key stops working at once, on
+/// every instance. `last_used_at` is written at most once a minute per key
+/// per process, after the answer and never waited for, so many concurrent
+/// requests with one key do not queue on that row's lock.
+public struct APIKeyVerifier: Sendable {
+    let client: PostgresClient
+    let logger: Logger
+    let usage: UsageNotes
+
+    public init(client: PostgresClient, logger: Logger) {
+        self.client = client
+        self.logger = logger
+        self.usage = UsageNotes()
+    }
+
+    /// The key's identity, or nil when `bearer` is malformed (no database
+    /// call then), unknown, revoked, or has the wrong secret. Throws when
+    /// the database cannot say (the caller answers 503, not 401).
+    public func authenticate(bearer: String) async throws -> APIKeyIdentity? {
+        guard let key = APIKeyFormat(parsing: bearer) else { return nil }
+        let rows = try await client.guardedQuery("""
+            SELECT id, name, secret_sha256 FROM siwa.api_keys WHERE prefix = \(key.prefix) AND revoked_at IS NULL
+            """, logger: logger)
+        guard let row = rows.first else { return nil }
+        let (id, name, stored) = try row.decode((Int64, String, Data).self)
+        guard key.matches(storedSHA256: stored) else { return nil }
+        if usage.shouldNote(id) { noteUse(id) }
+        return APIKeyIdentity(id: id, name: name)
+    }
+
+    /// Off the request path. The WHERE keeps instances from rewriting a
+    /// timestamp another one wrote within the minute.
+    private func noteUse(_ id: Int64) {
+        let client = client, logger = logger, usage = usage
+        Task {
+            do {
+                try await client.guardedQuery("""
+                    UPDATE siwa.api_keys SET last_used_at = now()
+                    WHERE id = \(id) AND (last_used_at IS NULL OR last_used_at < now() - interval '1 minute')
+                    """, logger: logger)
+            } catch {
+                usage.forget(id)  // try again with the next request
+                logger.warning("could not note an API key's use", metadata: ["api_key_id": "\(id)", "error": "\(safeDescription(error))"])
+            }
+        }
+    }
+
+    /// When this process last wrote each key's `last_used_at`.
+    final class UsageNotes: Sendable {
+        private let written = Mutex<[Int64: ContinuousClock.Instant]>([:])
+        static let interval = Duration.seconds(60)
+
+        /// True for the first request of a key in each minute (and claims it,
+        /// so concurrent requests get false).
+        func shouldNote(_ id: Int64) -> Bool {
+            let now = ContinuousClock.now
+            return written.withLock { written in
+                if let last = written[id], now - last < Self.interval { return false }
+                written[id] = now
+                return true
+            }
+        }
+
+        func forget(_ id: Int64) {
+            _ = written.withLock { $0.removeValue(forKey: id) }
+        }
+    }
+}

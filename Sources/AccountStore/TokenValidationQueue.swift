@@ -1,0 +1,149 @@
+import Foundation
+import Logging
+import PostgresNIO
+
+/// A stored refresh token claimed for validation.
+public struct DueAppleToken: Sendable, Equatable {
+    public let userID: Int64
+    public let appleSub: String
+    public let clientID: String
+    public let keyID: String
+    public let refreshToken: Data
+    /// Consecutive validations Apple could not decide before this one.
+    public let failures: Int
+}
+
+/// The worker's daily check of stored refresh tokens (TN3194: validate a
+/// refresh token at most once a day). Claiming moves a token's next check a
+/// whole period ahead before Apple is called, in the same statement that
+/// picks it (`FOR UPDATE SKIP LOCKED`): two workers never take the same
+/// token, and a worker killed after the call does not call again before the
+/// period has passed.
+public struct TokenValidationQueue: Sendable {
+    let client: PostgresClient
+    let periodHours: Int
+    let logger: Logger
+
+    public init(client: PostgresClient, periodHours: Int, logger: Logger) {
+        self.client = client
+        self.periodHours = periodHours
+        self.logger = logger
+    }
+
+    /// The next check: a period ahead, plus up to a quarter of it at random,
+    /// so tokens stored together drift apart instead of falling due at once.
+    static let nextCheck = "now() + make_interval(hours => $2::integer) * (1 + random() / 4)"
+
+    /// Up to `limit` due tokens of active users, oldest due first.
+    public func claimDue(limit: Int) async throws -> [DueAppleToken] {
+        try await claim(where: "t.validate_after <= now()", limit: limit, sub: nil)
+    }
+
+    /// The user's tokens, for `siwa tokens validate`: only those due unless `force`.
+    public func claim(appleSub: String, force: Bool) async throws -> [DueAppleToken] {
+        try await claim(where: force ? "true" : "t.validate_after <= now()", limit: 100, sub: appleSub)
+    }
+
+    private func claim(where condition: String, limit: Int, sub: String?) async throws -> [DueAppleToken] {
+        var query = PostgresQuery(unsafeSQL: """
+            WITH due AS (
+                SELECT t.user_id, t.client_id FROM siwa.apple_tokens AS t JOIN siwa.users AS u ON u.id = t.user_id
+                WHERE \(condition) AND u.status = 'active' AND ($3::text IS NULL OR u.apple_sub = $3::text)
+                ORDER BY t.validate_after
+                LIMIT $1::integer
+                FOR UPDATE OF t SKIP LOCKED
+            )
+            UPDATE siwa.apple_tokens AS t SET validate_after = \(Self.nextCheck)
+            FROM due, siwa.users AS u
+            WHERE t.user_id = due.user_id AND t.client_id = due.client_id AND u.id = t.user_id
+            RETURNING t.user_id, u.apple_sub, t.client_id, t.key_id, t.refresh_token, t.validation_failures
+            """)
+        query.binds.append(Int32(clamping: limit))
+        query.binds.append(Int32(clamping: periodHours))
+        query.binds.append(sub)
+        return try await client.guardedQuery(query, logger: logger).map { row in
+            let (userID, sub, clientID, keyID, token, failures) = try row.decode((Int64, String, String, String, Data, Int32).self)
+            return DueAppleToken(userID: userID, appleSub: sub, clientID: clientID, keyID: keyID, refreshToken: token,
+                                 failures: Int(failures))
+        }
+    }
+
+    /// Apple accepted the token: note it, with the new access token. Both
+    /// tokens come sealed under the ring's current key (one `key_id` per
+    /// row). Guarded by the refresh token claimed, so a sign-in that
+    /// replaced it meanwhile is not overwritten.
+    public func recordValid(_ token: DueAppleToken, resealed: SealedTokenPair) async throws {
+        try await client.guardedQuery("""
+            UPDATE siwa.apple_tokens SET last_validated_at = now(), validation_failures = 0, key_id = \(resealed.keyID),
+                refresh_token = \(resealed.refreshToken), access_token = \(resealed.accessToken),
+                access_expires_at = now() + make_interval(secs => \(resealed.accessExpiresIn.map(Double.init))::float8)
+            WHERE user_id = \(token.userID) AND client_id = \(token.clientID) AND refresh_token = \(token.refreshToken)
+            """, logger: logger)
+    }
+
+    /// Apple could not decide (5xx, 429, network): try again after a
+    /// backoff (1 min doubling, at most the period), the user untouched.
+    public func recordUndecided(_ token: DueAppleToken, retryAfterSeconds: Double? = nil) async throws {
+        let backoff = min(60 * pow(2, Double(min(token.failures, 20))), Double(periodHours) * 3600)
+        let delay = max(backoff, retryAfterSeconds ?? 0)
+        try await client.guardedQuery("""
+            UPDATE siwa.apple_tokens SET validation_failures = validation_failures + 1,
+                validate_after = now() + make_interval(secs => \(delay)::float8)
+            WHERE user_id = \(token.userID) AND client_id = \(token.clientID) AND refresh_token = \(token.refreshToken)
+            """, logger: logger)
+    }
+
+    /// siwa's own credentials were refused: leave the token due again after `seconds`.
+    public func postpone(_ token: DueAppleToken, seconds: Double) async throws {
+        try await client.guardedQuery("""
+            UPDATE siwa.apple_tokens SET validate_after = now() + make_interval(secs => \(seconds)::float8)
+            WHERE user_id = \(token.userID) AND client_id = \(token.clientID) AND refresh_token = \(token.refreshToken)
+            """, logger: logger)
+    }
+
+    /// Apple answered `invalid_grant`: the user revoked without a
+    /// notification reaching siwa. Treated as a `consent-revoked` event
+    /// under the policy (`purge`: a whole purge; otherwise a token-only
+    /// sign-out that revokes and deletes the user's other tokens), unless
+    /// the user is no longer active. The dead token itself is deleted now.
+    /// Returns the job enqueued (or merged into), if any.
+    @discardableResult
+    public func recordInvalidGrant(_ token: DueAppleToken, purge: Bool) async throws -> Int64? {
+        let rows = try await client.guardedQuery("""
+            WITH dead AS (
+                DELETE FROM siwa.apple_tokens
+                WHERE user_id = \(token.userID) AND client_id = \(token.clientID) AND refresh_token = \(token.refreshToken)
+                RETURNING user_id
+            ), account AS (
+                UPDATE siwa.users AS u SET status = 'consent_revoked',
+                       status_event_time = (extract(epoch FROM now()) * 1000)::bigint, updated_at = now()
+                FROM dead WHERE u.id = dead.user_id AND u.status = 'active'
+                RETURNING u.id, u.apple_sub
+            ), job AS (
+                INSERT INTO siwa.jobs (kind, args)
+                SELECT 'purge_user', jsonb_build_object('apple_sub', apple_sub, 'event_type', 'token-invalid-grant')
+                                     || CASE WHEN \(purge) THEN '{}'::jsonb ELSE '{"scope": "tokens"}'::jsonb END
+                FROM account
+                ON CONFLICT (kind, (args->>'apple_sub')) WHERE kind = 'purge_user' AND state IN ('available', 'running', 'retryable')
+                -- As for a notification: a pending job already covers a
+                -- sign-out; a purge makes a pending sign-out whole.
+                DO UPDATE SET args = CASE
+                    WHEN excluded.args ? 'scope' OR NOT siwa.jobs.args ? 'scope' THEN siwa.jobs.args
+                    WHEN siwa.jobs.state = 'running' OR siwa.jobs.steps_done <> '{}'::jsonb
+                    THEN siwa.jobs.args || jsonb_build_object('rerun', jsonb_build_object('event_type', 'token-invalid-grant'))
+                    ELSE siwa.jobs.args - 'scope'
+                    END
+                RETURNING id
+            ), audit AS (
+                INSERT INTO siwa.audit_log (actor, action, apple_sub, details)
+                SELECT 'worker', 'token.invalid_grant', \(token.appleSub),
+                       jsonb_build_object('user_id', dead.user_id, 'client_id', \(token.clientID)::text,
+                                          'signed_out', EXISTS (SELECT FROM account), 'purge', \(purge),
+                                          'job_id', (SELECT id FROM job))
+                FROM dead
+            )
+            SELECT id FROM job
+            """, logger: logger)
+        return try rows.first?.decode(Int64.self)
+    }
+}

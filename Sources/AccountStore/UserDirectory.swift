@@ -1,0 +1,109 @@
+import Foundation
+import Logging
+import PostgresNIO
+
+/// A user as the app's backend sees it (`GET /v1/users/{sub}` and the
+/// sign-in answer).
+public struct UserView: Sendable, Equatable {
+    public let userID: Int64
+    public let appleSub: String
+    public let status: String
+    public let email: String?
+    public let isPrivateEmail: Bool?
+    public let emailForwardingEnabled: Bool
+    public let realUserStatus: Int?
+    public let createdAt: Date
+    public let lastSignInAt: Date?
+    public let refreshTokenStored: Bool
+    public let lastValidatedAt: Date?
+    /// The user's latest purge (not a token-only sign-out), if any.
+    public let purgeJobID: Int64?
+    public let purgeState: String?
+}
+
+/// An in-app deletion, as scheduled.
+public struct DeletionScheduled: Sendable, Equatable {
+    public let jobID: Int64
+    public let state: String
+    /// siwa holds an Apple token it will revoke before erasing; when false
+    /// the app must send the user to Apple to revoke by hand.
+    public let willRevoke: Bool
+}
+
+/// Reads users and schedules in-app deletions.
+public struct UserDirectory: Sendable {
+    let client: PostgresClient
+    let logger: Logger
+
+    public init(client: PostgresClient, logger: Logger) {
+        self.client = client
+        self.logger = logger
+    }
+
+    public func user(appleSub: String) async throws -> UserView? {
+        let rows = try await client.guardedQuery("""
+            SELECT u.id, u.apple_sub, u.status, u.email, u.is_private_email, u.email_forwarding_enabled,
+                   u.real_user_status, u.created_at, u.last_sign_in_at,
+                   tokens.stored, tokens.last_validated_at, purge.id, purge.state
+            FROM siwa.users AS u
+            CROSS JOIN LATERAL (SELECT count(*) > 0 AS stored, max(last_validated_at) AS last_validated_at
+                                FROM siwa.apple_tokens WHERE user_id = u.id) AS tokens
+            LEFT JOIN LATERAL (SELECT id, state FROM siwa.jobs
+                               WHERE args->>'apple_sub' = u.apple_sub AND kind = 'purge_user' AND NOT args ? 'scope'
+                               ORDER BY id DESC LIMIT 1) AS purge ON true
+            WHERE u.apple_sub = \(appleSub)
+            """, logger: logger)
+        guard let row = rows.first else { return nil }
+        let (id, sub, status, email, isPrivate, forwarding, realUserStatus, created, lastSignIn, stored, validated, jobID, state) =
+            try row.decode((Int64, String, String, String?, Bool?, Bool, Int16?, Date, Date?, Bool, Date?, Int64?, String?).self)
+        return UserView(userID: id, appleSub: sub, status: status, email: email, isPrivateEmail: isPrivate,
+                        emailForwardingEnabled: forwarding, realUserStatus: realUserStatus.map(Int.init), createdAt: created,
+                        lastSignInAt: lastSignIn, refreshTokenStored: stored, lastValidatedAt: validated,
+                        purgeJobID: jobID, purgeState: state)
+    }
+
+    /// Marks the user deleted and enqueues their purge (merged with a
+    /// pending one, as for Apple's deletion events). nil: unknown sub.
+    public func scheduleDeletion(appleSub: String, apiKeyName: String) async throws -> DeletionScheduled? {
+        let rows = try await client.withGuardedTransaction(logger: logger) { [logger] connection in
+            try await connection.query("""
+                WITH target AS (
+                    SELECT id, apple_sub, status FROM siwa.users WHERE apple_sub = \(appleSub) FOR UPDATE
+                ), account AS (
+                    UPDATE siwa.users AS u SET status = 'deleted',
+                           status_event_time = (extract(epoch FROM now()) * 1000)::bigint, updated_at = now()
+                    FROM target WHERE u.id = target.id AND u.status <> 'deleted'
+                ), purge AS (
+                    INSERT INTO siwa.jobs (kind, args)
+                    SELECT 'purge_user', jsonb_build_object('apple_sub', apple_sub, 'event_type', 'app-deletion',
+                                                            'api_key', \(apiKeyName)::text)
+                    FROM target
+                    ON CONFLICT (kind, (args->>'apple_sub')) WHERE kind = 'purge_user' AND state IN ('available', 'running', 'retryable')
+                    -- A pending purge covers this request. A pending
+                    -- token-only sign-out becomes a whole purge; one already
+                    -- running gets a rerun mark (trigger jobs_purge_rerun),
+                    -- whose rerun is a whole purge.
+                    DO UPDATE SET args = CASE
+                        WHEN NOT siwa.jobs.args ? 'scope' THEN siwa.jobs.args
+                        WHEN siwa.jobs.state = 'running' OR siwa.jobs.steps_done <> '{}'::jsonb
+                        THEN siwa.jobs.args || jsonb_build_object('rerun', jsonb_build_object('event_type', 'app-deletion'))
+                        ELSE (siwa.jobs.args - 'scope') || jsonb_build_object('event_type', 'app-deletion')
+                        END
+                    RETURNING id, state, xmax = 0 AS inserted
+                ), audit AS (
+                    INSERT INTO siwa.audit_log (actor, action, apple_sub, details)
+                    SELECT 'api', 'user.deletion_requested', target.apple_sub,
+                           jsonb_build_object('user_id', target.id, 'api_key', \(apiKeyName)::text, 'job_id', purge.id,
+                                              'merged', NOT purge.inserted, 'previous_status', target.status)
+                    FROM target, purge
+                )
+                SELECT purge.id, purge.state,
+                       EXISTS (SELECT FROM siwa.apple_tokens, target WHERE apple_tokens.user_id = target.id)
+                FROM purge
+                """, logger: logger).collect()
+        }
+        guard let row = rows.first else { return nil }
+        let (id, state, willRevoke) = try row.decode((Int64, String, Bool).self)
+        return DeletionScheduled(jobID: id, state: state, willRevoke: willRevoke)
+    }
+}

@@ -1,0 +1,104 @@
+import AccountEvents
+import AccountStore
+import Foundation
+import Hummingbird
+import Logging
+
+/// The API the app's backend calls (`/v1`, each request with an API key):
+/// sign-in, a user's record, and in-app account deletion. Exists only when
+/// sign-in is configured.
+struct UserRoutes: Sendable {
+    let signIn: SignInService
+    let directory: UserDirectory
+    let apiKeys: APIKeyVerifier
+    let maxBodyBytes: Int
+    let logger: Logger
+
+    /// Where Apple's users revoke an app's access by hand (TN3194: when the
+    /// app holds no token to revoke, the user does it at their Apple
+    /// Account: Sign-In and Security > Sign in with Apple).
+    static let manualRevocationURL = "https://support.apple.com/en-us/102571"
+
+    func register(on router: Router<BasicRequestContext>) {
+        let v1 = router.group("v1", context: APIKeyContext.self).add(middleware: APIKeyMiddleware(verifier: apiKeys))
+        v1.post("sign-in") { request, context in
+            await signIn(request, apiKey: context.apiKey?.name ?? "")
+        }
+        v1.get("users/:sub") { _, context in
+            await show(context.parameters.get("sub") ?? "")
+        }
+        v1.delete("users/:sub") { _, context in
+            await delete(context.parameters.get("sub") ?? "", apiKey: context.apiKey?.name ?? "")
+        }
+    }
+
+    private func signIn(_ request: Request, apiKey: String) async -> Response {
+        let body: SignInRequest
+        do {
+            let buffer = try await request.body.collect(upTo: maxBodyBytes)
+            body = try JSONDecoder().decode(SignInRequest.self, from: Data(buffer.readableBytesView))
+        } catch {
+            return APIResponse.error(.badRequest, "malformed_request",
+                                     "the body must be JSON {\"identity_token\", \"authorization_code\"?, \"nonce\"?, \"redirect_uri\"?, \"user\"?} of at most \(maxBodyBytes) bytes")
+        }
+        switch await signIn.signIn(body, apiKeyName: apiKey) {
+        case .signedIn(let user, let isNew, let stored):
+            var fields = APIResponse.fields(of: user, detailed: false)
+            fields["is_new_user"] = isNew
+            fields["refresh_token_stored"] = stored
+            return APIResponse.json(.ok, fields)
+        case .refused(let reason, let detail):
+            return APIResponse.error(.badRequest, reason, detail)
+        case .deletionInProgress:
+            var response = APIResponse.error(.conflict, "deletion_in_progress", "this user's account is being deleted; sign in again once it is")
+            response.headers[.retryAfter] = "10"
+            return response
+        case .appleRejectedClient:
+            return APIResponse.error(.badGateway, "apple_rejected_client", "Apple refused siwa's client credentials; the operator must check them")
+        case .unavailable(let seconds, let detail):
+            var response = APIResponse.error(.serviceUnavailable, "unavailable", "\(detail); retry later")
+            response.headers[.retryAfter] = String(seconds)
+            return response
+        }
+    }
+
+    private func show(_ sub: String) async -> Response {
+        guard APIResponse.isPlausibleSub(sub) else { return APIResponse.error(.notFound, "not_found", "no such user") }
+        do {
+            guard let user = try await directory.user(appleSub: sub) else {
+                return APIResponse.error(.notFound, "not_found", "no such user")
+            }
+            return APIResponse.json(.ok, APIResponse.fields(of: user, detailed: true))
+        } catch {
+            return unavailable(error)
+        }
+    }
+
+    private func delete(_ sub: String, apiKey: String) async -> Response {
+        guard APIResponse.isPlausibleSub(sub) else { return APIResponse.error(.notFound, "not_found", "no such user") }
+        do {
+            guard let scheduled = try await directory.scheduleDeletion(appleSub: sub, apiKeyName: apiKey) else {
+                return APIResponse.error(.notFound, "not_found", "no such user")
+            }
+            var fields: [String: any Sendable] = ["status": "deletion_scheduled", "job_id": scheduled.jobID, "job_state": scheduled.state]
+            if scheduled.willRevoke {
+                fields["apple_revocation"] = "scheduled"
+            } else {
+                // No token to revoke: Apple still lists the app for the user
+                // until they remove it themselves.
+                fields["apple_revocation"] = "manual"
+                fields["apple_revocation_url"] = Self.manualRevocationURL
+            }
+            return APIResponse.json(.accepted, fields)
+        } catch {
+            return unavailable(error)
+        }
+    }
+
+    private func unavailable(_ error: any Error) -> Response {
+        logger.warning("A /v1 request could not reach the database", metadata: ["error": "\(safeDescription(error))"])
+        var response = APIResponse.error(.serviceUnavailable, "unavailable", "the database is unavailable; retry later")
+        response.headers[.retryAfter] = "5"
+        return response
+    }
+}

@@ -1,0 +1,121 @@
+import AccountStore
+import ArgumentParser
+import Foundation
+
+struct APIKeys: AsyncParsableCommand {
+    static let usage = """
+        Run it with your own database role (a member of siwa_admin) in SIWA_DATABASE_URL, not the \
+        service's: each change writes an audit row (actor admin, db_user = that role, login_hint = \
+        your login name, a hint only).
+        The app's backend calls siwa's /v1 endpoints with the key in a header: \
+        `Authorization: Bearer siwa_<prefix>_<secret>`. siwa stores only the SHA-256 of the secret, \
+        so a lost key cannot be shown again: revoke it and create another.
+        """
+
+    static let configuration = CommandConfiguration(
+        commandName: "api-keys",
+        abstract: "Create, list and revoke the API keys the app's backend calls siwa with.",
+        discussion: usage,
+        subcommands: [Create.self, List.self, Revoke.self]
+    )
+
+    struct Create: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Create an API key; prints it once, as the last line.",
+            discussion: """
+                The explanation goes to standard error and the key alone to standard output, so \
+                `siwa api-keys create backend > key` keeps only the key. The key is shown this once.
+                """ + "\n" + APIKeys.usage
+        )
+
+        @Argument(help: "A name for the key, e.g. the backend that uses it (a letter or digit, then up to 62 of A-Z a-z 0-9 . _ -).")
+        var name: String
+
+        func validate() throws {
+            guard APIKeyAdministration.isValidName(name) else {
+                throw ValidationError("NAME must be 1 to 63 characters: a letter or digit, then letters, digits, '.', '_' or '-'")
+            }
+        }
+
+        func run() async throws {
+            let name = name
+            let (key, row) = await APIKeysDatabase.run { try await $0.create(name: name, loginHint: JobsConnection.loginHint) }
+            FileHandle.standardError.write(Data("""
+                Created API key '\(row.name)' (id \(row.id), prefix \(row.prefix)) as database role \(row.createdBy).
+                The app's backend sends it as `Authorization: Bearer <key>`. It is shown only now: siwa keeps only a hash.
+                Put it in the backend's secret store; revoke it with `siwa api-keys revoke \(row.name)`.
+
+                """.utf8))
+            print(key)
+        }
+    }
+
+    struct List: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "List the API keys, live and revoked (never a key or its hash).",
+            discussion: APIKeys.usage
+        )
+
+        @Flag(help: "One JSON array instead of a table.")
+        var json = false
+
+        func run() async throws {
+            let keys = await APIKeysDatabase.run { try await $0.list() }
+            if json {
+                print(try APIKeysOutput.json(keys))
+            } else {
+                print(keys.isEmpty ? "no API keys" : APIKeysOutput.table(keys))
+            }
+        }
+    }
+
+    struct Revoke: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Revoke the live API key with this name; it stops working at once.",
+            discussion: APIKeys.usage
+        )
+
+        @Argument(help: "The key's name.")
+        var name: String
+
+        func run() async throws {
+            let name = name
+            let row = await APIKeysDatabase.run { try await $0.revoke(name: name, loginHint: JobsConnection.loginHint) }
+            print("API key '\(row.name)' (prefix \(row.prefix)) revoked by \(row.revokedBy ?? "?")")
+        }
+    }
+}
+
+enum APIKeysDatabase {
+    static func run<T: Sendable>(_ body: @escaping @Sendable (APIKeyAdministration) async throws -> T) async -> T {
+        await CommandDatabase.run(label: "siwa.api-keys", refusing: APIKeyAdministrationError.self) { client, logger in
+            try await body(APIKeyAdministration(client: client, logger: logger))
+        }
+    }
+}
+
+enum APIKeysOutput {
+    static func json(_ keys: [APIKeySummary]) throws -> String {
+        let encoder = JSONEncoder()
+        encoder.dateEncodingStrategy = .iso8601
+        encoder.keyEncodingStrategy = .convertToSnakeCase
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        return String(decoding: try encoder.encode(keys), as: UTF8.self)
+    }
+
+    static func table(_ keys: [APIKeySummary]) -> String {
+        let dates = ISO8601DateFormatter()
+        var rows = [["NAME", "PREFIX", "CREATED", "CREATED BY", "LAST USED", "REVOKED"]]
+        for key in keys {
+            let revoked = key.revokedAt.map { "\(dates.string(from: $0)) by \(key.revokedBy ?? "?")" } ?? "-"
+            rows.append([key.name, key.prefix, dates.string(from: key.createdAt), key.createdBy,
+                         key.lastUsedAt.map(dates.string(from:)) ?? "-", revoked])
+        }
+        let widths = rows[0].indices.map { column in rows.map { $0[column].count }.max() ?? 0 }
+        return rows.map { row in
+            row.enumerated().map { column, cell in
+                column == row.count - 1 ? cell : cell.padding(toLength: widths[column], withPad: " ", startingAt: 0)
+            }.joined(separator: "  ")
+        }.joined(separator: "\n")
+    }
+}

@@ -1,0 +1,114 @@
+import AccountStore
+import ArgumentParser
+import Foundation
+import SIWAConfiguration
+
+struct Tokens: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Manage the key ring that encrypts the stored Apple tokens; validate a user's tokens now.",
+        discussion: """
+            Apple's refresh and access tokens are stored encrypted (AES-256-GCM) under the keys in \
+            SIWA_TOKEN_ENCRYPTION_KEYS_FILE: one key a line, KEY_ID:BASE64_OF_32_BYTES, blank lines and \
+            # comments allowed. The first key encrypts; every key decrypts. Keep the file readable by \
+            siwa's user only (chmod 600).
+            To rotate: `siwa tokens keygen`, put its line FIRST in the file, restart serve and worker, \
+            run `siwa tokens rekey`, and only then remove the old lines.
+            """,
+        subcommands: [Keygen.self, Rekey.self, Validate.self]
+    )
+
+    struct Keygen: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Print a new key line, KEY_ID:BASE64, for the token key ring.",
+            discussion: """
+                Prints one line: a key id and 32 random bytes in base64. It is a secret: send it \
+                straight into the key ring file, never into a ticket or a chat.
+                To rotate, put the new line FIRST in SIWA_TOKEN_ENCRYPTION_KEYS_FILE (new tokens are \
+                sealed with the first key) and keep the old lines below it: they still decrypt the \
+                stored tokens until `siwa tokens rekey` has re-encrypted them all under the new key. \
+                For example:
+                  { siwa tokens keygen; cat /etc/siwa/token-keys; } > /etc/siwa/token-keys.new
+                  chmod 600 /etc/siwa/token-keys.new && mv /etc/siwa/token-keys.new /etc/siwa/token-keys
+                """
+        )
+
+        @Option(help: "The key id (1 to 32 characters of A-Z a-z 0-9 . _ -). Default: k<today's date><letter>, the first letter not used yet in SIWA_TOKEN_ENCRYPTION_KEYS_FILE when it is readable.")
+        var id: String?
+
+        func validate() throws {
+            if let id, !TokenKeyRing.isValidKeyID(id) {
+                throw ValidationError("--id must be 1 to 32 characters of A-Z, a-z, 0-9, '.', '_' and '-'")
+            }
+        }
+
+        func run() async throws {
+            print(TokenKeyRing.newKeyLine(id: id ?? Self.defaultID()))
+        }
+
+        /// `k20261123a`: today's date (UTC) and a letter that the current
+        /// ring does not use yet.
+        static func defaultID() -> String {
+            let formatter = DateFormatter()
+            formatter.locale = Locale(identifier: "en_US_POSIX")
+            formatter.timeZone = TimeZone(identifier: "UTC")
+            formatter.dateFormat = "yyyyMMdd"
+            let stem = "k" + formatter.string(from: Date())
+            let taken = ProcessInfo.processInfo.environment[SettingsCatalog.tokenEncryptionKeysFile.name]
+                .flatMap { try? TokenKeyRing.load(path: $0).ring.keyIDs } ?? []
+            let letters = "abcdefghijklmnopqrstuvwxyz".map { stem + String($0) }
+            return letters.first { !taken.contains($0) } ?? stem + "-" + String(UInt32.random(in: 0...UInt32.max), radix: 36)
+        }
+    }
+
+    struct Rekey: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Re-encrypt every stored Apple token under the key ring's first key.",
+            discussion: """
+                Needs SIWA_DATABASE_URL (the runtime role, as serve and worker use) and \
+                SIWA_TOKEN_ENCRYPTION_KEYS_FILE holding the new key first and the old keys after it. \
+                Safe while serve and worker run: it works in batches, each locking its rows, so a \
+                sign-in or validation is never overwritten with a stale token. Safe to run again.
+                Prints how many tokens were re-encrypted, how many were already under the first key, \
+                and each row that did not decrypt (user_id and client_id only; the row is left as \
+                it is), then exits 1 if any did not. Remove an old key from the file only after a run \
+                that reports no failure.
+                """
+        )
+
+        @Option(help: "Rows per transaction.")
+        var batchSize = 500
+
+        func validate() throws {
+            guard (1...10_000).contains(batchSize) else { throw ValidationError("--batch-size must be in 1...10000") }
+        }
+
+        func run() async throws {
+            let ring = Self.loadRing()
+            let batchSize = batchSize
+            let report = await CommandDatabase.run(label: "siwa.tokens", refusing: TokenKeyRingError.self) { client, logger in
+                try await TokenRekey(client: client, ring: ring, logger: logger, batchSize: batchSize).run()
+            }
+            for failure in report.failures {
+                print("failed: user_id \(failure.userID) client_id \(failure.clientID): \(failure.reason); left as it is")
+            }
+            print("re-encrypted: \(report.reencrypted) (now under key \(ring.currentKeyID))")
+            print("already current: \(report.alreadyCurrent)")
+            print("failed to decrypt: \(report.failures.count)")
+            if !report.failures.isEmpty { throw ExitCode(1) }
+        }
+
+        static func loadRing() -> TokenKeyRing {
+            let name = SettingsCatalog.tokenEncryptionKeysFile.name
+            guard let path = ProcessInfo.processInfo.environment[name]?.trimmingCharacters(in: .whitespaces), !path.isEmpty else {
+                Startup.fail("\(name): is required (e.g. \(name)=/etc/siwa/token-keys)")
+            }
+            do {
+                let (ring, warning) = try TokenKeyRing.load(path: path)
+                if let warning { Startup.warn("\(name): \(warning)") }
+                return ring
+            } catch {
+                Startup.fail("\(name): \(error)")
+            }
+        }
+    }
+}

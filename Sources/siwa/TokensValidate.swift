@@ -1,0 +1,64 @@
+import AccountEvents
+import AccountStore
+import ArgumentParser
+import Foundation
+import Logging
+import Metrics
+import SIWAConfiguration
+
+extension Tokens {
+    struct Validate: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Validate one user's stored refresh tokens with Apple now.",
+            discussion: """
+                Asks Apple's /auth/token (grant_type=refresh_token) about each refresh token siwa \
+                holds for the user, as `siwa worker` does once per SIWA_REFRESH_VALIDATION_HOURS, and \
+                records the answer the same way: valid (the new access token stored), invalid_grant \
+                (the user revoked: treated as a consent revocation under SIWA_ON_CONSENT_REVOKED), \
+                or undecided (Apple unreachable, 5xx, 429: retried later). A token checked less than \
+                a period ago is left alone unless --force: Apple asks for at most one check a day.
+                Needs the worker's settings: SIWA_DATABASE_URL, SIWA_APPLE_TEAM_ID, SIWA_APPLE_KEY_ID, \
+                SIWA_APPLE_PRIVATE_KEY_FILE, SIWA_TOKEN_ENCRYPTION_KEYS_FILE.
+                Exit status 0 when every token's answer was decided (valid or invalid_grant), 1 otherwise.
+                """
+        )
+
+        @Option(help: "The user's Apple sub.")
+        var sub: String
+
+        @Flag(help: "Check even a token that is not due (checked less than a period ago).")
+        var force = false
+
+        func run() async throws {
+            let env = SettingsReader()
+            let configured = Startup.settings { try SignInSettings.read(env) }
+            guard let signIn = configured else {
+                Startup.fail("sign-in is not configured: set SIWA_APPLE_TEAM_ID, SIWA_APPLE_KEY_ID, SIWA_APPLE_PRIVATE_KEY_FILE and SIWA_TOKEN_ENCRYPTION_KEYS_FILE")
+            }
+            let validation = Startup.settings { try TokenValidationSettings(environment: env) }
+            let policy = Startup.settings { ConsentRevokedPolicy(rawValue: try env.choice(SettingsCatalog.onConsentRevoked)) ?? .signOut }
+            let access = Startup.settings { try AppleAccess(signIn) }
+            let (sub, force) = (sub, force)
+            let results = await CommandDatabase.run(label: "siwa.tokens", refusing: SettingError.self) { client, logger in
+                let queue = TokenValidationQueue(client: client, periodHours: validation.periodHours ?? 24, logger: logger)
+                let validator = TokenValidator(queue: queue, apple: access.apple, keyRing: access.keyRing, consentPolicy: policy,
+                                               requestsPerSecond: nil, logger: logger, metrics: MetricsSystem.factory)
+                var results: [(DueAppleToken, TokenValidationResult)] = []
+                for token in try await queue.claim(appleSub: sub, force: force) {
+                    results.append((token, await validator.validate(token)))
+                }
+                return results
+            }
+            try? await access.httpClient.shutdown()
+            if results.isEmpty {
+                print(force ? "no stored refresh token for \(sub) (or the user is not active)"
+                            : "no token of \(sub) is due (checked less than a period ago, or none stored); --force checks anyway")
+                return
+            }
+            for (token, result) in results {
+                print("\(token.clientID): \(result.rawValue)")
+            }
+            if results.contains(where: { $0.1 == TokenValidationResult.undecided || $0.1 == TokenValidationResult.invalidClient }) { throw ExitCode(1) }
+        }
+    }
+}

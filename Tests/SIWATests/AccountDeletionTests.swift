@@ -1,0 +1,143 @@
+import AccountStore
+import AppleSimulator
+import Foundation
+import NIOHTTP1
+import Testing
+
+/// In-app account deletion end to end: `DELETE /v1/users/{sub}` on siwa,
+/// the worker (a real `siwa worker` process) revoking the stored refresh
+/// token at the simulator's `/auth/revoke` before erasing it, and what a
+/// user who comes back afterwards gets.
+@Suite("Account deletion")
+struct AccountDeletionTests {
+    struct Setup: Sendable {
+        let signIn: SignInTests.Setup
+        let worker: WorkerHarness
+        var apple: AppleSimulator { signIn.apple }
+        var database: TestDatabase { signIn.server.database }
+
+        static func start() async throws -> Setup {
+            let signIn = try await SignInTests.Setup.start()
+            let worker = try await WorkerHarness.start(
+                database: signIn.server.database,
+                settings: signIn.fixture.settings(appleBaseURL: signIn.server.appleServer.baseURL))
+            return Setup(signIn: signIn, worker: worker)
+        }
+
+        func stop() async {
+            await worker.stop()
+            await signIn.server.stop()
+        }
+
+        func delete(_ sub: String) async throws -> HTTPAnswer {
+            try await HTTPAnswer.send(method: .DELETE, url: signIn.server.baseURL + "/v1/users/\(sub)", body: nil,
+                                      headers: [("Authorization", "Bearer \(signIn.key)")])
+        }
+
+        func signedIn(_ sub: String) async throws -> (answer: HTTPAnswer, refreshToken: String) {
+            let before = Set(apple.issuedRefreshTokens)
+            let answer = try await signIn.signIn(try signIn.appleSignIn(sub: sub, user: ["name": ["firstName": "Ada", "lastName": "L"]]))
+            let issued = Set(apple.issuedRefreshTokens).subtracting(before)
+            guard answer.status == 200, let token = issued.first else { throw TestSetupError("sign-in failed: \(answer.text)") }
+            return (answer, token)
+        }
+
+        func jobState(_ id: Int) async throws -> [String] {
+            try await database.strings("SELECT state FROM siwa.jobs WHERE id = \(id)")
+        }
+    }
+
+    @Test func deletionRevokesAtAppleThenErasesAndAComebackIsANewAccount() async throws {
+        let setup = try await Setup.start()
+        defer { Task { await setup.stop() } }
+        let sub = "001.del.0001"
+        let (first, refreshToken) = try await setup.signedIn(sub)
+
+        let deleted = try await setup.delete(sub)
+        #expect(deleted.status == 202 && deleted.json["status"] as? String == "deletion_scheduled", "\(deleted.text)")
+        #expect(deleted.json["apple_revocation"] as? String == "scheduled")
+        let jobID = try #require(deleted.json["job_id"] as? Int)
+        let again = try await setup.delete(sub)
+        #expect(again.status == 202 && again.json["job_id"] as? Int == jobID, "the same job while it is pending")
+        // Signing in while the deletion is pending would hand out an account about to be erased.
+        let during = try await setup.signIn.signIn(try setup.signIn.appleSignIn(sub: sub))
+        #expect(during.status == 409 && during.reason == "deletion_in_progress")
+
+        let worker = try setup.worker.startWorker()
+        defer { Task { await worker.kill9() } }
+        #expect(try await setup.worker.wait { try await setup.jobState(jobID) == ["completed"] }, "\(worker.log)")
+        #expect(setup.apple.revokedTokens.contains(refreshToken), "the stored refresh token reached Apple's revoke")
+        #expect(!setup.apple.isRefreshTokenLive(refreshToken))
+        #expect(setup.apple.lastRevokeForm?["token_type_hint"] == "refresh_token")
+        #expect(setup.apple.lastRevokeForm?["client_id"] == ServerHarness.clientID)
+        #expect(try await setup.database.scalar("SELECT count(*) FROM siwa.apple_tokens") == 0)
+        #expect(try await setup.database.scalar("""
+            SELECT count(*) FROM siwa.users WHERE apple_sub = '\(sub)' AND status = 'deleted' AND purged_at IS NOT NULL
+              AND email IS NULL AND given_name IS NULL AND family_name IS NULL
+            """) == 1)
+        #expect(try await setup.database.scalar(
+            "SELECT count(*) FROM siwa.audit_log WHERE action = 'token.revoked' AND (details->>'apple_status')::int = 200") == 1)
+        // The revocation was recorded before the erase.
+        #expect(try await setup.database.strings("""
+            SELECT action || coalesce(':' || (details->>'step'), '') FROM siwa.audit_log
+            WHERE apple_sub = '\(sub)' AND action IN ('token.revoked', 'job.step_completed') ORDER BY seq
+            """).prefix(3) == ["token.revoked", "job.step_completed:apple.revoke_tokens", "job.step_completed:siwa.erase_personal_data"])
+        let shown = try await setup.signIn.get("/v1/users/\(sub)")
+        #expect((shown.json["purge"] as? [String: Any])?["state"] as? String == "completed")
+        #expect(shown.json["email"] is NSNull)
+
+        // The user comes back: a new account on the same Apple sub.
+        let comeback = try await setup.signIn.signIn(try setup.signIn.appleSignIn(sub: sub))
+        #expect(comeback.status == 200 && comeback.json["is_new_user"] as? Bool == true, "\(comeback.text)")
+        #expect(comeback.json["user_id"] as? Int != first.json["user_id"] as? Int)
+        #expect(try await setup.database.scalar(
+            "SELECT count(*) FROM siwa.audit_log WHERE action = 'user.account_restarted' AND apple_sub = '\(sub)'") == 1)
+        // A consent revocation from before the comeback changes nothing.
+        let late = try setup.signIn.server.notification("consent-revoked", sub: sub, eventTime: Date().addingTimeInterval(-60))
+        #expect(try await setup.signIn.server.post(token: late).status == 200)
+        #expect(try await setup.database.strings("SELECT status FROM siwa.users WHERE apple_sub = '\(sub)'") == ["active"])
+        #expect(try await setup.database.scalar(
+            "SELECT count(*) FROM siwa.jobs WHERE args->>'apple_sub' = '\(sub)' AND state <> 'completed'") == 0)
+        #expect(try await setup.database.scalar("SELECT count(*) FROM siwa.apple_tokens") == 1)
+    }
+
+    /// kill -9 after Apple revoked and before siwa recorded it: the token
+    /// row is still there (never erased unrevoked), and the restarted
+    /// worker revokes again and finishes.
+    @Test func aWorkerKilledAfterTheRevokeStillFinishes() async throws {
+        let setup = try await Setup.start()
+        defer { Task { await setup.stop() } }
+        let sub = "001.kill.0001"
+        let (_, refreshToken) = try await setup.signedIn(sub)
+        setup.apple.setRevokeEndpointBehaviour(.stallAfterProcessing)
+        let jobID = try #require(try await setup.delete(sub).json["job_id"] as? Int)
+
+        let first = try setup.worker.startWorker()
+        #expect(try await setup.worker.wait(upTo: .seconds(30)) { setup.apple.revokedTokens.contains(refreshToken) })
+        await first.kill9()
+        #expect(try await setup.database.scalar("SELECT count(*) FROM siwa.apple_tokens") == 1, "not erased before a recorded revoke")
+        #expect(try await setup.database.strings("SELECT email FROM siwa.users WHERE apple_sub = '\(sub)'") == ["user@privaterelay.appleid.com"])
+
+        setup.apple.setRevokeEndpointBehaviour(.normal)
+        let second = try setup.worker.startWorker()
+        defer { Task { await second.kill9() } }
+        #expect(try await setup.worker.wait { try await setup.jobState(jobID) == ["completed"] }, "\(second.log)")
+        #expect(setup.apple.revokedTokens.filter { $0 == refreshToken }.count >= 2, "revoked again after the restart")
+        #expect(try await setup.database.scalar("SELECT count(*) FROM siwa.apple_tokens") == 0)
+        #expect(try await setup.database.strings("SELECT coalesce(email, 'erased') FROM siwa.users WHERE apple_sub = '\(sub)'") == ["erased"])
+    }
+
+    /// No token stored (sign-in without a code): the app must send the user
+    /// to Apple to revoke by hand.
+    @Test func withoutATokenTheAnswerSaysRevokeByHand() async throws {
+        let setup = try await Setup.start()
+        defer { Task { await setup.stop() } }
+        let body = ["identity_token": try setup.apple.identityToken(sub: "001.manual.0001", audience: ServerHarness.clientID)]
+        let answer = try await setup.signIn.signIn(body)
+        #expect(answer.status == 200 && answer.json["refresh_token_stored"] as? Bool == false, "\(answer.text)")
+        let deleted = try await setup.delete("001.manual.0001")
+        #expect(deleted.status == 202 && deleted.json["apple_revocation"] as? String == "manual")
+        #expect((deleted.json["apple_revocation_url"] as? String)?.hasPrefix("https://") == true)
+        #expect(try await setup.delete("001.nobody.0001").status == 404)
+    }
+}

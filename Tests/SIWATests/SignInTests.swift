@@ -1,0 +1,204 @@
+import AccountStore
+import AppleSimulator
+import Foundation
+import NIOHTTP1
+import Testing
+
+/// `POST /v1/sign-in` end to end: real HTTP to siwa, siwa's real HTTP to
+/// the simulator's `/auth/token` with an ES256 client secret, real
+/// PostgreSQL as the runtime role.
+@Suite("Sign-in")
+struct SignInTests {
+    static let client = ServerHarness.clientID
+
+    /// A running siwa with sign-in on, and an API key.
+    struct Setup: Sendable {
+        let server: ServerHarness
+        let fixture: SignInFixture
+        let key: String
+        var apple: AppleSimulator { server.simulator }
+
+        static func start(settings: [String: String] = [:]) async throws -> Setup {
+            let fixture = try SignInFixture()
+            let server = try await ServerHarness.start(settings: settings, signIn: fixture)
+            return Setup(server: server, fixture: fixture, key: try await SignInFixture.apiKey(in: server.database))
+        }
+
+        func signIn(_ body: [String: Any], key: String? = nil) async throws -> HTTPAnswer {
+            let data = try JSONSerialization.data(withJSONObject: body)
+            return try await HTTPAnswer.send(method: .POST, url: server.baseURL + "/v1/sign-in", body: data,
+                                             headers: [("Content-Type", "application/json"), ("Authorization", "Bearer \(key ?? self.key)")])
+        }
+
+        /// What the app hands its backend: an identity token and a fresh code for `sub`.
+        func appleSignIn(sub: String, email: String? = "user@privaterelay.appleid.com", nonce: String? = nil,
+                         user: [String: Any]? = nil, idTokenSub: String? = nil) throws -> [String: Any] {
+            let token = try apple.identityToken(sub: sub, audience: SignInTests.client, email: email, nonce: nonce)
+            let code = apple.issueAuthorizationCode(sub: sub, clientID: SignInTests.client, email: email,
+                                                    isPrivateEmail: true, nonce: nonce, idTokenSub: idTokenSub)
+            var body: [String: Any] = ["identity_token": token, "authorization_code": code]
+            if let nonce { body["nonce"] = nonce }
+            if let user { body["user"] = user }
+            return body
+        }
+
+        func get(_ path: String, key: String? = nil) async throws -> HTTPAnswer {
+            try await HTTPAnswer.send(method: .GET, url: server.baseURL + path, body: nil,
+                                      headers: [("Authorization", "Bearer \(key ?? self.key)")])
+        }
+    }
+
+    @Test func aNewUserThenAReturningUser() async throws {
+        let setup = try await Setup.start()
+        defer { Task { await setup.server.stop() } }
+        let user: [String: Any] = ["name": ["firstName": "  Ada\u{0007}\u{202E}  ", "lastName": String(repeating: "L", count: 150)],
+                                   "email": "user@privaterelay.appleid.com"]
+        let first = try await setup.signIn(try setup.appleSignIn(sub: "001.new.0001", user: user))
+        #expect(first.status == 200, "\(first.text)")
+        #expect(first.json["is_new_user"] as? Bool == true && first.json["refresh_token_stored"] as? Bool == true)
+        #expect(first.json["apple_sub"] as? String == "001.new.0001" && first.json["status"] as? String == "active")
+        #expect(first.json["email"] as? String == "user@privaterelay.appleid.com" && first.json["is_private_email"] as? Bool == true)
+        #expect(first.json["real_user_status"] as? Int == 2)
+        let names = try await setup.server.database.strings(
+            "SELECT given_name || '|' || length(family_name) FROM siwa.users WHERE apple_sub = '001.new.0001'")
+        #expect(names == ["Ada|100"], "names are trimmed, without control characters, at most 100 characters")
+
+        // Returning: no `user` object; the names stay; the same id.
+        let again = try await setup.signIn(try setup.appleSignIn(sub: "001.new.0001",
+                                                                  user: ["name": ["firstName": "Mallory"]]))
+        #expect(again.status == 200 && again.json["is_new_user"] as? Bool == false)
+        #expect(again.json["user_id"] as? Int == first.json["user_id"] as? Int)
+        #expect(try await setup.server.database.strings("SELECT given_name FROM siwa.users WHERE apple_sub = '001.new.0001'") == ["Ada"])
+        #expect(try await setup.server.database.scalar("SELECT count(*) FROM siwa.apple_tokens") == 1)
+        #expect(try await setup.server.database.scalar(
+            "SELECT count(*) FROM siwa.audit_log WHERE action = 'user.signed_in' AND details->>'api_key' = 'backend'") == 2)
+
+        let shown = try await setup.get("/v1/users/001.new.0001")
+        #expect(shown.status == 200)
+        #expect((shown.json["refresh_token"] as? [String: Any])?["stored"] as? Bool == true)
+        #expect(shown.json["purge"] is NSNull && shown.json["email_forwarding_enabled"] as? Bool == true)
+        #expect(try await setup.get("/v1/users/001.unknown.0001").status == 404)
+    }
+
+    /// A lost response: the same request again gets the first answer, not
+    /// Apple's invalid_grant; the code with another user's token gets 400.
+    @Test func aRetriedRequestIsAnsweredTheSameAndAReusedCodeIsRefused() async throws {
+        let setup = try await Setup.start()
+        defer { Task { await setup.server.stop() } }
+        let body = try setup.appleSignIn(sub: "001.retry.0001")
+        let first = try await setup.signIn(body)
+        let second = try await setup.signIn(body)
+        #expect(first.status == 200 && second.status == 200, "\(second.text)")
+        #expect(second.json["user_id"] as? Int == first.json["user_id"] as? Int && second.json["is_new_user"] as? Bool == true)
+        #expect(setup.apple.tokenRequests == 1, "the retry is answered without asking Apple again")
+
+        var stolen = try setup.appleSignIn(sub: "001.other.0002")
+        stolen["authorization_code"] = body["authorization_code"]
+        let refused = try await setup.signIn(stolen)
+        #expect(refused.status == 400 && refused.reason == "invalid_grant", "\(refused.text)")
+        #expect(refused.json["user_id"] == nil)
+        #expect(try await setup.server.database.scalar("SELECT count(*) FROM siwa.users WHERE apple_sub = '001.other.0002'") == 0)
+
+        // A code Apple has seen (used by another request long ago, or expired).
+        let used = try setup.appleSignIn(sub: "001.used.0003")
+        setup.apple.expireCode(used["authorization_code"] as? String ?? "")
+        let expired = try await setup.signIn(used)
+        #expect(expired.status == 400 && expired.reason == "invalid_grant")
+    }
+
+    @Test func theIdentityTokenIsVerified() async throws {
+        let setup = try await Setup.start()
+        defer { Task { await setup.server.stop() } }
+        let apple = setup.apple
+        var wrongAudience = try setup.appleSignIn(sub: "001.v.0001")
+        wrongAudience["identity_token"] = try apple.identityToken(sub: "001.v.0001", audience: "com.someone.else")
+        #expect(try await setup.signIn(wrongAudience).reason == "wrong_aud")
+
+        var expired = try setup.appleSignIn(sub: "001.v.0001")
+        expired["identity_token"] = try apple.identityToken(sub: "001.v.0001", audience: Self.client,
+                                                            issuedAt: Date().addingTimeInterval(-2 * 86400))
+        #expect(try await setup.signIn(expired).reason == "expired")
+
+        var wrongNonce = try setup.appleSignIn(sub: "001.v.0001", nonce: "n-1")
+        wrongNonce["nonce"] = "n-2"
+        #expect(try await setup.signIn(wrongNonce).reason == "nonce_mismatch")
+
+        for supported in [true, false] {
+            var claims = TokenSigner.identityClaims(sub: "001.v.0002", audience: Self.client)
+            claims["nonce_supported"] = supported
+            var body = try setup.appleSignIn(sub: "001.v.0002")
+            body["identity_token"] = try apple.signer.sign(header: ["kid": apple.currentKey.kid, "alg": "RS256"],
+                                                           claims: claims, key: apple.currentKey)
+            body["nonce"] = "expected"
+            let answer = try await setup.signIn(body)
+            if supported {
+                #expect(answer.status == 400 && answer.reason == "nonce_missing", "\(answer.text)")
+            } else {
+                #expect(answer.status == 200, "a device without nonce support is accepted: \(answer.text)")
+            }
+        }
+        #expect(try await setup.signIn(["identity_token": "not.a.token"]).reason == "malformed_token")
+        let malformed = try await HTTPAnswer.send(method: .POST, url: setup.server.baseURL + "/v1/sign-in", body: Data("{".utf8),
+                                                  headers: [("Authorization", "Bearer \(setup.key)")])
+        #expect(malformed.status == 400 && malformed.reason == "malformed_request")
+        #expect(try await setup.server.database.scalar("SELECT count(*) FROM siwa.users WHERE apple_sub = '001.v.0001'") == 0)
+    }
+
+    @Test func applesAnswersBecomeClearStatuses() async throws {
+        let setup = try await Setup.start()
+        defer { Task { await setup.server.stop() } }
+        let mismatch = try await setup.signIn(try setup.appleSignIn(sub: "001.a.0001", idTokenSub: "001.a.9999"))
+        #expect(mismatch.status == 400 && mismatch.reason == "token_mismatch", "\(mismatch.text)")
+
+        setup.apple.setTokenEndpointBehaviour(.status(503))
+        let down = try await setup.signIn(try setup.appleSignIn(sub: "001.a.0002"))
+        #expect(down.status == 503 && down.headers.first(name: "retry-after") != nil, "\(down.text)")
+
+        setup.apple.setTokenEndpointBehaviour(.stall)
+        let started = ContinuousClock.now
+        let stalled = try await setup.signIn(try setup.appleSignIn(sub: "001.a.0003"))
+        #expect(stalled.status == 503 && ContinuousClock.now - started < .seconds(5), "the 2 s deadline holds")
+
+        setup.apple.setTokenEndpointBehaviour(.status(400, error: "invalid_client"))
+        let badClient = try await setup.signIn(try setup.appleSignIn(sub: "001.a.0004"))
+        #expect(badClient.status == 502 && badClient.reason == "apple_rejected_client")
+        let metrics = try await setup.server.get("/metrics")
+        #expect(metrics.text.contains("siwa_apple_invalid_client_total"))
+
+        setup.apple.setTokenEndpointBehaviour(.normal)
+        #expect(try await setup.signIn(try setup.appleSignIn(sub: "001.a.0005")).status == 200)
+        #expect(try await setup.server.database.scalar("SELECT count(*) FROM siwa.users") == 1)
+    }
+
+    @Test func theAPIKeyIsRequired() async throws {
+        let setup = try await Setup.start()
+        defer { Task { await setup.server.stop() } }
+        let body = try setup.appleSignIn(sub: "001.k.0001")
+        let none = try await HTTPAnswer.send(method: .POST, url: setup.server.baseURL + "/v1/sign-in",
+                                             body: try JSONSerialization.data(withJSONObject: body), headers: [])
+        #expect(none.status == 401 && none.reason == "unauthorized")
+        #expect(try await setup.signIn(body, key: "siwa_aaaaaaaaaaaa_" + String(repeating: "A", count: 43)).status == 401)
+        #expect(try await setup.get("/v1/users/001.k.0001", key: "nonsense").status == 401)
+        // Revoked: refused at once.
+        try await setup.server.database.withClient { client in
+            _ = try await APIKeyAdministration(client: client, logger: TestEnvironment.logger).revoke(name: "backend", loginHint: nil)
+        }
+        #expect(try await setup.signIn(body).status == 401)
+        #expect(setup.apple.tokenRequests == 0)
+    }
+
+    /// The refresh token is stored encrypted: a dump of the database holds
+    /// none of its text.
+    @Test func aDumpOfTheDatabaseHoldsNoToken() async throws {
+        let setup = try await Setup.start()
+        defer { Task { await setup.server.stop() } }
+        for index in 0..<3 {
+            #expect(try await setup.signIn(try setup.appleSignIn(sub: "001.dump.000\(index)")).status == 200)
+        }
+        let issued = setup.apple.issuedRefreshTokens
+        #expect(issued.count == 3)
+        let dump = try await pgDump(setup.server.database)
+        #expect(dump.contains("001.dump.0000"), "the dump is of the right database")
+        for token in issued { #expect(!dump.contains(token)) }
+    }
+}
