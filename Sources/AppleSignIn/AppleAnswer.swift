@@ -59,11 +59,15 @@ enum AppleAnswer {
 
     /// A failed request in fixed words: AsyncHTTPClient's short description
     /// (no dynamic values by its contract), else the error's type.
-    static func describe(_ error: any Error) -> String {
+    static func describe(_ error: any Error, timeout: Duration) -> String {
         if error is CancellationError { return "cancelled" }
+        // AsyncHTTPClient's deadline is ours, and may fire before the sleep that races it.
+        if let error = error as? HTTPClientError, error == .deadlineExceeded { return noAnswer(within: timeout) }
         if let error = error as? HTTPClientError { return "request failed: \(error.shortDescription)" }
         return "request failed: \(String(describing: type(of: error)))"
     }
+
+    static func noAnswer(within timeout: Duration) -> String { "no complete answer within \(timeout / .seconds(1)) s" }
 
     static func describeRejection(status: Int, error: String?) -> String {
         "rejected (status \(status)\(error.map { ", \($0)" } ?? ""))"

@@ -113,13 +113,13 @@ public struct AppleAuthClient: Sendable {
                     return AppleAnswer.sort(status: Int(response.status.code), headers: response.headers,
                                             body: Data(body.readableBytesView))
                 } catch {
-                    return .unavailable(retryAfter: nil, reason: AppleAnswer.describe(error))
+                    return .unavailable(retryAfter: nil, reason: AppleAnswer.describe(error, timeout: timeout))
                 }
             }
             group.addTask {
                 do {
                     try await Task.sleep(for: timeout)
-                    return .unavailable(retryAfter: nil, reason: "no complete answer within \(timeout / .seconds(1)) s")
+                    return .unavailable(retryAfter: nil, reason: AppleAnswer.noAnswer(within: timeout))
                 } catch {
                     return .unavailable(retryAfter: nil, reason: "cancelled")
                 }

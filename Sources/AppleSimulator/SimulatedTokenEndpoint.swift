@@ -31,7 +31,8 @@ extension AppleSimulator {
             if form?["grant_type"] == "refresh_token", let token = form?["refresh_token"] { state.refreshRequests[token, default: 0] += 1 }
             return state.tokenBehaviour
         }
-        if let response = await Self.misbehave(behaviour, context: context) { return response }
+        let stalling = { @Sendable in self.tokenState.withLock { $0.tokenBehaviour == behaviour } }
+        if let response = await Self.misbehave(behaviour, context: context, stalling: stalling) { return response }
         guard isForm, let form else { return Self.error("invalid_request") }
         let decision = tokenState.withLock { state -> TokenDecision in
             let now = state.now()
@@ -92,7 +93,10 @@ extension AppleSimulator {
             state.lastRevokeForm = form
             return state.revokeBehaviour
         }
-        if behaviour != .stallAfterProcessing, let response = await Self.misbehave(behaviour, context: context) { return response }
+        let stalling = { @Sendable in self.tokenState.withLock { $0.revokeBehaviour == behaviour } }
+        if behaviour != .stallAfterProcessing, let response = await Self.misbehave(behaviour, context: context, stalling: stalling) {
+            return response
+        }
         guard isForm, let form else { return Self.error("invalid_request") }
         let decision = tokenState.withLock { state -> RevokeDecision in
             guard let clientID = form["client_id"], let secret = form["client_secret"],
@@ -115,7 +119,9 @@ extension AppleSimulator {
                 // Fire and forget: Apple's answer does not wait for its notification.
                 Task { await self.sendConsentRevoked(sub: grant.sub, clientID: grant.clientID, to: endpoint, logger: logger) }
             }
-            if behaviour == .stallAfterProcessing { return await Self.misbehave(.stall, context: context) ?? Response(status: .ok) }
+            if behaviour == .stallAfterProcessing {
+                return await Self.misbehave(.stall, context: context, stalling: stalling) ?? Response(status: .ok)
+            }
             return Response(status: .ok)
         }
     }
@@ -141,8 +147,13 @@ extension AppleSimulator {
         return (body.flatMap { FormBody.parse(Data(buffer: $0)) }, mediaType == "application/x-www-form-urlencoded")
     }
 
-    /// The injected failure, or nil to answer normally.
-    private static func misbehave(_ behaviour: SimulatedEndpointBehaviour, context: SimulatorRequestContext) async -> Response? {
+    /// The injected failure, or nil to answer normally. A stall lasts while
+    /// `stalling()` says so (until the behaviour changes) and the
+    /// connection is open, two minutes at most. (A client that gives up
+    /// mostly goes unseen: while a request is open the server reads nothing
+    /// more from its connection, so it does not see the close.)
+    private static func misbehave(_ behaviour: SimulatedEndpointBehaviour, context: SimulatorRequestContext,
+                                  stalling: @Sendable () -> Bool) async -> Response? {
         switch behaviour {
         case .normal:
             return nil
@@ -152,7 +163,7 @@ extension AppleSimulator {
             return response
         case .stall:
             let deadline = ContinuousClock.now + .seconds(120)
-            while context.channel.isActive, !Task.isCancelled, ContinuousClock.now < deadline {
+            while context.channel.isActive, stalling(), !Task.isCancelled, ContinuousClock.now < deadline {
                 try? await Task.sleep(for: .milliseconds(20))
             }
             return Response(status: .gatewayTimeout)
@@ -160,7 +171,7 @@ extension AppleSimulator {
             try? await context.channel.close()
             return Response(status: .internalServerError)
         case .stallAfterProcessing:
-            return await misbehave(.stall, context: context)
+            return await misbehave(.stall, context: context, stalling: stalling)
         }
     }
 

@@ -11,13 +11,14 @@ public enum SimulatedEndpointBehaviour: Sendable, Equatable {
     /// Answer this status with `{"error": error}` (or no body), and a
     /// `Retry-After` header when given; the request is not processed.
     case status(Int, error: String? = nil, retryAfter: String? = nil)
-    /// Read the request and send nothing until the client gives up (closes
-    /// the connection) or two minutes pass.
+    /// Read the request and send nothing while the behaviour stays `.stall`
+    /// (set another to release the stalled requests; their late answers go
+    /// to connections the clients have closed), two minutes at most.
     case stall
     /// Close the connection without an answer.
     case closeConnection
-    /// Do what was asked (revoke the token), then send nothing until the
-    /// client gives up: the answer is lost after Apple acted (`/auth/revoke` only).
+    /// Do what was asked (revoke the token), then send nothing, as `.stall`:
+    /// the answer is lost after Apple acted (`/auth/revoke` only).
     case stallAfterProcessing
 }
 

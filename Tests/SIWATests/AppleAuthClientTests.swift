@@ -96,10 +96,12 @@ struct AppleAuthClientTests {
             let verified = try await h.identityVerifier(audience: Self.clientID).verify(try #require(refreshed.idToken))
             #expect(verified.claims.sub == "001.r")
             #expect(h.apple.refreshRequests(for: refreshToken) == 1)
+            let secret = try #require(h.apple.lastTokenForm?["client_secret"])
             #expect(h.apple.lastTokenForm.map { Set($0.keys) } == ["client_id", "client_secret", "grant_type", "refresh_token"])
 
             #expect(await h.client.revoke(token: refreshToken, clientID: Self.clientID) == .success)
-            #expect(h.apple.lastRevokeForm?["token_type_hint"] == "refresh_token")
+            #expect(h.apple.lastRevokeForm == ["client_id": Self.clientID, "client_secret": secret, "token": refreshToken,
+                                               "token_type_hint": "refresh_token"], "one secret for all requests, not one each")
             #expect(h.apple.revokedTokens == [refreshToken])
             #expect(await h.client.refresh(refreshToken: refreshToken, clientID: Self.clientID) == .invalidGrant)
             #expect(h.apple.refreshRequests(for: refreshToken) == 2)

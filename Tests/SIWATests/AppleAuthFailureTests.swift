@@ -30,10 +30,11 @@ struct AppleAuthFailureTests {
                 }
                 let elapsed = ContinuousClock.now - start
                 #expect(outcome.hasPrefix("unavailable (no complete answer within 1"), "\(attempt): \(outcome)")
-                #expect(elapsed >= .milliseconds(900) && elapsed < .milliseconds(2500), "\(attempt) took \(elapsed)")
+                #expect(elapsed >= .milliseconds(900) && elapsed < .seconds(3), "\(attempt) took \(elapsed) (the stall lasts 2 min)")
             }
             #expect(h.apple.tokenRequests == 1 && h.apple.revokeRequests == 1)
             h.apple.setTokenEndpointBehaviour(.normal)
+            h.apple.setRevokeEndpointBehaviour(.normal)
             #expect(await h.client.exchange(code: code, clientID: Self.clientID).response != nil)
         }
     }

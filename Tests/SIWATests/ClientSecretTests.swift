@@ -14,9 +14,9 @@ struct ClientSecretTests {
     static let keyID = "ABC123DEFG"
 
     /// A `.p8` in a fresh directory, as Apple hands it out.
-    static func writeP8(_ contents: String, directory: URL? = nil) throws -> String {
+    static func writeP8(_ contents: String, directory: URL? = nil, name: String = "AuthKey_\(keyID).p8") throws -> String {
         let directory = try directory ?? OpenSSL.temporaryDirectory()
-        let path = directory.appendingPathComponent("AuthKey_\(keyID).p8").path
+        let path = directory.appendingPathComponent(name).path
         try Data(contents.utf8).write(to: URL(fileURLWithPath: path))
         return path
     }
@@ -121,13 +121,15 @@ struct ClientSecretTests {
         let cases: [(path: String, expected: String)] = [
             (directory.appendingPathComponent("missing.p8").path, "no such file"),
             (directory.path, "is a directory"),
-            (try Self.writeP8("this is not a key at all\n", directory: directory), "not a PEM file"),
-            (try Self.writeP8(p384, directory: directory), "not a P-256 private key"),
-            (try Self.writeP8(P384.Signing.PrivateKey().derRepresentation.base64EncodedString(), directory: directory), "not a PEM file"),
-            (try Self.writeP8("-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n", directory: directory),
+            (try Self.writeP8("this is not a key at all\n", directory: directory, name: "text.p8"), "not a PEM file"),
+            (try Self.writeP8(p384, directory: directory, name: "p384.p8"), "not a P-256 private key"),
+            (try Self.writeP8(P384.Signing.PrivateKey().derRepresentation.base64EncodedString(), directory: directory, name: "bare.p8"),
+             "not a PEM file"),
+            (try Self.writeP8("-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n", directory: directory, name: "cert.p8"),
              "holds a PEM CERTIFICATE"),
-            (try Self.writeP8("-----BEGIN PRIVATE KEY-----\nbm90IGEga2V5\n-----END PRIVATE KEY-----\n", directory: directory),
-             "not a P-256 private key"),
+            (try Self.writeP8("-----BEGIN PRIVATE KEY-----\nbm90IGEga2V5\n-----END PRIVATE KEY-----\n", directory: directory,
+                              name: "garbage.p8"), "not a P-256 private key"),
+            (try Self.writeP8(String(repeating: "A", count: 70_000), directory: directory, name: "huge.p8"), "too large"),
         ]
         for (path, expected) in cases {
             let error = #expect(throws: AppleClientSecretError.self) {
