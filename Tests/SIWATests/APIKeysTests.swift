@@ -28,7 +28,7 @@ struct APIKeysTests {
         return try LeastPrivilegeTests.url(of: database.configuration, user: admin)
     }
 
-    static let keyPattern = /siwa_[a-z2-7]{12}_[A-Za-z0-9_-]{43}/
+    static var keyPattern: Regex<Substring> { /siwa_[a-z2-7]{12}_[A-Za-z0-9_-]{43}/ }
 
     /// The audit row of `action` for the key `id`, as text per key.
     static func audit(_ database: TestDatabase, action: String, keyID: Int64) async throws -> [String: String] {
