@@ -13,6 +13,24 @@ public struct APIKeySummary: Sendable, Codable, Equatable {
     public let revokedAt: Date?
     public let revokedBy: String?
     public let lastUsedAt: Date?
+
+    enum CodingKeys: String, CodingKey {
+        case id, name, prefix, createdAt, createdBy, revokedAt, revokedBy, lastUsedAt
+    }
+
+    /// Every field, null when unset (the synthesized encoding leaves unset
+    /// ones out, and `--json` readers should not have to guess).
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(id, forKey: .id)
+        try container.encode(name, forKey: .name)
+        try container.encode(prefix, forKey: .prefix)
+        try container.encode(createdAt, forKey: .createdAt)
+        try container.encode(createdBy, forKey: .createdBy)
+        try container.encode(revokedAt, forKey: .revokedAt)
+        try container.encode(revokedBy, forKey: .revokedBy)
+        try container.encode(lastUsedAt, forKey: .lastUsedAt)
+    }
 }
 
 /// What an admin asked of the API keys, refused with a reason to act on.

@@ -27,8 +27,9 @@ extension TokenKeyRing {
     public static func parse(_ text: String, path: String) throws -> TokenKeyRing {
         var keys: [(id: String, bytes: Data)] = []
         var firstLine: [String: Int] = [:]
-        // Split on "\n" only: a "\r\n" line keeps its "\r", trimmed below.
-        for (index, rawLine) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+        // "\r\n" is one Character in Swift, so split on newline Characters
+        // (not on "\n") to count a CRLF file's lines right.
+        for (index, rawLine) in text.split(omittingEmptySubsequences: false, whereSeparator: \.isNewline).enumerated() {
             let number = index + 1
             let line = rawLine.trimmingCharacters(in: .whitespacesAndNewlines)
             if line.isEmpty || line.hasPrefix("#") { continue }

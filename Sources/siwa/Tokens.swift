@@ -32,7 +32,10 @@ struct Tokens: AsyncParsableCommand {
                 """
         )
 
-        @Option(help: "The key id (1 to 32 characters of A-Z a-z 0-9 . _ -). Default: k<today's date><letter>, the first letter not used yet in SIWA_TOKEN_ENCRYPTION_KEYS_FILE when it is readable.")
+        @Option(help: """
+            The key id (1 to 32 characters of A-Z a-z 0-9 . _ -). Default: k<today's date><letter>, \
+            the first letter not used yet in SIWA_TOKEN_ENCRYPTION_KEYS_FILE when it is readable.
+            """)
         var id: String?
 
         func validate() throws {

@@ -72,6 +72,7 @@ struct APIKeysTests {
         let listed = try #require(try JSONSerialization.jsonObject(with: Data(json.output.utf8)) as? [[String: Any]])
         #expect(listed.count == 1 && listed[0]["name"] as? String == "backend" && listed[0]["prefix"] as? String == prefix)
         #expect(listed[0]["created_by"] as? String == Self.admin)
+        #expect(Set(listed[0].keys) == ["id", "name", "prefix", "created_at", "created_by", "revoked_at", "revoked_by", "last_used_at"])
         #expect(!json.output.contains(secret) && !json.output.contains(hash) && !json.output.contains("sha256"), "\(json.output)")
 
         // The verifier, as serve runs it.

@@ -92,16 +92,16 @@ struct TokenKeyRingTests {
     static let short = Data(repeating: 9, count: 31).base64EncodedString()
 
     /// (file text, the line the error names (nil: the file), words the error must hold, key text it must not hold)
-    static let malformed: [(String, Int?, String, String)] = [
+    static let malformed: [(String, Int?, String, String?)] = [
         ("k1:\(good)\nk2:not*base64!!\n", 2, "not valid base64", "not*base64"),
         ("# one\nk1:\(short)\n", 2, "31 bytes", short),
         ("k1:\(good)\n\nk1:\(good)\n", 3, "already on line 1", good),
-        ("", nil, "holds no key", "-"),
-        ("# only a comment\n\n", nil, "holds no key", "-"),
+        ("", nil, "holds no key", nil),
+        ("# only a comment\n\n", nil, "holds no key", nil),
         ("k1:\(good)\n\(good)\n", 2, "no ':'", good),
         ("bad id!:\(good)\n", 1, "key id is 1 to 32", good),
         ("\(String(repeating: "a", count: 33)):\(good)\n", 1, "key id is 1 to 32", good),
-        ("k1:\n", 1, "no key after ':'", "-"),
+        ("k1:\n", 1, "no key after ':'", nil),
     ]
 
     @Test(arguments: malformed.indices)
@@ -116,7 +116,7 @@ struct TokenKeyRingTests {
             let message = "\(error)"
             #expect(message.hasPrefix(path + (line.map { " line \($0):" } ?? ":")), "\(message)")
             #expect(message.contains(words), "\(message)")
-            #expect(!message.contains(secret), "\(message)")
+            if let secret { #expect(!message.contains(secret), "\(message)") }
             #expect(!message.contains("\n"), "\(message)")
         }
     }

@@ -109,6 +109,52 @@ struct TokenRekeyTests {
         #expect(again.output.contains("re-encrypted: 0") && again.output.contains("already current: 4"), "\(again.output)")
     }
 
+    /// A sign-in that rewrites a row while rekey runs is not overwritten
+    /// with the stale token rekey read before it: rekey's batch waits for
+    /// the row's lock and then reads what the sign-in wrote.
+    @Test func aTokenRewrittenDuringRekeyIsNotOverwrittenWithTheStaleOne() async throws {
+        let database = try await TestDatabase.create()
+        let old = try TokenKeyRingTests.ring("old")
+        let rotated = try TokenKeyRingTests.ring("new", "old")
+        let ringFile = try TokenKeyRingTests.write(["new", "old"].map { "\($0):\(TokenKeyRingTests.keys[$0]!.base64EncodedString())" }
+            .joined(separator: "\n"))
+        defer { try? FileManager.default.removeItem(atPath: ringFile) }
+        let runtime = try database.runtimeConfiguration
+
+        let run = try await TestDatabase.withClient(runtime) { client -> ProcessResult in
+            let user = try await Self.insertUser(client, sub: "rekey.race")
+            let stale = try old.seal("r.before", userID: user, clientID: "com.example.app")
+            try await Self.store(client, userID: user, clientID: "com.example.app", keyID: "old", refresh: stale.bytes, access: nil)
+            return try await client.withConnection { signIn in
+                // The sign-in's transaction holds the row, its new token not yet committed.
+                try await signIn.query("BEGIN", logger: TestEnvironment.logger)
+                let fresh = try rotated.seal("r.after", userID: user, clientID: "com.example.app")
+                try await signIn.query("""
+                    UPDATE siwa.apple_tokens SET key_id = \(fresh.keyID), refresh_token = \(fresh.bytes)
+                    WHERE user_id = \(user) AND client_id = 'com.example.app'
+                    """, logger: TestEnvironment.logger)
+                let rekey = Task {
+                    try await runSIWA(["tokens", "rekey"], environment: ["SIWA_DATABASE_URL": database.url, "SIWA_TOKEN_ENCRYPTION_KEYS_FILE": ringFile])
+                }
+                let waited = try await eventually(upTo: .seconds(30)) {
+                    try await database.scalar("""
+                        SELECT count(*) FROM pg_locks
+                        WHERE NOT granted AND pid IN (SELECT pid FROM pg_stat_activity WHERE datname = current_database())
+                        """) > 0
+                }
+                try await signIn.query("COMMIT", logger: TestEnvironment.logger)
+                #expect(waited, "rekey never waited for the sign-in's lock")
+                return try await rekey.value
+            }
+        }
+        #expect(run.status == 0, "\(run.output)")
+        #expect(run.output.contains("re-encrypted: 0") && run.output.contains("already current: 1"), "\(run.output)")
+        let rows = try await Self.stored(database)
+        let (keyID, refresh, _) = try #require(rows.values.first)
+        let user = try #require(rows.keys.first.flatMap { Int64($0.split(separator: "/")[0]) })
+        #expect(try rotated.open(SealedToken(keyID: keyID, bytes: refresh), userID: user, clientID: "com.example.app") == "r.after")
+    }
+
     @Test func rekeyWithoutAUsableRingStopsWithOneLine() async throws {
         let database = try await TestDatabase.create()
         let missing = try await runSIWA(["tokens", "rekey"], environment: ["SIWA_DATABASE_URL": database.url])
