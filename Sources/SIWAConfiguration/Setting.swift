@@ -45,6 +45,9 @@ public struct Setting: Sendable, Hashable {
     /// How the docs state the default when it is not a plain value.
     public let defaultDescription: String?
     public let help: String
+    /// More for the deploy/ env files, beside `help`: why, how, what to
+    /// watch for. Lines starting with "- " are list items.
+    public let details: String?
     public let readers: Set<Reader>
     /// The deploy/ env files it belongs in (most have one).
     public let files: [EnvFile]
@@ -53,7 +56,7 @@ public struct Setting: Sendable, Hashable {
 
     public init(_ name: String, _ kind: Kind, default defaultValue: String? = nil, required: Bool = false,
                 example: String? = nil, defaultDescription: String? = nil, readers: Set<Reader>, files: [EnvFile],
-                secret: Bool = false, help: String) {
+                secret: Bool = false, help: String, details: String? = nil) {
         self.name = name
         self.kind = kind
         self.defaultValue = defaultValue
@@ -61,6 +64,7 @@ public struct Setting: Sendable, Hashable {
         self.example = example
         self.defaultDescription = defaultDescription
         self.help = help
+        self.details = details
         self.readers = readers
         self.files = files
         self.secret = secret

@@ -1,6 +1,7 @@
-/// Every `SIWA_*` setting siwa reads. Add a setting here, read it with
-/// `Environment`, and run `siwa settings --write-docs` to update README.md
-/// and deploy/*.env.example (a test checks they agree).
+/// Every `SIWA_*` setting siwa reads. Add a setting here (and to a section
+/// of `sections`), read it with `SettingsReader`, then regenerate README.md's
+/// table (`siwa settings --markdown`) and the deploy/*.env.example files
+/// (`siwa settings --env-file NAME`); a test checks they agree.
 public enum SettingsCatalog {
     // MARK: Database
 
@@ -8,31 +9,72 @@ public enum SettingsCatalog {
         "SIWA_DATABASE_URL", .databaseURL, required: true,
         example: "postgres://siwa_app:CHANGE-ME@db.internal:5432/siwa?sslmode=verify-full&sslrootcert=/etc/siwa/db-ca.pem",
         readers: [.serve, .worker, .migrate, .jobs, .apiKeys, .tokens], files: [.serve, .worker, .migrate], secret: true,
-        help: "the runtime role's connection, `postgres://USER:PASSWORD@HOST:PORT/DB[?sslmode=disable|prefer|require|verify-ca|verify-full&sslrootcert=FILE]`; `siwa migrate` grants this role its privileges")
+        help: "the runtime role's connection, `postgres://USER:PASSWORD@HOST:PORT/DB[?sslmode=disable|prefer|require|verify-ca|verify-full&sslrootcert=FILE]`; `siwa migrate` grants this role its privileges",
+        details: """
+            The runtime role owns nothing; `siwa migrate` grants it what it needs. serve \
+            and worker connect as the same role, with the same URL. Percent-encode special \
+            characters in the password.
+            - sslmode=verify-full: TLS always; the server's certificate must chain to \
+            sslrootcert (else the system's CAs) and name HOST. Use it whenever the database \
+            is on another machine.
+            - sslmode=verify-ca: as verify-full, without the name check.
+            - sslmode=require: TLS always; the certificate is checked against sslrootcert \
+            when given (chain only), else not at all (encrypted, but not authenticated).
+            - sslmode=prefer (the default): TLS if the server offers it, else plain text: \
+            no protection against an attacker in the path.
+            - sslmode=disable: no TLS (a database on 127.0.0.1 or a Unix-only host).
+            require, verify-ca and verify-full never fall back to plain text. sslrootcert: \
+            the absolute path of a PEM file of CA certificates, readable by the service \
+            users (a CA certificate is public: mode 0644); a missing or unreadable file \
+            stops start-up naming SIWA_DATABASE_URL (deploy/README.md, "TLS to PostgreSQL").
+            """)
     public static let migrateDatabaseURL = Setting(
         "SIWA_MIGRATE_DATABASE_URL", .databaseURL,
-        example: "postgres://siwa_owner:CHANGE-ME@db.internal:5432/siwa?sslmode=verify-full&sslrootcert=/etc/siwa/db-ca.pem",
+        example: "postgres://siwa_owner:CHANGE-ME-TOO@db.internal:5432/siwa?sslmode=verify-full&sslrootcert=/etc/siwa/db-ca.pem",
         defaultDescription: "`SIWA_DATABASE_URL`", readers: [.migrate], files: [.migrate], secret: true,
-        help: "the schema owner's connection, for `siwa migrate` only; unset, `siwa migrate` uses SIWA_DATABASE_URL (one role for everything: a trial, not production)")
+        help: "the schema owner's connection, for `siwa migrate` only; unset, `siwa migrate` uses SIWA_DATABASE_URL (one role for everything: a trial, not production)",
+        details: """
+            The owner of the schema (DDL): `siwa migrate` connects as this role, applies the \
+            pending sql/ files, then grants the runtime role (the user named in \
+            SIWA_DATABASE_URL) its privileges. Set it in production (uncomment the line \
+            below); it takes the same sslmode and sslrootcert parameters.
+            """)
     public static let databaseMaxConnections = Setting(
         "SIWA_DATABASE_MAX_CONNECTIONS", .integer(2...500), default: "20",
         defaultDescription: "`20` (serve), SIWA_WORKER_CONCURRENCY + 4 (worker)",
         readers: [.serve, .worker], files: [.serve, .worker],
-        help: "connection pool size per process (the worker needs at least its concurrency + 2)")
+        help: "connection pool size per process (the worker needs at least its concurrency + 2)",
+        details: """
+            Each process has a pool of its own: keep the sum over all of siwa's processes \
+            below the database's max_connections.
+            """)
     public static let migrationsDir = Setting(
-        "SIWA_MIGRATIONS_DIR", .path, defaultDescription: "found",
+        "SIWA_MIGRATIONS_DIR", .path, example: "/usr/local/share/siwa/sql", defaultDescription: "searched for",
         readers: [.serve, .worker, .migrate], files: [.shared],
-        help: "the sql/ files: else `<prefix>/share/siwa/sql` beside the binary's `bin/`, else the source tree's `sql/`")
+        help: "the sql/ files: else `<prefix>/share/siwa/sql` beside the binary's `bin/`, else the source tree's `sql/`",
+        details: """
+            For /usr/local/bin/siwa: /usr/local/share/siwa/sql. serve and worker read the \
+            files too, at start, to refuse a schema that is behind.
+            """)
 
     // MARK: Receiver (siwa serve)
 
     public static let appleClientIDs = Setting(
         "SIWA_APPLE_CLIENT_IDS", .list, required: true, example: "com.example.app,com.example.web",
         readers: [.serve, .tokens], files: [.serve],
-        help: "comma list of accepted audiences (`aud`): your primary App ID's bundle id, and any Services ID used for sign-in on the web")
+        help: "comma list of accepted audiences (`aud`): your primary App ID's bundle id, and any Services ID used for sign-in on the web",
+        details: """
+            Notifications carry the primary App ID's bundle id as `aud`: without it here \
+            every notification is refused (`wrong_aud`). Sign-in accepts identity tokens \
+            issued to any of them.
+            """)
     public static let httpHost = Setting(
         "SIWA_HTTP_HOST", .text, default: "127.0.0.1", readers: [.serve], files: [.serve],
-        help: "listen address; keep loopback behind a TLS reverse proxy")
+        help: "listen address; keep loopback behind a TLS reverse proxy",
+        details: """
+            Apple posts only to HTTPS on port 443: keep 127.0.0.1 and put a TLS reverse \
+            proxy in front (deploy/README.md, "TLS and the public endpoint").
+            """)
     public static let httpPort = Setting(
         "SIWA_HTTP_PORT", .integer(0...65535), default: "8080", readers: [.serve], files: [.serve],
         help: "listen port (0: any free port)")
@@ -41,7 +83,11 @@ public enum SettingsCatalog {
         help: "a connection idle this long (no request, or a request that stopped arriving) is closed")
     public static let maxBodyBytes = Setting(
         "SIWA_MAX_BODY_BYTES", .integer(1024...(1024 * 1024)), default: "65536", readers: [.serve], files: [.serve],
-        help: "request body cap; a larger body gets 413 and the connection is closed")
+        help: "request body cap; a larger body gets 413 and the connection is closed",
+        details: """
+            A proxy in front has a cap of its own (nginx: client_max_body_size); keep the \
+            two alike.
+            """)
     public static let appleJWKSURL = Setting(
         "SIWA_APPLE_JWKS_URL", .url, default: "https://appleid.apple.com/auth/keys", readers: [.serve], files: [.serve],
         help: "Apple's key set (change only for a test double)")
@@ -50,10 +96,16 @@ public enum SettingsCatalog {
         help: "periodic refresh of Apple's keys")
     public static let jwksRefetchCooldown = Setting(
         "SIWA_APPLE_JWKS_REFETCH_COOLDOWN_SECONDS", .seconds(0.1...3600), default: "30", readers: [.serve], files: [.serve],
-        help: "least time between refetches for unknown `kid`s; an unknown `kid` inside it is answered 503 (Apple retries)")
+        help: "least time between refetches for unknown `kid`s; an unknown `kid` inside it is answered 503 (Apple retries)",
+        details: """
+            So tokens with invented `kid`s cannot make siwa hammer Apple.
+            """)
     public static let ingestWriters = Setting(
         "SIWA_INGEST_WRITERS", .integer(1...64), default: "4", readers: [.serve], files: [.serve],
-        help: "group-commit writers (below SIWA_DATABASE_MAX_CONNECTIONS); each Apple user always goes to the same one")
+        help: "group-commit writers (below SIWA_DATABASE_MAX_CONNECTIONS); each Apple user always goes to the same one",
+        details: """
+            Writer tasks commit verified notifications in batches (group commit).
+            """)
     public static let ingestMaxBatch = Setting(
         "SIWA_INGEST_MAX_BATCH", .integer(1...1000), default: "64", readers: [.serve], files: [.serve],
         help: "most notifications committed in one transaction")
@@ -63,10 +115,24 @@ public enum SettingsCatalog {
     public static let onConsentRevoked = Setting(
         "SIWA_ON_CONSENT_REVOKED", .choice(["sign_out", "purge"]), default: "sign_out", readers: [.serve, .worker],
         files: [.shared],
-        help: "`consent-revoked` (and a refresh token Apple answers `invalid_grant` for): `sign_out` keeps the user's data (tokens revoked and deleted, no purge); `purge` runs the purge plan as for a deletion")
+        help: "`consent-revoked` (and a refresh token Apple answers `invalid_grant` for): `sign_out` keeps the user's data (tokens revoked and deleted, no purge); `purge` runs the purge plan as for a deletion",
+        details: """
+            `account-delete` and `account-deleted` always purge.
+            - sign_out: status consent_revoked, the user's Apple tokens revoked and deleted, \
+            their data kept, no purge job; the notification row and its audit row are the \
+            record. Apple keeps the same `sub` and the user may sign in again.
+            - purge: the whole purge plan runs, as for an account deletion.
+            serve and worker both act on it, so it is in siwa.env. See deploy/README.md, \
+            "Consent revoked: sign-out or purge".
+            """)
     public static let rejectionsPerMinute = Setting(
         "SIWA_REJECTIONS_PER_MINUTE", .integer(0...1_000_000), default: "6000", readers: [.serve], files: [.serve],
-        help: "refused deliveries stored one by one per minute; the rest are counted (`siwa_rejections_unrecorded_total`, one summary row a minute)")
+        help: "refused deliveries stored one by one per minute; the rest are counted (`siwa_rejections_unrecorded_total`, one summary row a minute)",
+        details: """
+            Refused bodies (bad tokens, junk) are rows of siwa.rejected_notifications. Past \
+            the rate they are only counted: siwa_rejections_unrecorded_total in /metrics, \
+            and one `over_rate_limit` row a minute with `occurrences`.
+            """)
     public static let floodDelay = Setting(
         "SIWA_FLOOD_DELAY_SECONDS", .seconds(0...10), default: "1", readers: [.serve], files: [.serve],
         help: "during a flood of junk (refusals faster than SIWA_REJECTIONS_PER_MINUTE / 60 in a second, and 30 s after), each refusal's answer is held about this long (0.5 to 1.5 times; at most 4096 at once), so the flood cannot starve Apple's notifications, whose answers are never held; 0: never")
@@ -78,89 +144,182 @@ public enum SettingsCatalog {
 
     public static let appleTeamID = Setting(
         "SIWA_APPLE_TEAM_ID", .text, example: "ABCDE12345", readers: [.serve, .worker, .tokens], files: [.shared],
-        help: "your Apple Developer Team ID (10 characters; Membership details in the developer account); with the three settings below it turns sign-in on")
+        help: "your Apple Developer Team ID (10 characters; Membership details in the developer account); with the three settings below it turns sign-in on",
+        details: """
+            Sign-in (siwa serve's /v1 API, the worker's token validation and revocation) is \
+            on when SIWA_APPLE_TEAM_ID, SIWA_APPLE_KEY_ID, SIWA_APPLE_PRIVATE_KEY_FILE and \
+            SIWA_TOKEN_ENCRYPTION_KEYS_FILE are all set, off when none is; some but not all \
+            stops start-up naming what is missing. The Team ID is under Membership details \
+            in your account at developer.apple.com (10 upper-case letters and digits).
+            """)
     public static let appleKeyID = Setting(
         "SIWA_APPLE_KEY_ID", .text, example: "XYZ987WVU6", readers: [.serve, .worker, .tokens], files: [.shared],
-        help: "the Key ID of the Sign in with Apple private key (Certificates, Identifiers & Profiles > Keys)")
+        help: "the Key ID of the Sign in with Apple private key (Certificates, Identifiers & Profiles > Keys)",
+        details: """
+            Make the key at developer.apple.com: Certificates, Identifiers & Profiles > \
+            Keys > +, give it a name, enable "Sign in with Apple", Configure it with your \
+            primary App ID, then Continue and Register. The Key ID (10 characters) is on the \
+            key's page and in the file's name, AuthKey_<Key ID>.p8.
+            """)
     public static let applePrivateKeyFile = Setting(
         "SIWA_APPLE_PRIVATE_KEY_FILE", .path, example: "/etc/siwa/AuthKey_XYZ987WVU6.p8", readers: [.serve, .worker, .tokens],
         files: [.shared],
-        help: "that key's `.p8` file (PKCS#8 PEM, P-256), readable by the service user only; it signs the client secret")
+        help: "that key's `.p8` file (PKCS#8 PEM, P-256), readable by the service user only; it signs the client secret",
+        details: """
+            Download it from the key's page; Apple offers the download once only, so keep a \
+            copy in your secret store. It must be readable by the service user only, and \
+            serve and worker run as different users: install it mode 0600, owner root, and \
+            give each unit a private copy with systemd's LoadCredential= (commented out in \
+            siwa-serve.service and siwa-worker.service), which also points this variable at \
+            the copy; then leave it unset here (an env file overrides the unit's \
+            Environment=). A lost or leaked key: revoke it on the Keys page and make a new \
+            one (new SIWA_APPLE_KEY_ID too).
+            """)
     public static let tokenEncryptionKeysFile = Setting(
         "SIWA_TOKEN_ENCRYPTION_KEYS_FILE", .path, example: "/etc/siwa/token-keys", readers: [.serve, .worker, .tokens],
         files: [.shared],
-        help: "the key ring that encrypts stored Apple tokens: lines `KEY_ID:BASE64_OF_32_BYTES` (`siwa tokens keygen`); the first encrypts, all decrypt")
+        help: "the key ring that encrypts stored Apple tokens: lines `KEY_ID:BASE64_OF_32_BYTES` (`siwa tokens keygen`); the first encrypts, all decrypt",
+        details: """
+            Apple's refresh and access tokens are stored sealed (AES-256-GCM) under the \
+            first key. Make a line with `siwa tokens keygen` and send it straight into the \
+            file: it is a secret, never paste it into a ticket or a chat. Readable by the \
+            service user only, as the .p8 key (mode 0600 and LoadCredential=; siwa warns at \
+            start when others may read it). Without the ring the stored tokens cannot be \
+            decrypted: back it up as you back up the database.
+            To rotate: put a new `siwa tokens keygen` line FIRST and keep the old lines \
+            below it, restart serve and worker, run `siwa tokens rekey` (it re-encrypts every \
+            stored token under the first key; safe while they run), and remove the old line \
+            only after a rekey run that reports no failure.
+            """)
     public static let appleBaseURL = Setting(
         "SIWA_APPLE_BASE_URL", .url, default: "https://appleid.apple.com", readers: [.serve, .worker, .tokens], files: [.shared],
         help: "Apple's base URL: `<base>/auth/token` and `<base>/auth/revoke` (change only for a test double)")
     public static let clientSecretTTL = Setting(
         "SIWA_CLIENT_SECRET_TTL_SECONDS", .integer(60...15_777_000), default: "3600", readers: [.serve, .worker, .tokens],
         files: [.shared],
-        help: "lifetime of the ES256 client secret siwa signs for Apple (cached, renewed before it expires; Apple allows up to 6 months)")
+        help: "lifetime of the ES256 client secret siwa signs for Apple (cached, renewed before it expires; Apple allows up to 6 months)",
+        details: """
+            A leaked client secret works until it expires: there is no need for a long one, \
+            siwa signs the next before the current one runs out.
+            """)
     public static let appleRequestTimeout = Setting(
         "SIWA_APPLE_REQUEST_TIMEOUT_SECONDS", .seconds(0.5...120), default: "10", readers: [.serve, .worker, .tokens],
         files: [.shared],
         help: "one deadline for each call to Apple's token endpoints (connect, answer and body); past it sign-in answers 503")
     public static let refreshValidationHours = Setting(
         "SIWA_REFRESH_VALIDATION_HOURS", .integer(0...8760), default: "24", readers: [.serve, .worker, .tokens], files: [.shared],
-        help: "each stored refresh token is checked with Apple once per this many hours (at least 24, Apple's limit), spread over the period; `0` turns validation off")
+        help: "each stored refresh token is checked with Apple once per this many hours (at least 24, Apple's limit), spread over the period; `0` turns validation off",
+        details: """
+            1 to 23 are refused: Apple asks that a refresh token be validated at most once a \
+            day. The worker makes the calls; a token Apple answers `invalid_grant` for is \
+            handled as SIWA_ON_CONSENT_REVOKED says.
+            """)
     public static let appleRequestsPerSecond = Setting(
         "SIWA_APPLE_REQUESTS_PER_SECOND", .integer(0...10_000), default: "20", readers: [.worker], files: [.worker],
-        help: "most validation calls to Apple per second per worker (`0`: no cap)")
+        help: "most validation calls to Apple per second per worker (`0`: no cap)",
+        details: """
+            Spreads the checks so that many users do not become a burst; with several \
+            workers Apple sees up to this many calls a second from each.
+            """)
 
     // MARK: Worker (siwa worker; serve reads the lease and run time for /metrics)
 
     public static let purgePlan = Setting(
         "SIWA_PURGE_PLAN", .path, example: "/etc/siwa/purge-plan.json", readers: [.worker], files: [.worker],
-        help: "the purge plan (JSON); without it only the built-in step runs, and the worker says so at start")
+        help: "the purge plan (JSON); without it only the built-in step runs, and the worker says so at start",
+        details: """
+            A JSON file of ordered steps run for each purged user \
+            (deploy/purge-plan.example.json). Without it only the built-in step runs (erase \
+            siwa's own personal data for the user). The plan names its secrets by variable \
+            (at the end of this file) and holds none itself; user siwa-worker must be able \
+            to read it (mode 0640, owner root, group siwa-worker), outside /home, /root and \
+            /run/user, which the unit hides. SQL steps on siwa's own database run as the \
+            runtime role: GRANT it what they do on the app's tables (deploy/README.md, "The \
+            database"). Try a changed plan with `siwa worker --check-plan` before restarting \
+            the worker.
+            """)
     public static let workerConcurrency = Setting(
         "SIWA_WORKER_CONCURRENCY", .integer(1...256), default: "4", readers: [.worker], files: [.worker],
         help: "jobs run at once")
     public static let jobLease = Setting(
         "SIWA_JOB_LEASE_SECONDS", .seconds(1...86400), default: "60", readers: [.serve, .worker], files: [.shared],
-        help: "a claimed job's lease, renewed every third of it while the job runs; an expired lease is rescued")
+        help: "a claimed job's lease, renewed every third of it while the job runs; an expired lease is rescued",
+        details: """
+            A job whose worker died is run again once its lease expires. serve reads it too, \
+            for /metrics (siwa_jobs_running_overdue), so it is in siwa.env: both units must \
+            agree on it.
+            """)
     public static let jobMaxRun = Setting(
         "SIWA_JOB_MAX_RUN_SECONDS", .seconds(1...86400), default: "900", defaultDescription: "`900`, or the lease if longer",
         readers: [.serve, .worker], files: [.shared],
-        help: "an attempt running longer is stopped and retried (its lease no longer renewed); at least the lease and every step's timeout")
+        help: "an attempt running longer is stopped and retried (its lease no longer renewed); at least the lease and every step's timeout",
+        details: """
+            The stopped attempt is retried after the backoff. serve reads it too, for \
+            /metrics (siwa_jobs_running_overdue), so it is in siwa.env.
+            """)
     public static let jobRetryBase = Setting(
         "SIWA_JOB_RETRY_BASE_SECONDS", .seconds(0.001...21600), default: "15", readers: [.worker], files: [.worker],
-        help: "retry n waits base × 2^(n−1) plus up to 20% jitter, capped at 6 h")
+        help: "retry n waits base × 2^(n−1) plus up to 20% jitter, capped at 6 h",
+        details: """
+            Fractions allowed. With the defaults a failing step is retried after 15 s, \
+            30 s, 1 min, ... and the job discarded after about 3½ days (25 attempts).
+            """)
     public static let jobMaxAttempts = Setting(
         "SIWA_JOB_MAX_ATTEMPTS", .integer(1...1000), default: "25", readers: [.worker], files: [.worker],
-        help: "attempts before a job is `discarded` (its error history kept)")
+        help: "attempts before a job is `discarded` (its error history kept)",
+        details: """
+            `siwa jobs retry ID` brings a discarded job back. Watch for discarded jobs: each \
+            is a user whose data is not yet fully purged.
+            """)
     public static let jobRetentionDays = Setting(
         "SIWA_JOB_RETENTION_DAYS", .days(0...3650), default: "30", readers: [.worker], files: [.worker],
-        help: "completed and cancelled jobs are pruned after this (the audit trail stays)")
+        help: "completed and cancelled jobs are pruned after this (the audit trail stays)",
+        details: """
+            Fractions allowed; the audit trail keeps the proof of each purge.
+            """)
     public static let workerPoll = Setting(
         "SIWA_WORKER_POLL_SECONDS", .seconds(0.05...600), default: "2", readers: [.worker], files: [.worker],
         help: "polling fallback; NOTIFY wakes the worker at once")
     public static let workerShutdownGrace = Setting(
         "SIWA_WORKER_SHUTDOWN_GRACE_SECONDS", .seconds(0...3600), default: "30", readers: [.worker], files: [.worker],
-        help: "on SIGTERM, running jobs get this long to finish; the rest are released")
+        help: "on SIGTERM, running jobs get this long to finish; the rest are released",
+        details: """
+            The released jobs go to another worker, or to this one when it starts again. \
+            Keep it below the unit's TimeoutStopSec (60).
+            """)
 
     // MARK: Logging (every command)
 
     public static let logFormat = Setting(
         "SIWA_LOG_FORMAT", .choice(["text", "json"]), default: "text", readers: Set(Setting.Reader.allCases), files: [.shared],
-        help: "one line per event, as text or as a JSON object")
+        help: "one line per event, as text or as a JSON object",
+        details: """
+            `json` for log shippers reading the journal.
+            """)
     public static let logLevel = Setting(
         "SIWA_LOG_LEVEL", .choice(["trace", "debug", "info", "notice", "warning", "error", "critical"]), default: "info",
         readers: Set(Setting.Reader.allCases), files: [.shared],
         help: "the least severe level logged")
 
-    /// All of them, in the order the docs list them.
-    public static let all: [Setting] = [
-        databaseURL, migrateDatabaseURL, databaseMaxConnections, migrationsDir,
-        appleClientIDs, httpHost, httpPort, httpIdleTimeout, maxBodyBytes, appleJWKSURL, jwksRefresh,
-        jwksRefetchCooldown, ingestWriters, ingestMaxBatch, ingestTimeout, onConsentRevoked, rejectionsPerMinute,
-        floodDelay, rejectionRetentionDays,
-        appleTeamID, appleKeyID, applePrivateKeyFile, tokenEncryptionKeysFile, appleBaseURL, clientSecretTTL,
-        appleRequestTimeout, refreshValidationHours, appleRequestsPerSecond,
-        purgePlan, workerConcurrency, jobLease, jobMaxRun, jobRetryBase, jobMaxAttempts, jobRetentionDays, workerPoll,
-        workerShutdownGrace,
-        logFormat, logLevel,
+    /// The settings by topic, in the order the docs list them; the env
+    /// files have a `# ---- title --` line for each.
+    public static let sections: [(title: String, settings: [Setting])] = [
+        ("database", [databaseURL, migrateDatabaseURL, databaseMaxConnections, migrationsDir]),
+        ("notifications and HTTP", [appleClientIDs, httpHost, httpPort, httpIdleTimeout, maxBodyBytes]),
+        ("Apple's public keys (JWKS)", [appleJWKSURL, jwksRefresh, jwksRefetchCooldown]),
+        ("ingest (group commit)", [ingestWriters, ingestMaxBatch, ingestTimeout]),
+        ("account events", [onConsentRevoked]),
+        ("refused deliveries", [rejectionsPerMinute, floodDelay, rejectionRetentionDays]),
+        ("sign-in and Apple's tokens", [appleTeamID, appleKeyID, applePrivateKeyFile, tokenEncryptionKeysFile,
+                                        appleBaseURL, clientSecretTTL, appleRequestTimeout, refreshValidationHours,
+                                        appleRequestsPerSecond]),
+        ("purge jobs", [purgePlan, workerConcurrency, jobLease, jobMaxRun, jobRetryBase, jobMaxAttempts,
+                        jobRetentionDays, workerPoll, workerShutdownGrace]),
+        ("logging", [logFormat, logLevel]),
     ]
+
+    /// All of them, in the order the docs list them.
+    public static let all: [Setting] = sections.flatMap { $0.settings }
 
     /// `SIWA_*` names that belong to siwa's development tools, not to a
     /// command (scripts/testdb.sh, the tests, the bench, siwa-demo).

@@ -18,27 +18,33 @@ struct SettingsTests {
                 "README.md's settings table is stale: replace it with `siwa settings --markdown`")
     }
 
-    /// Each setting is in the env file(s) of the unit(s) that read it, with
-    /// its default when it has a plain one; no file names a setting that
-    /// does not exist.
-    @Test func theDeployEnvFilesFollowTheCatalog() throws {
-        var named = Set<String>()
-        for file in Setting.EnvFile.allCases {
-            let text = try Self.file("deploy/\(file.rawValue).example")
-            let lines = text.split(separator: "\n").map(String.init)
-            for setting in SettingsCatalog.all where setting.files.contains(file) {
-                let line = lines.first { $0.hasPrefix(setting.name + "=") || $0.hasPrefix("#" + setting.name + "=") }
-                #expect(line != nil, "\(file.rawValue).example lacks \(setting.name)")
-                // An optional setting is shown commented out, with its default.
-                if let line, line.hasPrefix("#"), let value = setting.defaultValue, setting.defaultDescription == nil {
-                    #expect(text.contains("Default \(value)") || line.hasSuffix("=\(value)"),
-                            "\(file.rawValue).example: \(setting.name)'s default is \(value)")
-                }
-            }
-            for match in text.matches(of: /SIWA_[A-Z_]+[A-Z]/) { named.insert(String(match.output)) }
+    /// The deploy env files are `siwa settings --env-file`'s output, byte
+    /// for byte.
+    @Test(arguments: Setting.EnvFile.allCases)
+    func theDeployEnvFilesAreGenerated(_ file: Setting.EnvFile) throws {
+        let name = file.rawValue
+        #expect(try Self.file("deploy/\(name).example") == SettingsDocs.envFile(file),
+                "deploy/\(name) is stale: regenerate it with `siwa settings --env-file \(name) > deploy/\(name).example`")
+    }
+
+    /// Every setting is in a file; siwa.env, which serve and worker both
+    /// read, holds no secret (the serve unit must not hold the worker's);
+    /// the files name no setting that does not exist.
+    @Test func theDeployEnvFilesPlaceEverySetting() {
+        let files = Dictionary(uniqueKeysWithValues: Setting.EnvFile.allCases.map { ($0, SettingsDocs.envFile($0)) })
+        func sets(_ file: Setting.EnvFile, _ setting: Setting) -> Bool {
+            files[file]!.split(separator: "\n").contains { $0.hasPrefix(setting.name + "=") || $0.hasPrefix("#" + setting.name + "=") }
+        }
+        for setting in SettingsCatalog.all {
+            #expect(Setting.EnvFile.allCases.contains { sets($0, setting) }, "\(setting.name) is in no deploy env file")
+            #expect(!(setting.secret && sets(.shared, setting)),
+                    "\(setting.name) is a secret: it belongs in the env file of the unit that uses it, not in siwa.env")
         }
         let known = Set(SettingsCatalog.all.map(\.name))
-        #expect(named.subtracting(known).isEmpty, "deploy names settings siwa does not have: \(named.subtracting(known).sorted())")
+        for (file, text) in files {
+            let named = Set(text.matches(of: /SIWA_[A-Z_]+[A-Z]/).map { String($0.output) })
+            #expect(named.subtracting(known).isEmpty, "\(file.rawValue) names settings siwa does not have: \(named.subtracting(known).sorted())")
+        }
     }
 
     @Test func defaultsBoundsAndOneLineErrors() throws {
