@@ -2,7 +2,7 @@
 # PostgreSQL clusters are throwaway ones from scripts/testdb.sh
 # (in $${SIWA_PG_ROOT:-/tmp/siwa-pg}; installed with apt-get when run as root).
 #
-#   make build | test | demo | bench | clean-db
+#   make build | test | demo | try | bench | clean-db
 #   make test SWIFT_TEST_FLAGS='--filter NotificationEndpointTests'
 
 SHELL := /bin/bash
@@ -18,7 +18,7 @@ endif
 TESTDB := $(CURDIR)/scripts/testdb.sh
 SWIFT_TEST_FLAGS ?=
 
-.PHONY: build test demo bench clean-db check-swift
+.PHONY: build test demo try bench clean-db check-swift
 
 check-swift:
 	@command -v swift >/dev/null 2>&1 || { \
@@ -45,6 +45,12 @@ test: check-swift
 demo: check-swift
 	swift build
 	url="$$($(TESTDB) start demo)"; SIWA_DEMO_DATABASE_URL="$$url" scripts/demo.sh
+
+# siwa with sign-in on, its worker and the Apple simulator, left running
+# for curl (the commands are printed); Ctrl-C ends it.
+try: check-swift
+	swift build
+	url="$$($(TESTDB) start demo)"; SIWA_DEMO_DATABASE_URL="$$url" scripts/demo.sh --serve
 
 bench: check-swift
 	swift build -c release

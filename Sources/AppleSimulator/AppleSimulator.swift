@@ -104,6 +104,7 @@ public final class AppleSimulator: Sendable {
             return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: document ?? self.jwksJSON)))
         }
         addTokenRoutes(to: router)
+        addAuthorizeRoute(to: router)
         return router
     }
 

@@ -96,7 +96,7 @@ struct DemoSignIn {
     }
 
     /// `siwa api-keys create` as the owner (an admin would use their own role).
-    private func createAPIKey() async throws -> String {
+    func createAPIKey() async throws -> String {
         let output = FileManager.default.temporaryDirectory.appendingPathComponent("siwa-demo-key-\(getpid()).log").path
         defer { try? FileManager.default.removeItem(atPath: output) }
         let command = try demo.spawn("api-keys", arguments: ["create", "demo-backend"],

@@ -46,6 +46,9 @@ struct SIWADemoCommand: AsyncParsableCommand {
     @Flag(help: "Keep the demo database at the end (its name is printed) instead of dropping it.")
     var keep = false
 
+    @Flag(help: "Instead of the scripted demo, leave siwa (sign-in on), its worker and the Apple simulator running, and print curl commands to try the API (`make try`); Ctrl-C ends it.")
+    var serve = false
+
     func run() async throws {
         let env = ProcessInfo.processInfo.environment
         guard let serverURL = env["SIWA_DEMO_DATABASE_URL"].flatMap({ $0.isEmpty ? nil : $0 }) else {
@@ -71,7 +74,8 @@ struct SIWADemoCommand: AsyncParsableCommand {
         print("Demo database: \(name) on \(server.host):\(server.port) (made for this run; owner \(server.username), runtime role \(runtimeUser))")
         var failure: (any Error)?
         do {
-            try await Demo(siwa: siwa, database: scratch, port: port).run()
+            let demo = Demo(siwa: siwa, database: scratch, port: port)
+            if serve { try await DemoServe(demo: demo).run() } else { try await demo.run() }
         } catch {
             failure = error
         }

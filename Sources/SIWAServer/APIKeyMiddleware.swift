@@ -63,13 +63,15 @@ public struct APIKeyMiddleware<Context: APIKeyAuthenticatedContext>: RouterMiddl
     }
 
     static func unauthorized() -> Response {
-        var response = JSONResponse.make(.unauthorized, ["error": "unauthorized"])
+        var response = JSONResponse.error(.unauthorized, reason: "unauthorized",
+                                          detail: "a live API key is required: Authorization: Bearer KEY (siwa api-keys create)")
         response.headers[.wwwAuthenticate] = "Bearer"
         return response
     }
 
     static func unavailable() -> Response {
-        var response = JSONResponse.make(.serviceUnavailable, ["error": "unavailable"])
+        var response = JSONResponse.error(.serviceUnavailable, reason: "unavailable",
+                                          detail: "the API key cannot be checked now (database unavailable); retry later")
         response.headers[.retryAfter] = "5"
         return response
     }

@@ -1,0 +1,67 @@
+import AccountStore
+import AppleSimulator
+import ChildProcesses
+import Foundation
+import Logging
+import UnixSignals
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `siwa-demo --serve` (`make try`): siwa serve with sign-in on, siwa
+/// worker, and the Apple simulator, left running so a person can play the
+/// app's backend with curl; stops (and drops the demo database) on Ctrl-C.
+struct DemoServe {
+    let demo: Demo
+
+    func run() async throws {
+        let quiet = Logger(label: "demo", factory: { _ in SwiftLogNoOpLogHandler() })
+        try await demo.migrate()
+        let apple = try AppleSimulator()
+        let appleServer = try await apple.start(logger: quiet)
+        let clientID = "com.example.siwa.demo"
+        let port = demo.port == 0 ? try freeLoopbackPort() : demo.port
+        let files = try DemoSignIn.Files(apple: apple, appleBaseURL: appleServer.baseURL)
+        defer { files.remove() }
+        // Apple tells siwa of each revocation, as in production.
+        let base = "http://127.0.0.1:\(port)"
+        apple.setNotificationEndpoint(URL(string: base + "/apple/notifications"))
+        let shared = ["SIWA_DATABASE_URL": demo.database.runtimeURL, "SIWA_LOG_LEVEL": "notice"].merging(files.settings) { $1 }
+        let serve = try demo.spawnServe(port: port, environment: shared.merging([
+            "SIWA_APPLE_CLIENT_IDS": clientID, "SIWA_APPLE_JWKS_URL": "\(appleServer.baseURL)/auth/keys",
+        ]) { $1 })
+        defer { if serve.isRunning { serve.signal(SIGTERM) } }
+        try await Demo.waitUntilReady(base)
+        let worker = try demo.spawn("worker", environment: shared)
+        defer { if worker.isRunning { worker.signal(SIGTERM) } }
+        let key = try await DemoSignIn(demo: demo, files: files, apple: apple, base: base, clientID: clientID).createAPIKey()
+
+        print("""
+
+            siwa is running with sign-in on, against a simulated Apple. In another shell:
+
+              export SIWA=\(base) APPLE=\(appleServer.baseURL) KEY=\(key)
+
+              # What Apple hands the app at sign-in (the simulator's own endpoint):
+              curl -s -X POST "$APPLE/simulator/authorize?sub=001.curl.0001&client_id=\(clientID)&email=me@privaterelay.appleid.com" > apple.json
+              # The app's backend signs the user in:
+              curl -s -H "Authorization: Bearer $KEY" -H 'Content-Type: application/json' -d @apple.json "$SIWA/v1/sign-in"
+              curl -s -H "Authorization: Bearer $KEY" "$SIWA/v1/users/001.curl.0001"
+              # The user deletes their account in the app:
+              curl -s -X DELETE -H "Authorization: Bearer $KEY" "$SIWA/v1/users/001.curl.0001"
+              curl -s -H "Authorization: Bearer $KEY" "$SIWA/v1/users/001.curl.0001"   # purge completed
+
+            Ctrl-C stops everything and drops the demo database.
+            """)
+        // Out now, also into a pipe or a file (stdout is block-buffered there).
+        fflush(nil)
+        let signals = await UnixSignalsSequence(trapping: [.sigint, .sigterm])
+        for await _ in signals { break }
+        print("\nStopping…")
+        worker.signal(SIGTERM)
+        serve.signal(SIGTERM)
+        _ = await worker.wait()
+        _ = await serve.wait()
+        await appleServer.stop()
+    }
+}
