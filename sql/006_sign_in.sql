@@ -11,8 +11,9 @@ ALTER TABLE siwa.users
     -- Apple's real_user_status (0 unsupported, 1 unknown, 2 likely real),
     -- sent once, at the first sign-in.
     ADD COLUMN real_user_status smallint,
-    -- A notification whose event_time is older than the latest sign-in
-    -- changes nothing: the user signed in again after it.
+    -- Shown to the app. (A sign-in also sets status_event_time to the
+    -- identity token's iat, Apple's clock: a consent revocation older than
+    -- it changes nothing, the user came back after it.)
     ADD COLUMN last_sign_in_at  timestamptz,
     -- Set by the purge's erase: the personal data is gone. A later sign-in
     -- starts a new account (a new id) on the same row.
@@ -56,9 +57,12 @@ CREATE TABLE siwa.sign_in_codes (
     user_id               bigint NOT NULL,
     apple_sub             text NOT NULL,
     is_new_user           boolean NOT NULL,
+    refresh_token_stored  boolean NOT NULL,
     created_at            timestamptz NOT NULL DEFAULT now()
 );
 CREATE INDEX sign_in_codes_created_at_idx ON siwa.sign_in_codes (created_at);
+-- The purge's erase removes a user's codes.
+CREATE INDEX sign_in_codes_apple_sub_idx ON siwa.sign_in_codes (apple_sub);
 
 -- `GET /v1/users/{sub}` shows the user's latest purge; a user's jobs by sub.
 CREATE INDEX jobs_apple_sub_idx ON siwa.jobs ((args->>'apple_sub'), id);
@@ -107,6 +111,8 @@ REVOKE ALL ON FUNCTION siwa.grant_runtime_privileges(name) FROM PUBLIC;
 
 -- Admins (`siwa api-keys`) make and revoke keys, named in the audit trail by
 -- their own database role.
-GRANT SELECT, INSERT, UPDATE (revoked_at, revoked_by) ON siwa.api_keys TO siwa_admin;
+-- Never the hash: an admin needs none of it (INSERT takes it, RETURNING leaves it out).
+GRANT SELECT (id, name, prefix, created_at, created_by, revoked_at, revoked_by, last_used_at), INSERT,
+      UPDATE (revoked_at, revoked_by) ON siwa.api_keys TO siwa_admin;
 -- Auditors see which keys exist and when they were used, never a hash.
 GRANT SELECT (id, name, prefix, created_at, created_by, revoked_at, revoked_by, last_used_at) ON siwa.api_keys TO siwa_auditor;

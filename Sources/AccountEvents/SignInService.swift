@@ -83,7 +83,7 @@ public struct SignInService: Sendable {
         var record = SignInRecord(
             appleSub: claims.sub, clientID: verified.audience, email: claims.email, isPrivateEmail: claims.isPrivateEmail,
             givenName: Self.name(request.user?.name?.firstName), familyName: Self.name(request.user?.name?.lastName),
-            realUserStatus: claims.realUserStatus?.rawValue, codeSHA256: nil, apiKeyName: apiKeyName)
+            realUserStatus: claims.realUserStatus?.rawValue, signedInAt: verified.issuedAt, codeSHA256: nil, apiKeyName: apiKeyName)
 
         guard let code = request.authorizationCode else {
             return try await finish(store.store(record, seal: nil), sub: claims.sub, tokensStored: false)
@@ -113,24 +113,40 @@ public struct SignInService: Sendable {
             return .unavailable(retryAfterSeconds: retryAfter.map { max(1, Int($0.components.seconds)) } ?? 5,
                                 detail: "Apple's token endpoint is unavailable")
         }
-        // Apple's own id_token must name the same user.
-        if let idToken = tokens.idToken {
-            let fromApple = try await verifier.verify(idToken)
-            guard fromApple.claims.sub == claims.sub else {
-                return .refused(reason: "token_mismatch", detail: "Apple's id_token for this code names another user")
-            }
-        }
         guard let refreshToken = tokens.refreshToken else {
-            return try await finish(store.store(record, seal: nil), sub: claims.sub, tokensStored: false)
+            return .refused(reason: "token_mismatch", detail: "Apple's answer to the code has no refresh token")
         }
-        let (keyRing, clientID) = (self.keyRing, verified.audience)
-        let outcome = try await store.store(record) { userID in
-            let refresh = try keyRing.seal(refreshToken, userID: userID, clientID: clientID)
-            let access = try keyRing.seal(tokens.accessToken, userID: userID, clientID: clientID)
-            return SealedTokenPair(keyID: refresh.keyID, refreshToken: refresh.bytes, accessToken: access.bytes,
-                                   accessExpiresIn: tokens.expiresIn)
+        // From here on, a token siwa does not store is revoked (best effort):
+        // Apple would otherwise keep the app authorised for the user.
+        let clientID = verified.audience
+        do {
+            // Apple's own id_token must name the same user.
+            guard let idToken = tokens.idToken, try await verifier.verify(idToken).claims.sub == claims.sub else {
+                revokeUnstored(refreshToken, clientID: clientID)
+                return .refused(reason: "token_mismatch", detail: "Apple's id_token for this code is missing or names another user")
+            }
+            let keyRing = self.keyRing
+            let outcome = try await store.store(record) { userID in
+                let refresh = try keyRing.seal(refreshToken, userID: userID, clientID: clientID)
+                let access = try keyRing.seal(tokens.accessToken, userID: userID, clientID: clientID)
+                return SealedTokenPair(keyID: refresh.keyID, refreshToken: refresh.bytes, accessToken: access.bytes,
+                                       accessExpiresIn: tokens.expiresIn)
+            }
+            if outcome == .deletionInProgress { revokeUnstored(refreshToken, clientID: clientID) }
+            return try await finish(outcome, sub: claims.sub, tokensStored: true)
+        } catch {
+            revokeUnstored(refreshToken, clientID: clientID)
+            throw error
         }
-        return try await finish(outcome, sub: claims.sub, tokensStored: true)
+    }
+
+    /// Revokes a refresh token siwa got and could not keep, in the background.
+    private func revokeUnstored(_ token: String, clientID: String) {
+        let (apple, logger) = (self.apple, self.logger)
+        Task {
+            let outcome = await apple.revoke(token: token, clientID: clientID)
+            logger.info("Revoked a refresh token that was not stored", metadata: ["client_id": "\(clientID)", "apple": "\(outcome)"])
+        }
     }
 
     private func replayed(_ codeHash: Data, sub: String) async throws -> SignInOutcome? {
@@ -142,7 +158,7 @@ public struct SignInService: Sendable {
         guard let user = try await directory.user(appleSub: sub), user.userID == earlier.userID else {
             return .refused(reason: "invalid_grant", detail: "this authorization code was used for an account that no longer exists")
         }
-        return .signedIn(user, isNewUser: earlier.isNewUser, refreshTokenStored: true)
+        return .signedIn(user, isNewUser: earlier.isNewUser, refreshTokenStored: earlier.refreshTokenStored)
     }
 
     private func finish(_ outcome: SignInStoreOutcome, sub: String, tokensStored: Bool) async throws -> SignInOutcome {

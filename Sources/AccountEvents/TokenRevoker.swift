@@ -49,7 +49,8 @@ public struct TokenRevoker: Sendable {
             case .unavailable(_, let reason):
                 throw Self.failure(step, "Apple's revoke endpoint is unavailable: \(reason)")
             }
-            revoked.append(TokenRevocation(userID: token.userID, clientID: token.clientID, appleStatus: status))
+            revoked.append(TokenRevocation(userID: token.userID, clientID: token.clientID, refreshToken: token.refreshToken,
+                                           appleStatus: status))
         }
         return try await store.recordRevoked(revoked, appleSub: sub, step: step)
     }

@@ -16,6 +16,8 @@ public enum TokenValidationResult: String, Sendable {
     case undecided
     /// Apple refused siwa's own credentials: validation pauses.
     case invalidClient = "invalid_client"
+    /// The user is signed out or deleted: not checked (the token's revocation is on the way).
+    case skipped
 }
 
 /// `siwa worker`'s daily validation of stored refresh tokens (TN3194), at
@@ -44,7 +46,7 @@ public struct TokenValidator: Service {
         self.requestsPerSecond = requestsPerSecond
         self.pollInterval = pollInterval
         self.logger = logger
-        outcomes = Dictionary(uniqueKeysWithValues: [TokenValidationResult.valid, .invalidGrant, .undecided, .invalidClient].map {
+        outcomes = Dictionary(uniqueKeysWithValues: [TokenValidationResult.valid, .invalidGrant, .undecided, .invalidClient, .skipped].map {
             ($0, Counter(label: "siwa_token_validations_total", dimensions: [("outcome", $0.rawValue)], factory: metrics))
         })
     }
@@ -113,6 +115,7 @@ public struct TokenValidator: Service {
     }
 
     private func check(_ token: DueAppleToken) async -> TokenValidationResult {
+        guard token.userIsActive else { return .skipped }
         let refreshToken: String
         do {
             refreshToken = try keyRing.open(SealedToken(keyID: token.keyID, bytes: token.refreshToken),

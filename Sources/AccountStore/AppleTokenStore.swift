@@ -15,12 +15,16 @@ public struct StoredAppleToken: Sendable, Equatable {
 public struct TokenRevocation: Sendable {
     public let userID: Int64
     public let clientID: String
+    /// The sealed token revoked: the row is deleted only if it still holds
+    /// it (a sign-in may have stored a new one meanwhile).
+    public let refreshToken: Data
     /// The HTTP status Apple gave (200, or 400 for a token already dead).
     public let appleStatus: Int
 
-    public init(userID: Int64, clientID: String, appleStatus: Int) {
+    public init(userID: Int64, clientID: String, refreshToken: Data, appleStatus: Int) {
         self.userID = userID
         self.clientID = clientID
+        self.refreshToken = refreshToken
         self.appleStatus = appleStatus
     }
 }
@@ -66,8 +70,10 @@ public struct AppleTokenStore: Sendable {
                 WITH gone AS (
                     DELETE FROM siwa.apple_tokens AS t
                     USING unnest(\(revoked.map(\.userID))::bigint[], \(revoked.map(\.clientID))::text[],
-                                 \(revoked.map { Int32($0.appleStatus) })::integer[]) AS r(user_id, client_id, status)
-                    WHERE t.user_id = r.user_id AND t.client_id = r.client_id
+                                 -- bytea travels as hex (PostgresNIO binds no bytea[])
+                                 \(revoked.map { $0.refreshToken.map { String(format: "%02x", $0) }.joined() })::text[],
+                                 \(revoked.map { Int32($0.appleStatus) })::integer[]) AS r(user_id, client_id, token, status)
+                    WHERE t.user_id = r.user_id AND t.client_id = r.client_id AND t.refresh_token = decode(r.token, 'hex')
                     RETURNING t.user_id, t.client_id, r.status
                 )
                 INSERT INTO siwa.audit_log (actor, action, apple_sub, details)

@@ -49,23 +49,29 @@ public struct RecordNotificationStatement: PostgresPreparedStatement {
             SELECT u.apple_sub, u.status, u.signed_in_ms,
                    EXISTS (SELECT FROM siwa.apple_tokens WHERE apple_tokens.user_id = u.id) AS has_tokens
             FROM (SELECT apple_sub FROM input ORDER BY apple_sub) AS batch,
-                 LATERAL (SELECT id, apple_sub, status, (extract(epoch FROM last_sign_in_at) * 1000)::bigint AS signed_in_ms
+                 -- An active user's status_event_time is their latest sign-in
+                 -- (the identity token's iat), if they signed in.
+                 LATERAL (SELECT id, apple_sub, status, CASE WHEN status = 'active' THEN status_event_time END AS signed_in_ms
                           FROM siwa.users WHERE users.apple_sub = batch.apple_sub LIMIT 1 FOR UPDATE) AS u
         ), decided AS (
-            -- A status event older than the user's latest sign-in changes
-            -- nothing: the user came back after it. A consent revocation
-            -- under `sign_out` (no purge) still revokes and deletes the
-            -- user's Apple tokens: a token-only job (args.scope).
+            -- A consent revocation older than the user's latest sign-in
+            -- changes nothing: the user came back after it (an account
+            -- deletion is never stale). One for a user already deleted
+            -- adds no purge (Apple sends it after siwa's own revocation).
+            -- A consent revocation under `sign_out` (no purge) still
+            -- revokes and deletes the user's Apple tokens: a token-only job
+            -- (args.scope).
             SELECT input.jti, input.event_type, input.apple_sub, input.event_time, input.audience, input.issued_at,
                    input.claims, input.forwarding, input.email, input.is_private_email, input.ord,
                    CASE WHEN stale THEN '' ELSE input.status END AS status,
-                   input.purge AND NOT stale AS purge,
+                   input.purge AND NOT stale
+                       AND NOT (input.status = 'consent_revoked' AND coalesce(known.status, '') = 'deleted') AS purge,
                    input.status = 'consent_revoked' AND NOT input.purge AND NOT stale
                        AND coalesce(known.has_tokens, false) AS sign_out,
                    stale
             FROM input LEFT JOIN known USING (apple_sub),
-                 LATERAL (SELECT input.status <> '' AND input.event_time <= coalesce(known.signed_in_ms, -9223372036854775808)
-                          AS stale) AS s
+                 LATERAL (SELECT input.status = 'consent_revoked'
+                                 AND input.event_time <= coalesce(known.signed_in_ms, -9223372036854775808) AS stale) AS s
         ), inbox AS (
             INSERT INTO siwa.notifications (jti, event_type, apple_sub, event_time, audience, issued_at, claims)
             -- A user who revoked consent or was deleted is (being) purged:

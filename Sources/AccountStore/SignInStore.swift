@@ -13,13 +13,16 @@ public struct SignInRecord: Sendable {
     public var givenName: String?
     public var familyName: String?
     public var realUserStatus: Int?
+    /// The identity token's `iat` (Apple's clock): a consent revocation or
+    /// an email event older than it changes nothing.
+    public var signedInAt: Date
     /// SHA-256 of the authorization code (for the retry answer), nil when none was given.
     public var codeSHA256: Data?
     /// The API key the app's backend called with, for the audit trail.
     public var apiKeyName: String
 
     public init(appleSub: String, clientID: String, email: String?, isPrivateEmail: Bool?, givenName: String?,
-                familyName: String?, realUserStatus: Int?, codeSHA256: Data?, apiKeyName: String) {
+                familyName: String?, realUserStatus: Int?, signedInAt: Date, codeSHA256: Data?, apiKeyName: String) {
         self.appleSub = appleSub
         self.clientID = clientID
         self.email = email
@@ -27,6 +30,7 @@ public struct SignInRecord: Sendable {
         self.givenName = givenName
         self.familyName = familyName
         self.realUserStatus = realUserStatus
+        self.signedInAt = signedInAt
         self.codeSHA256 = codeSHA256
         self.apiKeyName = apiKeyName
     }
@@ -60,6 +64,7 @@ public struct SignInReplay: Sendable, Equatable {
     public let userID: Int64
     public let appleSub: String
     public let isNewUser: Bool
+    public let refreshTokenStored: Bool
 }
 
 /// Where sign-in is stored: one transaction per sign-in that upserts the
@@ -83,12 +88,12 @@ public struct SignInStore: Sendable {
     /// The first answer for this code, when it was stored less than ten minutes ago.
     public func replay(codeSHA256: Data) async throws -> SignInReplay? {
         let rows = try await client.guardedQuery("""
-            SELECT user_id, apple_sub, is_new_user FROM siwa.sign_in_codes
+            SELECT user_id, apple_sub, is_new_user, refresh_token_stored FROM siwa.sign_in_codes
             WHERE code_sha256 = \(codeSHA256) AND created_at > now() - make_interval(secs => \(Self.replayWindowSeconds)::float8)
             """, logger: logger)
         guard let row = rows.first else { return nil }
-        let (userID, sub, isNew) = try row.decode((Int64, String, Bool).self)
-        return SignInReplay(userID: userID, appleSub: sub, isNewUser: isNew)
+        let (userID, sub, isNew, stored) = try row.decode((Int64, String, Bool, Bool).self)
+        return SignInReplay(userID: userID, appleSub: sub, isNewUser: isNew, refreshTokenStored: stored)
     }
 
     /// Upserts the user and stores the tokens, in one transaction.
@@ -118,8 +123,8 @@ public struct SignInStore: Sendable {
             }
             if let code = record.codeSHA256 {
                 try await connection.query("""
-                    INSERT INTO siwa.sign_in_codes (code_sha256, user_id, apple_sub, is_new_user)
-                    VALUES (\(code), \(userID), \(record.appleSub), \(isNew))
+                    INSERT INTO siwa.sign_in_codes (code_sha256, user_id, apple_sub, is_new_user, refresh_token_stored)
+                    VALUES (\(code), \(userID), \(record.appleSub), \(isNew), \(seal != nil))
                     ON CONFLICT (code_sha256) DO NOTHING
                     """, logger: logger)
             }
@@ -134,32 +139,45 @@ public struct SignInStore: Sendable {
     }
 
     /// The user's row for this sign-in, locked: (id, is new), or nil while
-    /// a purge of the user is pending.
+    /// a purge of the user is pending (or a deletion was never carried out).
     ///
     /// A user seen before keeps their id when their data is there (active,
     /// or signed out by a consent revocation under `sign_out`). A user whose
-    /// data was purged, or who was deleted, starts a new account on the same
-    /// row: a new id (the old one stays in the audit trail, with the
-    /// tombstone's history), no names, status active.
+    /// data was purged starts a new account on the same row: a new id (the
+    /// old one stays in the audit trail, with the tombstone's history), no
+    /// names, status active.
     static func upsertUser(_ r: SignInRecord, on connection: PostgresConnection, logger: Logger) async throws -> (Int64, Bool)? {
+        let signedIn = Int64((r.signedInAt.timeIntervalSince1970 * 1000).rounded())
         // Twice at most: a concurrent first sign-in of the same user may
         // insert the row between our look and our insert.
         for _ in 0..<2 {
+            // The lock first, on its own: a sign-in that waited for a
+            // concurrent deletion gets the row it left, and the pending-purge
+            // check below, a statement of its own, sees the job it enqueued
+            // (one statement would read the jobs as they were before the wait).
             let found = try await connection.query("""
-                SELECT id, status, purged_at IS NOT NULL,
-                       EXISTS (SELECT FROM siwa.jobs WHERE kind = 'purge_user' AND args->>'apple_sub' = users.apple_sub
-                               AND state IN ('available', 'running', 'retryable') AND NOT args ? 'scope')
-                FROM siwa.users WHERE apple_sub = \(r.appleSub) FOR UPDATE
+                SELECT id, status, purged_at IS NOT NULL FROM siwa.users WHERE apple_sub = \(r.appleSub) FOR UPDATE
                 """, logger: logger).collect()
             if let row = found.first {
-                let (id, status, purged, purgePending) = try row.decode((Int64, String, Bool, Bool).self)
-                if purgePending { return nil }
-                if status == "deleted" || purged {
-                    return (try await restart(id, previousStatus: status, r, on: connection, logger: logger), true)
+                let (id, status, purged) = try row.decode((Int64, String, Bool).self)
+                let pending = try await connection.query("""
+                    SELECT EXISTS (SELECT FROM siwa.jobs WHERE kind = 'purge_user' AND args->>'apple_sub' = \(r.appleSub)
+                                   AND state IN ('available', 'running', 'retryable')
+                                   -- a token-only sign-out, unless a deletion marked it for a rerun
+                                   AND (NOT args ? 'scope' OR args ? 'rerun'))
+                    """, logger: logger).collect()
+                if try pending.first?.decode(Bool.self) == true { return nil }
+                if purged {
+                    return (try await restart(id, previousStatus: status, r, signedIn: signedIn, on: connection, logger: logger), true)
                 }
+                // Deleted, its purge neither pending nor done (discarded or
+                // cancelled): the data is still here and must go first.
+                if status == "deleted" { return nil }
                 try await connection.query("""
-                    UPDATE siwa.users SET status = 'active', status_event_time = \(unescaped: Self.nowMilliseconds),
+                    UPDATE siwa.users SET status = 'active', status_event_time = \(signedIn),
                         email = coalesce(\(r.email), email), is_private_email = coalesce(\(r.isPrivateEmail), is_private_email),
+                        email_event_time = CASE WHEN \(r.email)::text IS NULL THEN email_event_time
+                                                ELSE greatest(email_event_time, \(signedIn)) END,
                         given_name = coalesce(given_name, \(r.givenName)), family_name = coalesce(family_name, \(r.familyName)),
                         real_user_status = coalesce(\(r.realUserStatus.map(Int16.init)), real_user_status),
                         last_sign_in_at = now(), updated_at = now()
@@ -168,10 +186,11 @@ public struct SignInStore: Sendable {
                 return (id, false)
             }
             let inserted = try await connection.query("""
-                INSERT INTO siwa.users (apple_sub, status, status_event_time, email, is_private_email, given_name,
-                                        family_name, real_user_status, last_sign_in_at)
-                VALUES (\(r.appleSub), 'active', \(unescaped: Self.nowMilliseconds), \(r.email), \(r.isPrivateEmail), \(r.givenName),
-                        \(r.familyName), \(r.realUserStatus.map(Int16.init)), now())
+                INSERT INTO siwa.users (apple_sub, status, status_event_time, email, is_private_email, email_event_time,
+                                        given_name, family_name, real_user_status, last_sign_in_at)
+                VALUES (\(r.appleSub), 'active', \(signedIn), \(r.email), \(r.isPrivateEmail),
+                        CASE WHEN \(r.email)::text IS NULL THEN NULL ELSE \(signedIn) END,
+                        \(r.givenName), \(r.familyName), \(r.realUserStatus.map(Int16.init)), now())
                 ON CONFLICT (apple_sub) DO NOTHING
                 RETURNING id
                 """, logger: logger).collect()
@@ -180,13 +199,13 @@ public struct SignInStore: Sendable {
         throw SignInStoreError("the user's row appeared and vanished during sign-in")
     }
 
-    private static func restart(_ id: Int64, previousStatus: String, _ r: SignInRecord,
+    private static func restart(_ id: Int64, previousStatus: String, _ r: SignInRecord, signedIn: Int64,
                                 on connection: PostgresConnection, logger: Logger) async throws -> Int64 {
         let rows = try await connection.query("""
             WITH restarted AS (
-                UPDATE siwa.users SET id = DEFAULT, status = 'active', status_event_time = \(unescaped: Self.nowMilliseconds),
+                UPDATE siwa.users SET id = DEFAULT, status = 'active', status_event_time = \(signedIn),
                     email = \(r.email), is_private_email = \(r.isPrivateEmail), email_forwarding_enabled = true,
-                    email_event_time = NULL, given_name = \(r.givenName), family_name = \(r.familyName),
+                    email_event_time = \(signedIn), given_name = \(r.givenName), family_name = \(r.familyName),
                     real_user_status = \(r.realUserStatus.map(Int16.init)), last_sign_in_at = now(), purged_at = NULL,
                     created_at = now(), updated_at = now()
                 WHERE id = \(id)
@@ -202,10 +221,6 @@ public struct SignInStore: Sendable {
         guard let row = rows.first else { throw SignInStoreError("the user's row vanished during sign-in") }
         return try row.decode(Int64.self)
     }
-
-    /// Now, in milliseconds, as notifications' `event_time`: a notification
-    /// older than this sign-in changes nothing (RecordNotificationStatement).
-    static let nowMilliseconds = "(extract(epoch FROM now()) * 1000)::bigint"
 }
 
 public struct SignInStoreError: Error, CustomStringConvertible, Sendable {

@@ -11,6 +11,10 @@ public struct DueAppleToken: Sendable, Equatable {
     public let refreshToken: Data
     /// Consecutive validations Apple could not decide before this one.
     public let failures: Int
+    /// A signed-out or deleted user's token is not checked (its revocation
+    /// is on the way); claiming it only moves it a period ahead, so it does
+    /// not sit at the head of the due index.
+    public let userIsActive: Bool
 }
 
 /// The worker's daily check of stored refresh tokens (TN3194: validate a
@@ -34,7 +38,7 @@ public struct TokenValidationQueue: Sendable {
     /// so tokens stored together drift apart instead of falling due at once.
     static let nextCheck = "now() + make_interval(hours => $2::integer) * (1 + random() / 4)"
 
-    /// Up to `limit` due tokens of active users, oldest due first.
+    /// Up to `limit` due tokens, oldest due first.
     public func claimDue(limit: Int) async throws -> [DueAppleToken] {
         try await claim(where: "t.validate_after <= now()", limit: limit, sub: nil)
     }
@@ -48,7 +52,7 @@ public struct TokenValidationQueue: Sendable {
         var query = PostgresQuery(unsafeSQL: """
             WITH due AS (
                 SELECT t.user_id, t.client_id FROM siwa.apple_tokens AS t JOIN siwa.users AS u ON u.id = t.user_id
-                WHERE \(condition) AND u.status = 'active' AND ($3::text IS NULL OR u.apple_sub = $3::text)
+                WHERE \(condition) AND ($3::text IS NULL OR u.apple_sub = $3::text)
                 ORDER BY t.validate_after
                 LIMIT $1::integer
                 FOR UPDATE OF t SKIP LOCKED
@@ -56,15 +60,16 @@ public struct TokenValidationQueue: Sendable {
             UPDATE siwa.apple_tokens AS t SET validate_after = \(Self.nextCheck)
             FROM due, siwa.users AS u
             WHERE t.user_id = due.user_id AND t.client_id = due.client_id AND u.id = t.user_id
-            RETURNING t.user_id, u.apple_sub, t.client_id, t.key_id, t.refresh_token, t.validation_failures
+            RETURNING t.user_id, u.apple_sub, t.client_id, t.key_id, t.refresh_token, t.validation_failures, u.status = 'active'
             """)
         query.binds.append(Int32(clamping: limit))
         query.binds.append(Int32(clamping: periodHours))
         query.binds.append(sub)
         return try await client.guardedQuery(query, logger: logger).map { row in
-            let (userID, sub, clientID, keyID, token, failures) = try row.decode((Int64, String, String, String, Data, Int32).self)
+            let (userID, sub, clientID, keyID, token, failures, active) =
+                try row.decode((Int64, String, String, String, Data, Int32, Bool).self)
             return DueAppleToken(userID: userID, appleSub: sub, clientID: clientID, keyID: keyID, refreshToken: token,
-                                 failures: Int(failures))
+                                 failures: Int(failures), userIsActive: active)
         }
     }
 
@@ -105,7 +110,9 @@ public struct TokenValidationQueue: Sendable {
     /// notification reaching siwa. Treated as a `consent-revoked` event
     /// under the policy (`purge`: a whole purge; otherwise a token-only
     /// sign-out that revokes and deletes the user's other tokens), unless
-    /// the user is no longer active. The dead token itself is deleted now.
+    /// the user is no longer active or signed in again after this token was
+    /// stored (an old web token dying says nothing of the app's new one).
+    /// The dead token itself is deleted now.
     /// Returns the job enqueued (or merged into), if any.
     @discardableResult
     public func recordInvalidGrant(_ token: DueAppleToken, purge: Bool) async throws -> Int64? {
@@ -113,11 +120,12 @@ public struct TokenValidationQueue: Sendable {
             WITH dead AS (
                 DELETE FROM siwa.apple_tokens
                 WHERE user_id = \(token.userID) AND client_id = \(token.clientID) AND refresh_token = \(token.refreshToken)
-                RETURNING user_id
+                RETURNING user_id, stored_at
             ), account AS (
                 UPDATE siwa.users AS u SET status = 'consent_revoked',
                        status_event_time = (extract(epoch FROM now()) * 1000)::bigint, updated_at = now()
                 FROM dead WHERE u.id = dead.user_id AND u.status = 'active'
+                  AND dead.stored_at >= coalesce(u.last_sign_in_at, '-infinity')
                 RETURNING u.id, u.apple_sub
             ), job AS (
                 INSERT INTO siwa.jobs (kind, args)

@@ -50,6 +50,8 @@ public struct UserDirectory: Sendable {
                                 FROM siwa.apple_tokens WHERE user_id = u.id) AS tokens
             LEFT JOIN LATERAL (SELECT id, state FROM siwa.jobs
                                WHERE args->>'apple_sub' = u.apple_sub AND kind = 'purge_user' AND NOT args ? 'scope'
+                                 -- this account's, not a purged one's before it
+                                 AND created_at >= u.created_at
                                ORDER BY id DESC LIMIT 1) AS purge ON true
             WHERE u.apple_sub = \(appleSub)
             """, logger: logger)

@@ -202,3 +202,39 @@ struct SignInTests {
         for token in issued { #expect(!dump.contains(token)) }
     }
 }
+
+/// Races between a sign-in and what ends an account.
+@Suite("Sign-in races")
+struct SignInRaceTests {
+    /// A sign-in that waits for a concurrent deletion's transaction must see
+    /// the purge it enqueued (409), not start a new account the purge would
+    /// then erase.
+    @Test func aSignInWaitingForADeletionIsRefusedNotRestarted() async throws {
+        let setup = try await SignInTests.Setup.start()
+        defer { Task { await setup.server.stop() } }
+        let db = setup.server.database
+        let sub = "001.race.0001"
+        let first = try await setup.signIn(try setup.appleSignIn(sub: sub))
+        #expect(first.status == 200)
+        // The deletion holds the user row, as DELETE /v1/users (or an
+        // account-delete notification) does until it commits...
+        let signIn = try await OpenConnection.with(db.runtimeConfiguration) { deletion in
+            try await deletion.run("BEGIN")
+            try await deletion.run("UPDATE siwa.users SET status = 'deleted' WHERE apple_sub = '\(sub)'")
+            try await deletion.run("INSERT INTO siwa.jobs (kind, args) VALUES ('purge_user', '{\"apple_sub\": \"\(sub)\"}')")
+            // ...while the user signs in again.
+            let body = try setup.appleSignIn(sub: sub)
+            let signIn = Task { try await setup.signIn(body) }
+            #expect(try await eventually(upTo: .seconds(10)) { try await InboxConcurrencyTests.waitingForALock(db) },
+                    "the sign-in never reached the user row")
+            try await deletion.run("COMMIT")
+            return signIn
+        }
+        let answer = try await signIn.value
+        #expect(answer.status == 409 && answer.reason == "deletion_in_progress", "\(answer.text)")
+        #expect(try await db.strings("SELECT status || '/' || id::text FROM siwa.users WHERE apple_sub = '\(sub)'")
+                == ["deleted/\(first.json["user_id"] as? Int ?? -1)"], "not restarted")
+        // The token Apple issued for the refused sign-in is revoked, not left live.
+        #expect(try await eventually(upTo: .seconds(10)) { setup.apple.revokedTokens.count == 1 })
+    }
+}
