@@ -84,7 +84,7 @@ struct AccountDeletionTests {
             SELECT action || coalesce(':' || (details->>'step'), '') FROM siwa.audit_log
             WHERE apple_sub = '\(sub)' AND action IN ('token.revoked', 'job.step_completed') ORDER BY seq
             """).prefix(3) == ["token.revoked", "job.step_completed:apple.revoke_tokens", "job.step_completed:siwa.erase_personal_data"])
-        #expect(try await setup.worker.wait(upTo: .seconds(15)) {
+        #expect(try await setup.worker.wait {
             try await setup.database.scalar(
                 "SELECT count(*) FROM siwa.notifications WHERE apple_sub = '\(sub)' AND event_type = 'consent-revoked'") == 1
         }, "Apple's consent-revoked after the revoke is recorded (and changes nothing: the user is deleted)")
