@@ -37,12 +37,7 @@ public struct AppleAuthClient: Sendable {
     /// an answer like any other, and never sends the secret elsewhere),
     /// connects within 5 s. The caller owns it and must `shutdown()` it.
     public static func makeHTTPClient(eventLoopGroup: any EventLoopGroup = HTTPClient.defaultEventLoopGroup) -> HTTPClient {
-        let configuration = HTTPClient.Configuration(
-            redirectConfiguration: .disallow,
-            timeout: .init(connect: .seconds(5), read: .seconds(10)),
-            decompression: .disabled
-        )
-        return HTTPClient(eventLoopGroup: eventLoopGroup, configuration: configuration)
+        HTTPJWKSSource.makeHTTPClient(eventLoopGroup: eventLoopGroup)
     }
 
     /// Exchanges an authorization code (from the app's sign-in) for tokens.

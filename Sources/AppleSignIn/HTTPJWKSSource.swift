@@ -23,8 +23,9 @@ public struct HTTPJWKSSource: JWKSSource {
         self.timeout = timeout
     }
 
-    /// A client for key fetches: follows no redirect, connects within 5 s.
-    /// The caller owns it and must `shutdown()` it.
+    /// A client for Apple: follows no redirect, connects within 5 s (key
+    /// fetches, and AppleAuthClient's token calls). The caller owns it and
+    /// must `shutdown()` it.
     public static func makeHTTPClient(eventLoopGroup: any EventLoopGroup = HTTPClient.defaultEventLoopGroup) -> HTTPClient {
         let configuration = HTTPClient.Configuration(
             redirectConfiguration: .disallow,

@@ -120,6 +120,21 @@ struct Demo {
         return (Int(response.status.code), String(buffer: bytes))
     }
 
+    /// Until the jobs of these users are all completed (30 s at most).
+    static func waitForJobs(of subs: [String], client: PostgresClient) async throws {
+        let logger = Logger(label: "demo", factory: { _ in SwiftLogNoOpLogHandler() })
+        let deadline = ContinuousClock.now + .seconds(30)
+        while ContinuousClock.now < deadline {
+            let rows = try await client.query("""
+                SELECT count(*) FROM siwa.jobs WHERE args->>'apple_sub' = ANY(\(subs)) AND state <> 'completed'
+                """, logger: logger)
+            var pending = 1
+            for try await count in rows.decode(Int.self) { pending = count }
+            if pending == 0 { return }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+    }
+
     static func waitUntilReady(_ base: String) async throws {
         for _ in 0..<200 {
             var request = HTTPClientRequest(url: base + "/readyz")

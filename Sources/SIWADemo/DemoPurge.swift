@@ -54,16 +54,7 @@ struct DemoPurge {
             "SIWA_LOG_LEVEL": "warning",
         ])
         defer { if worker.isRunning { worker.signal(SIGTERM) } }
-        let deadline = ContinuousClock.now + .seconds(30)
-        while ContinuousClock.now < deadline {
-            let rows = try await client.query("""
-                SELECT count(*) FROM siwa.jobs WHERE args->>'apple_sub' IN (\(sub), \(other)) AND state <> 'completed'
-                """, logger: logger)
-            var pending = 1
-            for try await count in rows.decode(Int.self) { pending = count }
-            if pending == 0 { break }
-            try await Task.sleep(for: .milliseconds(100))
-        }
+        try await Demo.waitForJobs(of: [sub, other], client: client)
         worker.signal(SIGTERM)
         _ = await worker.wait()
 

@@ -76,17 +76,7 @@ struct DemoSignIn {
             "SIWA_DATABASE_URL": demo.database.runtimeURL, "SIWA_LOG_LEVEL": "warning",
         ].merging(files.settings) { $1 })
         defer { if worker.isRunning { worker.signal(SIGTERM) } }
-        let logger = Logger(label: "demo", factory: { _ in SwiftLogNoOpLogHandler() })
-        let deadline = ContinuousClock.now + .seconds(30)
-        while ContinuousClock.now < deadline {
-            let rows = try await client.query("""
-                SELECT count(*) FROM siwa.jobs WHERE args->>'apple_sub' = \(sub) AND state <> 'completed'
-                """, logger: logger)
-            var pending = 1
-            for try await count in rows.decode(Int.self) { pending = count }
-            if pending == 0 { break }
-            try await Task.sleep(for: .milliseconds(100))
-        }
+        try await Demo.waitForJobs(of: [sub], client: client)
         worker.signal(SIGTERM)
         _ = await worker.wait()
         let revoked = apple.revokedTokens

@@ -115,21 +115,8 @@ enum JobsConnection {
     }
 
     static func run<T: Sendable>(_ body: @escaping @Sendable (JobAdministration) async throws -> T) async throws -> T {
-        let env = SettingsReader()
-        Startup.warnUnknownSettings(env)
-        let log = Startup.settings { try LogSettings(environment: env) }
-        LoggingSetup.bootstrap(log)
-        let url = Startup.settings { try env.required(SettingsCatalog.databaseURL) }
-        let database = Startup.settings { try DatabaseConfiguration(url: url, maximumConnections: 2) }
-        await Startup.requireConnection(database)
-        do {
-            return try await database.withClient { client in
-                try await body(JobAdministration(client: client, logger: Logger(label: "siwa.jobs")))
-            }
-        } catch let error as JobAdministrationError {
-            refuse(error.description)
-        } catch {
-            Startup.fail("SIWA_DATABASE_URL: \(database.redactedDescription): \(database.describe(connectionError: error))", code: 1)
+        await CommandDatabase.run(label: "siwa.jobs", refusing: JobAdministrationError.self) { client, logger in
+            try await body(JobAdministration(client: client, logger: logger))
         }
     }
 
