@@ -28,6 +28,9 @@ public struct DeletionScheduled: Sendable, Equatable {
     /// siwa holds an Apple token it will revoke before erasing; when false
     /// the app must send the user to Apple to revoke by hand.
     public let willRevoke: Bool
+    /// The user was deleted and purged before: nothing new was scheduled,
+    /// `jobID` is the purge that did it.
+    public let alreadyPurged: Bool
 }
 
 /// Reads users and schedules in-app deletions.
@@ -67,8 +70,24 @@ public struct UserDirectory: Sendable {
     /// Marks the user deleted and enqueues their purge (merged with a
     /// pending one, as for Apple's deletion events). nil: unknown sub.
     public func scheduleDeletion(appleSub: String, apiKeyName: String) async throws -> DeletionScheduled? {
-        let rows = try await client.withGuardedTransaction(logger: logger) { [logger] connection in
-            try await connection.query("""
+        try await client.withGuardedTransaction(logger: logger) { [logger] connection -> DeletionScheduled? in
+            // The lock on its own first (see SignInStore.upsertUser), then a
+            // user already purged gets the purge that did it, not another.
+            let locked = try await connection.query("""
+                SELECT status = 'deleted' AND purged_at IS NOT NULL FROM siwa.users WHERE apple_sub = \(appleSub) FOR UPDATE
+                """, logger: logger).collect()
+            guard let lockedRow = locked.first else { return nil }
+            if try lockedRow.decode(Bool.self) {
+                let done = try await connection.query("""
+                    SELECT j.id, j.state FROM siwa.users AS u JOIN siwa.jobs AS j
+                      ON j.args->>'apple_sub' = u.apple_sub AND j.kind = 'purge_user' AND NOT j.args ? 'scope'
+                    WHERE u.apple_sub = \(appleSub) ORDER BY j.id DESC LIMIT 1
+                    """, logger: logger).collect()
+                // Pruned after SIWA_JOB_RETENTION_DAYS: the audit trail keeps it.
+                let (id, state) = try done.first?.decode((Int64, String).self) ?? (Int64(0), "pruned")
+                return DeletionScheduled(jobID: id, state: state, willRevoke: false, alreadyPurged: true)
+            }
+            let rows = try await connection.query("""
                 WITH target AS (
                     SELECT id, apple_sub, status FROM siwa.users WHERE apple_sub = \(appleSub) FOR UPDATE
                 ), account AS (
@@ -103,9 +122,9 @@ public struct UserDirectory: Sendable {
                        EXISTS (SELECT FROM siwa.apple_tokens, target WHERE apple_tokens.user_id = target.id)
                 FROM purge
                 """, logger: logger).collect()
+            guard let row = rows.first else { return nil }
+            let (id, state, willRevoke) = try row.decode((Int64, String, Bool).self)
+            return DeletionScheduled(jobID: id, state: state, willRevoke: willRevoke, alreadyPurged: false)
         }
-        guard let row = rows.first else { return nil }
-        let (id, state, willRevoke) = try row.decode((Int64, String, Bool).self)
-        return DeletionScheduled(jobID: id, state: state, willRevoke: willRevoke)
     }
 }

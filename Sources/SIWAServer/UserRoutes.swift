@@ -80,6 +80,9 @@ struct UserRoutes: Sendable {
             guard let scheduled = try await directory.scheduleDeletion(appleSub: sub, apiKeyName: apiKey) else {
                 return APIResponse.error(.notFound, "not_found", "no such user")
             }
+            if scheduled.alreadyPurged {
+                return APIResponse.json(.ok, ["status": "deleted", "job_id": scheduled.jobID, "job_state": scheduled.state])
+            }
             var fields: [String: any Sendable] = ["status": "deletion_scheduled", "job_id": scheduled.jobID, "job_state": scheduled.state]
             if scheduled.willRevoke {
                 fields["apple_revocation"] = "scheduled"

@@ -86,8 +86,13 @@ struct AccountDeletionTests {
             """).prefix(3) == ["token.revoked", "job.step_completed:apple.revoke_tokens", "job.step_completed:siwa.erase_personal_data"])
         #expect(try await setup.worker.wait {
             try await setup.database.scalar(
-                "SELECT count(*) FROM siwa.notifications WHERE apple_sub = '\(sub)' AND event_type = 'consent-revoked'") == 1
-        }, "Apple's consent-revoked after the revoke is recorded (and changes nothing: the user is deleted)")
+                "SELECT count(*) FROM siwa.notifications WHERE apple_sub = '\(sub)' AND event_type = 'consent-revoked'") == 2
+        }, "Apple's consent-revoked after each revoke (the worker's, and the one of the token the refused sign-in got) is recorded")
+        #expect(try await setup.database.scalar(
+            "SELECT count(*) FROM siwa.jobs WHERE args->>'apple_sub' = '\(sub)'") == 1, "and adds no purge: the user is deleted")
+        let repeated = try await setup.delete(sub)
+        #expect(repeated.status == 200 && repeated.json["status"] as? String == "deleted" && repeated.json["job_id"] as? Int == jobID,
+                "a deletion already carried out schedules nothing new: \(repeated.text)")
         let shown = try await setup.signIn.get("/v1/users/\(sub)")
         #expect((shown.json["purge"] as? [String: Any])?["state"] as? String == "completed")
         #expect(shown.json["email"] is NSNull)
