@@ -14,7 +14,7 @@ struct Tokens: AsyncParsableCommand {
             To rotate: `siwa tokens keygen`, put its line FIRST in the file, restart serve and worker, \
             run `siwa tokens rekey`, and only then remove the old lines.
             """,
-        subcommands: [Keygen.self, Rekey.self, Validate.self]
+        subcommands: [Keygen.self, Rekey.self, Validate.self, Forget.self]
     )
 
     struct Keygen: AsyncParsableCommand {
@@ -112,6 +112,37 @@ struct Tokens: AsyncParsableCommand {
             } catch {
                 Startup.fail("\(name): \(error)")
             }
+        }
+    }
+
+    struct Forget: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Delete a user's stored tokens that no key of the ring decrypts (audited).",
+            discussion: """
+                A token whose key left SIWA_TOKEN_ENCRYPTION_KEYS_FILE cannot be revoked at Apple, and \
+                the purge never erases a token it did not revoke: the user's purge fails at its \
+                apple.revoke_tokens step (`siwa jobs show` says which key). Restore the key if you \
+                can. If it is lost, this deletes those tokens (audit row token.forgotten, with your \
+                database role and login); the purge then goes on (`siwa jobs retry ID` if it was \
+                discarded), and the user must remove the app at their Apple Account by hand \
+                (Sign-In and Security > Sign in with Apple). Tokens that decrypt are left alone.
+                Needs SIWA_DATABASE_URL (the runtime role) and SIWA_TOKEN_ENCRYPTION_KEYS_FILE.
+                """
+        )
+
+        @Option(help: "The user's Apple sub.")
+        var sub: String
+
+        func run() async throws {
+            let ring = Rekey.loadRing()
+            let sub = sub
+            let (forgotten, kept) = await CommandDatabase.run(label: "siwa.tokens", refusing: TokenKeyRingError.self) { client, logger in
+                try await UnrevocableTokens(client: client, ring: ring, logger: logger).forget(appleSub: sub, loginHint: JobsConnection.loginHint)
+            }
+            for token in forgotten {
+                print("forgotten: \(token.clientID) (sealed under key \(token.keyID), which the ring lacks): not revoked at Apple")
+            }
+            print("forgotten: \(forgotten.count), left (they decrypt and can be revoked): \(kept)")
         }
     }
 }

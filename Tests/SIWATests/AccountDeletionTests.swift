@@ -176,4 +176,34 @@ struct AccountDeletionTests {
         #expect(setup.worker.downstream.deliveries.isEmpty, "no purge plan step ran")
         #expect(try await setup.database.scalar("SELECT count(*) FROM app.purge_log") == 0)
     }
+
+    /// The token's key left the ring: siwa cannot revoke it, so the purge
+    /// fails at its revocation and erases nothing, until an operator runs
+    /// `siwa tokens forget` (audited); then the purge completes.
+    @Test func aTokenWhoseKeyIsLostBlocksThePurgeUntilForgotten() async throws {
+        let setup = try await Setup.start()
+        defer { Task { await setup.stop() } }
+        let sub = "001.lost.0001"
+        _ = try await setup.signedIn(sub)
+        try setup.signIn.fixture.rewriteKeyRing([TokenKeyRing.newKeyLine(id: "k2")])
+        let jobID = try #require(try await setup.delete(sub).json["job_id"] as? Int)
+        let worker = try setup.worker.startWorker()
+        defer { Task { await worker.kill9() } }
+        #expect(try await setup.worker.wait(upTo: .seconds(30)) {
+            try await setup.database.scalar("""
+                SELECT count(*) FROM siwa.jobs WHERE id = \(jobID) AND errors::text LIKE '%cannot be decrypted%'
+                """) > 0
+        }, "\(worker.log)")
+        #expect(try await setup.database.strings("SELECT email FROM siwa.users WHERE apple_sub = '\(sub)'") == ["user@privaterelay.appleid.com"],
+                "nothing is erased while a token is unrevoked")
+        let forgot = try await runSIWA(["tokens", "forget", "--sub", sub], environment: setup.worker.settings)
+        #expect(forgot.status == 0 && forgot.output.contains("forgotten: 1,"), "\(forgot.output)")
+        #expect(try await setup.database.scalar("""
+            SELECT count(*) FROM siwa.audit_log WHERE action = 'token.forgotten' AND apple_sub = '\(sub)'
+              AND details->>'key_id' = 'k1' AND details->>'db_user' = 'siwa_app'
+            """) == 1)
+        #expect(try await setup.worker.wait { try await setup.jobState(jobID) == ["completed"] }, "\(worker.log)")
+        #expect(setup.apple.revokedTokens.isEmpty, "nothing was sent to Apple: the token could not be read")
+        #expect(try await setup.database.strings("SELECT coalesce(email, 'erased') FROM siwa.users WHERE apple_sub = '\(sub)'") == ["erased"])
+    }
 }
