@@ -98,4 +98,34 @@ struct SettingsTests {
         let worker = try await runSIWA(["worker", "--help"])
         #expect(worker.output.contains("SIWA_PURGE_PLAN") && worker.output.contains("SIWA_JOB_MAX_RUN_SECONDS"))
     }
+
+    /// Sign-in is all four settings or none; a malformed one stops start-up
+    /// with one line naming it.
+    @Test func signInSettingsAreAllOrNone() throws {
+        let base = ["SIWA_DATABASE_URL": "postgres://u@h/d", "SIWA_APPLE_CLIENT_IDS": "a"]
+        #expect(try ServerSettings(environment: SettingsReader(base)).signIn == nil)
+        let some = base.merging(["SIWA_APPLE_TEAM_ID": "ABCDE12345"]) { $1 }
+        #expect(throws: (any Error).self) { try ServerSettings(environment: SettingsReader(some)) }
+        do { _ = try ServerSettings(environment: SettingsReader(some)) } catch {
+            #expect("\(error)".hasPrefix("SIWA_APPLE_KEY_ID: is required when SIWA_APPLE_TEAM_ID is set"), "\(error)")
+        }
+        let all = base.merging(["SIWA_APPLE_TEAM_ID": "ABCDE12345", "SIWA_APPLE_KEY_ID": "XYZ987WVU6",
+                                "SIWA_APPLE_PRIVATE_KEY_FILE": "/k.p8", "SIWA_TOKEN_ENCRYPTION_KEYS_FILE": "/ring"]) { $1 }
+        let signIn = try #require(try ServerSettings(environment: SettingsReader(all)).signIn)
+        #expect(signIn.appleBaseURL == "https://appleid.apple.com" && signIn.clientSecretTTLSeconds == 3600)
+        let cases: [(String, String, String)] = [
+            ("SIWA_APPLE_TEAM_ID", "abc", "SIWA_APPLE_TEAM_ID: expected 10 upper-case letters and digits, got 'abc'"),
+            ("SIWA_CLIENT_SECRET_TTL_SECONDS", "15777001", "SIWA_CLIENT_SECRET_TTL_SECONDS: expected a whole number in 60...15777000, got '15777001'"),
+            ("SIWA_REFRESH_VALIDATION_HOURS", "12",
+             "SIWA_REFRESH_VALIDATION_HOURS: expected 0 (off) or at least 24 (Apple asks that a refresh token be validated at most once a day), got '12'"),
+        ]
+        for (name, value, message) in cases {
+            do {
+                _ = try ServerSettings(environment: SettingsReader(all.merging([name: value]) { $1 }))
+                Issue.record("\(name)=\(value) was accepted")
+            } catch {
+                #expect("\(error)" == message)
+            }
+        }
+    }
 }
