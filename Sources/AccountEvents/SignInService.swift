@@ -119,6 +119,7 @@ public struct SignInService: Sendable {
         // From here on, a token siwa does not store is revoked (best effort):
         // Apple would otherwise keep the app authorised for the user.
         let clientID = verified.audience
+        let outcome: SignInStoreOutcome
         do {
             // Apple's own id_token must name the same user.
             guard let idToken = tokens.idToken, try await verifier.verify(idToken).claims.sub == claims.sub else {
@@ -126,18 +127,25 @@ public struct SignInService: Sendable {
                 return .refused(reason: "token_mismatch", detail: "Apple's id_token for this code is missing or names another user")
             }
             let keyRing = self.keyRing
-            let outcome = try await store.store(record) { userID in
+            outcome = try await store.store(record) { userID in
                 let refresh = try keyRing.seal(refreshToken, userID: userID, clientID: clientID)
                 let access = try keyRing.seal(tokens.accessToken, userID: userID, clientID: clientID)
                 return SealedTokenPair(keyID: refresh.keyID, refreshToken: refresh.bytes, accessToken: access.bytes,
                                        accessExpiresIn: tokens.expiresIn)
             }
-            if outcome == .deletionInProgress { revokeUnstored(refreshToken, clientID: clientID) }
-            return try await finish(outcome, sub: claims.sub, tokensStored: true)
+        } catch let unknown as ConnectionClosed {
+            // The connection died with the transaction's outcome unknown
+            // (the COMMIT may have landed): keep the token live; a retry of
+            // the request gets the stored answer, or Apple's invalid_grant.
+            throw unknown
         } catch {
+            // Not stored.
             revokeUnstored(refreshToken, clientID: clientID)
             throw error
         }
+        if outcome == .deletionInProgress { revokeUnstored(refreshToken, clientID: clientID) }
+        // Stored: from here on an error must not revoke it.
+        return try await finish(outcome, sub: claims.sub, tokensStored: true)
     }
 
     /// Revokes a refresh token siwa got and could not keep, in the background.
