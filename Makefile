@@ -18,7 +18,7 @@ endif
 TESTDB := $(CURDIR)/scripts/testdb.sh
 SWIFT_TEST_FLAGS ?=
 
-.PHONY: build test demo try bench clean-db check-swift
+.PHONY: build test demo try bench clean-db check-swift check-openssl
 
 check-swift:
 	@command -v swift >/dev/null 2>&1 || { \
@@ -29,8 +29,19 @@ check-swift:
 build: check-swift
 	swift build
 
+# The client-secret tests check siwa's ES256 signatures with openssl, an
+# independent verifier; installed with apt-get (as root) when missing.
+check-openssl:
+	@command -v openssl >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "openssl not found; installing it with apt-get" >&2; \
+	    apt-get update -qq >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y -q openssl >&2; \
+	  else \
+	    echo "error: openssl is not installed (the tests verify siwa's client secret with it): apt-get install openssl" >&2; exit 1; \
+	  fi; }
+
 # swift build first: some tests run the siwa executable itself.
-test: check-swift
+test: check-swift check-openssl
 	swift build
 	test_url="$$($(TESTDB) start test)"; \
 	fault_url="$$($(TESTDB) start fault)"; \

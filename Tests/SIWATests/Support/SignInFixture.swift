@@ -56,7 +56,11 @@ struct SignInFixture: Sendable {
 /// `pg_dump` of the whole database (data and schema), as an attacker with a
 /// backup would read it.
 func pgDump(_ database: TestDatabase) async throws -> String {
-    let bin = ProcessInfo.processInfo.environment["SIWA_PG_BIN"] ?? "/usr/lib/postgresql/15/bin"
+    // The newest installed PostgreSQL's (scripts/testdb.sh may have installed
+    // the distribution's default version), unless SIWA_PG_BIN says otherwise.
+    let installed = ((try? FileManager.default.contentsOfDirectory(atPath: "/usr/lib/postgresql")) ?? [])
+        .compactMap(Int.init).sorted().last.map { "/usr/lib/postgresql/\($0)/bin" }
+    let bin = ProcessInfo.processInfo.environment["SIWA_PG_BIN"] ?? installed ?? "/usr/lib/postgresql/15/bin"
     let outputFile = FileManager.default.temporaryDirectory.appendingPathComponent("siwa-dump-\(UUID().uuidString)").path
     defer { try? FileManager.default.removeItem(atPath: outputFile) }
     let child = try ChildProcess(executable: bin + "/pg_dump", arguments: ["--dbname", database.ownerURL],
