@@ -32,6 +32,8 @@ public struct TokenValidator: Service {
     let pollInterval: Duration
     let logger: Logger
     let outcomes: [TokenValidationResult: Counter]
+    /// nil: no cap.
+    let pacer: Pacer?
 
     /// After Apple refuses siwa's credentials, validation waits this long.
     static let invalidClientPause: Duration = .seconds(600)
@@ -46,21 +48,22 @@ public struct TokenValidator: Service {
         self.requestsPerSecond = requestsPerSecond
         self.pollInterval = pollInterval
         self.logger = logger
+        pacer = requestsPerSecond.map { Pacer(perSecond: $0) }
         outcomes = Dictionary(uniqueKeysWithValues: [TokenValidationResult.valid, .invalidGrant, .undecided, .invalidClient, .skipped].map {
             ($0, Counter(label: "siwa_token_validations_total", dimensions: [("outcome", $0.rawValue)], factory: metrics))
         })
     }
 
     public func run() async throws {
-        await withGracefulShutdownHandler {
-            await loop()
-        } onGracefulShutdown: {}
+        // SIGTERM ends the poll's sleep and any call in flight at once (a
+        // token claimed and not checked is due again a period later).
+        try? await cancelWhenGracefulShutdown { await loop() }
     }
 
     private func loop() async {
         // A batch is a second's worth of calls (or 64 without a cap).
         let batch = requestsPerSecond.map { max(1, min($0, 500)) } ?? 64
-        while !Task.isCancelled && !Task.isShuttingDownGracefully {
+        while !Task.isCancelled {
             var pause = pollInterval
             do {
                 let due = try await queue.claimDue(limit: batch)
@@ -77,16 +80,15 @@ public struct TokenValidator: Service {
         }
     }
 
-    /// Validates `tokens`, paced to the cap: call i starts no earlier than
-    /// i / requestsPerSecond after the first.
+    /// Validates `tokens`, paced to the cap across batches: no two calls
+    /// start closer than 1 / requestsPerSecond, so no second of the run
+    /// holds more calls than the cap.
     func validate(_ tokens: [DueAppleToken]) async -> [TokenValidationResult] {
-        let start = ContinuousClock.now
-        let spacing = requestsPerSecond.map { Duration.seconds(1) / $0 }
         let stopped = StopFlag()
         return await withTaskGroup(of: TokenValidationResult.self) { group in
             var tried = 0
-            for (index, token) in tokens.enumerated() {
-                if let spacing { try? await Task.sleep(until: start + spacing * index) }
+            for token in tokens {
+                if let pacer, token.userIsActive { try? await Task.sleep(until: pacer.nextStart()) }
                 // Stop early on invalid_client: the rest would fail the same way.
                 if Task.isCancelled || stopped.isSet { break }
                 group.addTask {
@@ -165,4 +167,23 @@ private final class StopFlag: Sendable {
     private let flag = Mutex(false)
     var isSet: Bool { flag.withLock { $0 } }
     func set() { flag.withLock { $0 = true } }
+}
+
+/// Start times for calls at most `perSecond` a second, evenly spaced and
+/// never bunched after an idle spell (no burst allowance): the cap holds
+/// over any one-second window.
+final class Pacer: Sendable {
+    private let spacing: Duration
+    private let next = Mutex<ContinuousClock.Instant?>(nil)
+
+    init(perSecond: Int) { spacing = .seconds(1) / max(perSecond, 1) }
+
+    /// When the next call may start (now or later); reserves that slot.
+    func nextStart() -> ContinuousClock.Instant {
+        next.withLock { next in
+            let slot = max(next ?? .now, .now)
+            next = slot + spacing
+            return slot
+        }
+    }
 }
