@@ -144,6 +144,8 @@ let package = Package(
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                // The sign-in part's team key (P-256).
+                .product(name: "Crypto", package: "swift-crypto"),
             ],
             path: "Sources/SIWABench"
         ),

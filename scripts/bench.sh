@@ -2,8 +2,10 @@
 # The benchmark: siwa-bench on the throwaway `bench` cluster: the release
 # `siwa serve` in its own process under load from wrk, against the pgbench
 # ceiling, on a fresh database, a warm one (with a junk flood) and one with
-# a million users; then the worker. Run it with `make bench` (release build
-# first). wrk is installed with apt-get when missing (as root or with sudo).
+# a million users; then the worker; then sign-in against the Apple simulator
+# (`siwa serve` and `siwa worker` in their own processes). Run it with
+# `make bench` (release build first); BENCH_ONLY=signin runs one part. wrk
+# is installed with apt-get when missing (as root or with sudo).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if ! command -v wrk >/dev/null; then

@@ -10,7 +10,9 @@ struct ServeProcess {
     let url: String
     let logFile: String
 
-    static func start(databaseURL: String, clientID: String, jwksURL: String, http: HTTPClient) async throws -> ServeProcess {
+    /// `settings`: more SIWA_* settings (sign-in's), over the defaults.
+    static func start(databaseURL: String, clientID: String, jwksURL: String, http: HTTPClient,
+                      settings: [String: String] = [:]) async throws -> ServeProcess {
         let binary = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("siwa").path
         guard FileManager.default.isExecutableFile(atPath: binary) else {
             throw BenchError("\(binary) is missing: run `swift build -c release` first (make bench does)")
@@ -26,6 +28,7 @@ struct ServeProcess {
         for name in ["SIWA_DATABASE_MAX_CONNECTIONS", "SIWA_INGEST_WRITERS", "SIWA_INGEST_MAX_BATCH", "SIWA_LOG_LEVEL", "SIWA_LOG_FORMAT"] {
             if let value = ProcessInfo.processInfo.environment[name] { environment[name] = value }
         }
+        environment.merge(settings) { $1 }
         let process = try ChildProcess(executable: binary, arguments: ["serve"], environment: environment, outputFile: logFile)
         let serve = ServeProcess(process: process, url: "http://127.0.0.1:\(port)", logFile: logFile)
         let deadline = ContinuousClock.now + .seconds(30)
@@ -51,12 +54,15 @@ extension ServeProcess {
     /// CPU seconds (user + system) the process has used so far, from
     /// /proc/PID/stat: per-notification CPU is steadier than a rate on a
     /// noisy machine.
-    var cpuSeconds: Double {
-        guard let stat = try? String(contentsOfFile: "/proc/\(process.pid)/stat", encoding: .utf8),
-              let afterName = stat.lastIndex(of: ")") else { return .nan }
-        // Fields after "(comm)": state is field 3; utime and stime are 14 and 15.
-        let fields = stat[stat.index(after: afterName)...].split(separator: " ")
-        guard fields.count > 13, let user = Double(fields[11]), let system = Double(fields[12]) else { return .nan }
-        return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
-    }
+    var cpuSeconds: Double { processCPUSeconds(process.pid) }
+}
+
+/// CPU seconds (user + system) process `pid` has used so far (/proc/PID/stat).
+func processCPUSeconds(_ pid: pid_t) -> Double {
+    guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+          let afterName = stat.lastIndex(of: ")") else { return .nan }
+    // Fields after "(comm)": state is field 3; utime and stime are 14 and 15.
+    let fields = stat[stat.index(after: afterName)...].split(separator: " ")
+    guard fields.count > 13, let user = Double(fields[11]), let system = Double(fields[12]) else { return .nan }
+    return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
 }

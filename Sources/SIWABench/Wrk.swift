@@ -1,3 +1,4 @@
+import ChildProcesses
 import Foundation
 
 /// Closed-loop HTTP load from wrk, the way pgbench drives the ceiling: a lean
@@ -22,7 +23,8 @@ enum Wrk {
 
     /// Sends each of the `count` lines of `bodiesFile` to `url` as a JSON
     /// POST over `connections` connections; the rate counts those `count`.
-    static func run(url: String, bodiesFile: String, count: Int, connections: Int) async throws -> Result {
+    /// `authorization`: the Authorization header's value for every request.
+    static func run(url: String, bodiesFile: String, count: Int, connections: Int, authorization: String = "") async throws -> Result {
         guard count >= threads else { throw BenchError("wrk needs at least \(threads) bodies, one per thread") }
         // The run ends when the last answer is in; -d only bounds a run
         // whose server stopped answering.
@@ -33,8 +35,9 @@ enum Wrk {
         defer { try? FileManager.default.removeItem(at: work) }
         let script = work.appendingPathComponent("bench.lua")
         try luaScript.write(to: script, atomically: true, encoding: .utf8)
-        let output = try await Shell.run("wrk", ["-t", String(threads), "-c", String(connections), "-d", "\(limit)s", "--timeout", "30s",
-                                                 "-s", script.path, url, "--", bodiesFile, String(threads), doneDirectory.path])
+        let (output, started, finished) = try await runWatched(["-t", String(threads), "-c", String(connections), "-d", "\(limit)s", "--timeout", "30s",
+                                                   "-s", script.path, url, "--", bodiesFile, String(threads), doneDirectory.path,
+                                                   authorization], doneDirectory: doneDirectory.path)
         // The script's done() prints one line of key=value pairs.
         guard let line = output.split(separator: "\n").first(where: { $0.hasPrefix("SIWA-WRK ") }) else {
             throw BenchError("wrk printed no result:\n\(output)")
@@ -44,14 +47,53 @@ enum Wrk {
             let parts = pair.split(separator: "=")
             if parts.count == 2, let value = Double(parts[1]) { fields[String(parts[0])] = value }
         }
-        guard let duration = fields["duration_us"], duration > 0,
+        // Woken late: the clock stops at the last marker instead.
+        let late = finished.map { max(0, started.addingTimeInterval((fields["duration_us"] ?? 0) / 1e6).timeIntervalSince($0)) } ?? 0
+        guard let reported = fields["duration_us"], case let duration = reported - late * 1e6, duration > 0,
               let failed = fields["failed"], let p50 = fields["p50_us"], let p99 = fields["p99_us"] else {
             throw BenchError("cannot read wrk's result: \(line)")
         }
         guard let answered = fields["answered"], Int(answered) == count else {
             throw BenchError("wrk stopped after \(limit) s with \(fields["answered"].map { Int($0) } ?? 0) of \(count) answers: \(line)")
         }
+        // Every answer in, but the run went on to -d: a thread never saw
+        // its share answered, and the clock counted the wait.
+        guard duration / 1e6 < Double(limit) - 1 else {
+            throw BenchError("wrk ran to its \(limit) s limit though all \(count) were answered (answers/share per thread): \(line)")
+        }
         return Result(completed: count - Int(failed), failed: Int(failed), seconds: duration / 1e6, p50: p50 / 1000, p99: p99 / 1000)
+    }
+
+    /// wrk, watched: now and then the SIGINT the last thread sends does
+    /// not wake wrk's main thread (seen on a loaded machine, about one run
+    /// in ten), which then sleeps out -d while the clock runs. Once every
+    /// thread's marker is there and wrk still runs 100 ms later, SIGINT is
+    /// sent again (every 100 ms). Returns wrk's output, when it was
+    /// started, and when it had to be woken the last marker's time.
+    static func runWatched(_ arguments: [String], doneDirectory: String) async throws -> (String, Date, Date?) {
+        let outputFile = FileManager.default.temporaryDirectory.appendingPathComponent("siwa-bench-\(UUID().uuidString).out").path
+        defer { try? FileManager.default.removeItem(atPath: outputFile) }
+        let started = Date()
+        let wrk = try ChildProcess(executable: "wrk", arguments: arguments, environment: ProcessInfo.processInfo.environment,
+                                   outputFile: outputFile)
+        var woken: (finished: Date, at: Date)?
+        while wrk.isRunning {
+            try? await Task.sleep(for: .milliseconds(20))
+            guard let finished = lastMarker(doneDirectory), Date().timeIntervalSince(finished) > 0.1,
+                  woken.map({ Date().timeIntervalSince($0.at) > 0.1 }) ?? true, wrk.isRunning else { continue }
+            wrk.signal(SIGINT)
+            woken = (finished, Date())
+        }
+        let text = (try? String(contentsOfFile: outputFile, encoding: .utf8)) ?? ""
+        guard wrk.status == 0 else { throw BenchError("wrk failed (status \(wrk.status ?? -1)):\n\(text)") }
+        return (text, started, woken?.finished)
+    }
+
+    /// When the last thread's marker was made, once every thread has one.
+    static func lastMarker(_ doneDirectory: String) -> Date? {
+        let markers = (0..<threads).map { try? FileManager.default.attributesOfItem(atPath: "\(doneDirectory)/\($0)")[.modificationDate] as? Date }
+        guard markers.allSatisfy({ $0 != nil }) else { return nil }
+        return markers.compactMap { $0 }.max()
     }
 
     struct FloodResult {
@@ -125,12 +167,13 @@ enum Wrk {
 
         local requests = {}
         local sent = 0
-        answered, idleAnswers = 0, 0  -- globals: done() reads them with thread:get
+        answered, idleAnswers, share = 0, 0, 0  -- globals: done() reads them with thread:get
         local threadCount, doneDirectory
         function init(args)
             local file = args[1]
             threadCount, doneDirectory = tonumber(args[2]), args[3]
             local headers = { ["Content-Type"] = "application/json" }
+            if args[4] and args[4] ~= "" then headers["Authorization"] = args[4] end
             local line = 0
             for body in io.lines(file) do
                 if line % threadCount == id then
@@ -138,6 +181,7 @@ enum Wrk {
                 end
                 line = line + 1
             end
+            share = #requests
         end
 
         -- Past its share a connection waits a second and then asks for a
@@ -176,15 +220,16 @@ enum Wrk {
         end
 
         function done(summary, latency, requests)
-            local idle, answered = 0, 0
+            local idle, answered, shares = 0, 0, {}
             for _, thread in ipairs(threads) do
                 idle = idle + thread:get("idleAnswers")
                 answered = answered + thread:get("answered")
+                shares[#shares + 1] = thread:get("answered") .. "/" .. thread:get("share")
             end
             local e = summary.errors
-            io.write(string.format("SIWA-WRK answered=%d duration_us=%d failed=%d p50_us=%d p99_us=%d\n",
+            io.write(string.format("SIWA-WRK answered=%d duration_us=%d failed=%d p50_us=%d p99_us=%d threads=%s\n",
                 answered, summary.duration, e.status - idle + e.connect + e.read + e.write + e.timeout,
-                latency:percentile(50), latency:percentile(99)))
+                latency:percentile(50), latency:percentile(99), table.concat(shares, ",")))
         end
         """#
 }

@@ -8,6 +8,9 @@ import NIOCore
 // `make bench`: siwa's committed notifications/s and latency over real HTTP,
 // against the ceiling of pgbench running the same SQL, in the same run, on
 // the same throwaway PostgreSQL. Signing happens before the clock starts.
+// Then the worker's burn-down, and sign-in: sign-ins/s and siwa's CPU per
+// sign-in beside its CPU per notification, and the worker's validation of
+// stored refresh tokens with Apple's rate cap off and on.
 
 
 /// A line on stdout now (print is block-buffered into a pipe).
@@ -36,8 +39,13 @@ let pgbenchSeconds = setting("BENCH_PGBENCH_SECONDS", 5)
 let offeredRate = setting("BENCH_OFFERED_RATE", 1000)
 let openLoopCount = offeredRate * setting("BENCH_OPEN_LOOP_SECONDS", 5)
 let preloadUsers = setting("BENCH_PRELOAD_USERS", 1_000_000)
-// BENCH_ONLY=ingest or worker runs one half.
-let only = ProcessInfo.processInfo.environment["BENCH_ONLY"] ?? ""
+// BENCH_ONLY=ingest, worker or signin (or a comma list) runs only those parts.
+let allParts = ["ingest", "worker", "signin"]
+let parts = (ProcessInfo.processInfo.environment["BENCH_ONLY"] ?? "").split(separator: ",").map(String.init)
+if let unknown = parts.first(where: { !allParts.contains($0) }) {
+    fail("BENCH_ONLY: unknown part '\(unknown)' (parts: \(allParts.joined(separator: ", ")))", status: 2)
+}
+func runs(_ part: String) -> Bool { parts.isEmpty || parts.contains(part) }
 
 func median(_ values: [Double]) -> Double { values.sorted()[values.count / 2] }
 
@@ -64,7 +72,7 @@ let scenarios = ProcessInfo.processInfo.environment["BENCH_SCENARIOS"].map { lis
     allScenarios.filter { list.split(separator: ",").map(String.init).contains($0.label) }
 } ?? allScenarios
 
-if only != "worker" {
+if runs("ingest") {
     // Apple stand-in (its JWKS endpoint); siwa serve runs per scenario in its own process.
     let apple = try AppleSimulator()
     let appleServer = try await apple.start(logger: logger)
@@ -109,7 +117,7 @@ if only != "worker" {
     IngestSummary.print(reports, concurrency: concurrency, offeredRate: offeredRate)
 }
 
-if only != "ingest" {
+if runs("worker") {
     let jobs = setting("BENCH_JOBS", 50_000)
     let workerConcurrency = setting("BENCH_WORKER_CONCURRENCY", 16)
     let pgbenchClients = setting("BENCH_PGBENCH_JOB_CLIENTS", 16)
@@ -138,4 +146,22 @@ if only != "ingest" {
                ratios.map { String(format: "%.2f", $0) }.joined(separator: ", ")))
     say(String(format: "NOTIFY wake-up to claim      p50 %.1f ms   p99 %.1f ms   max %.1f ms   (%d idle samples, polling at 30 s; target p99 < 100 ms)",
                wake[wake.count / 2], wake[min(wake.count - 1, Int(Double(wake.count) * 0.99))], wake.last ?? 0, wake.count))
+}
+
+if runs("signin") {
+    let options = SignInBench.Options(
+        rounds: rounds, perRound: setting("BENCH_SIGNINS", 2000), notificationsPerRound: setting("BENCH_SIGNIN_NOTIFICATIONS", 4000),
+        warmUp: setting("BENCH_SIGNIN_WARMUP", 500), concurrency: concurrency, validations: setting("BENCH_VALIDATIONS", 2000),
+        cap: setting("BENCH_VALIDATION_CAP", 20), capSeconds: setting("BENCH_VALIDATION_CAP_SECONDS", 5))
+    say("")
+    let http = HTTPClient(eventLoopGroupProvider: .singleton)
+    let report: SignInBench.Report
+    do {
+        report = try await SignInBench.run(serverURL: serverURL, options: options, http: http, logger: logger)
+    } catch {
+        _ = try? await http.shutdown().get()
+        fail("\(error)")
+    }
+    _ = try? await http.shutdown().get()
+    SignInSummary.print(report, options: options)
 }
