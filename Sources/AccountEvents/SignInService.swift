@@ -30,8 +30,20 @@ public struct SignInRequest: Sendable, Decodable {
 }
 
 /// How a sign-in ended, as the route answers it.
+/// The sign-in answer's user.
+public struct SignedInUser: Sendable, Equatable {
+    public let userID: Int64
+    public let appleSub: String
+    public let status: String
+    public let email: String?
+    public let isPrivateEmail: Bool?
+    public let realUserStatus: Int?
+    public let isNewUser: Bool
+    public let refreshTokenStored: Bool
+}
+
 public enum SignInOutcome: Sendable {
-    case signedIn(UserView, isNewUser: Bool, refreshTokenStored: Bool)
+    case signedIn(SignedInUser)
     /// 400 with a reason code (the verifier's, `invalid_grant`, `token_mismatch`).
     case refused(reason: String, detail: String)
     /// 409: the user's purge is pending.
@@ -86,11 +98,12 @@ public struct SignInService: Sendable {
             realUserStatus: claims.realUserStatus?.rawValue, signedInAt: verified.issuedAt, codeSHA256: nil, apiKeyName: apiKeyName)
 
         guard let code = request.authorizationCode else {
-            return try await finish(store.store(record, seal: nil), sub: claims.sub, tokensStored: false)
+            return try await store(record, seal: nil)
         }
         let codeHash = Data(SHA256.hash(data: Data(code.utf8)))
         record.codeSHA256 = codeHash
-        if let earlier = try await replayed(codeHash, sub: claims.sub) { return earlier }
+        let prepared = try await store.prepare(appleSub: claims.sub, codeSHA256: codeHash)
+        if let earlier = prepared.replay { return try await answer(replaying: earlier, sub: claims.sub) }
 
         let tokens: AppleTokenResponse
         switch await apple.exchange(code: code, clientID: verified.audience, redirectURI: request.redirectURI) {
@@ -99,7 +112,9 @@ public struct SignInService: Sendable {
         case .invalidGrant:
             // A retry racing the first request: the first may have stored
             // the code by now, and its answer is the one to give.
-            if let earlier = try await replayed(codeHash, sub: claims.sub) { return earlier }
+            if let earlier = try await store.replay(codeSHA256: codeHash) {
+                return try await answer(replaying: earlier, sub: claims.sub)
+            }
             return .refused(reason: "invalid_grant", detail: "Apple refused the authorization code (used, expired, or for another client)")
         case .invalidClient:
             appleRejectedClient.increment()
@@ -127,7 +142,7 @@ public struct SignInService: Sendable {
                 return .refused(reason: "token_mismatch", detail: "Apple's id_token for this code is missing or names another user")
             }
             let keyRing = self.keyRing
-            outcome = try await store.store(record) { userID in
+            outcome = try await storeOutcome(record, first: prepared) { userID in
                 let refresh = try keyRing.seal(refreshToken, userID: userID, clientID: clientID)
                 let access = try keyRing.seal(tokens.accessToken, userID: userID, clientID: clientID)
                 return SealedTokenPair(keyID: refresh.keyID, refreshToken: refresh.bytes, accessToken: access.bytes,
@@ -144,8 +159,26 @@ public struct SignInService: Sendable {
             throw error
         }
         if outcome == .deletionInProgress { revokeUnstored(refreshToken, clientID: clientID) }
-        // Stored: from here on an error must not revoke it.
-        return try await finish(outcome, sub: claims.sub, tokensStored: true)
+        return answer(outcome, sub: claims.sub, tokensStored: true)
+    }
+
+    /// Stores the sign-in (prepare, then one transaction), again if the
+    /// user's row changed in between (a concurrent first sign-in).
+    private func storeOutcome(_ record: SignInRecord, first: SignInStore.Prepared? = nil,
+                              seal: (@Sendable (Int64) throws -> SealedTokenPair)?) async throws -> SignInStoreOutcome {
+        var prepared = first
+        for _ in 0..<3 {
+            let ready: SignInStore.Prepared
+            if let prepared { ready = prepared } else { ready = try await store.prepare(appleSub: record.appleSub, codeSHA256: nil) }
+            let outcome = try await store.store(record, prepared: ready, seal: seal)
+            if outcome != .again { return outcome }
+            prepared = nil
+        }
+        throw SignInStoreError("the user's row kept changing during sign-in")
+    }
+
+    private func store(_ record: SignInRecord, seal: (@Sendable (Int64) throws -> SealedTokenPair)?) async throws -> SignInOutcome {
+        answer(try await storeOutcome(record, seal: seal), sub: record.appleSub, tokensStored: seal != nil)
     }
 
     /// Revokes a refresh token siwa got and could not keep, in the background.
@@ -157,8 +190,8 @@ public struct SignInService: Sendable {
         }
     }
 
-    private func replayed(_ codeHash: Data, sub: String) async throws -> SignInOutcome? {
-        guard let earlier = try await store.replay(codeSHA256: codeHash) else { return nil }
+    /// The first answer again, for a retried request (the same code).
+    private func answer(replaying earlier: SignInReplay, sub: String) async throws -> SignInOutcome {
         guard earlier.appleSub == sub else {
             // Never the first user's record for another user's token.
             return .refused(reason: "invalid_grant", detail: "this authorization code was used for another user")
@@ -166,18 +199,18 @@ public struct SignInService: Sendable {
         guard let user = try await directory.user(appleSub: sub), user.userID == earlier.userID else {
             return .refused(reason: "invalid_grant", detail: "this authorization code was used for an account that no longer exists")
         }
-        return .signedIn(user, isNewUser: earlier.isNewUser, refreshTokenStored: earlier.refreshTokenStored)
+        return .signedIn(SignedInUser(userID: user.userID, appleSub: sub, status: user.status, email: user.email,
+                                      isPrivateEmail: user.isPrivateEmail, realUserStatus: user.realUserStatus,
+                                      isNewUser: earlier.isNewUser, refreshTokenStored: earlier.refreshTokenStored))
     }
 
-    private func finish(_ outcome: SignInStoreOutcome, sub: String, tokensStored: Bool) async throws -> SignInOutcome {
+    private func answer(_ outcome: SignInStoreOutcome, sub: String, tokensStored: Bool) -> SignInOutcome {
         switch outcome {
-        case .deletionInProgress:
+        case .deletionInProgress, .again:
             return .deletionInProgress
-        case .stored(let userID, let isNew):
-            guard let user = try await directory.user(appleSub: sub), user.userID == userID else {
-                throw SignInStoreError("the user changed during sign-in")
-            }
-            return .signedIn(user, isNewUser: isNew, refreshTokenStored: tokensStored)
+        case .stored(let userID, let isNew, let email, let isPrivate, let realUserStatus):
+            return .signedIn(SignedInUser(userID: userID, appleSub: sub, status: "active", email: email, isPrivateEmail: isPrivate,
+                                          realUserStatus: realUserStatus, isNewUser: isNew, refreshTokenStored: tokensStored))
         }
     }
 

@@ -1,4 +1,6 @@
+import AccountEvents
 import AccountStore
+import AppleSignIn
 import Foundation
 import Hummingbird
 
@@ -18,15 +20,30 @@ enum APIResponse {
         JSONResponse.error(status, reason: reason, detail: detail)
     }
 
-    /// The user as the sign-in answer (`detailed` false) and
-    /// `GET /v1/users/{sub}` (true) show it.
-    static func fields(of user: UserView, detailed: Bool) -> [String: any Sendable] {
+    /// The sign-in answer, written by hand (sorted keys, as `json`):
+    /// the hot path of `/v1`, where JSONSerialization costs more than the
+    /// rest of the answer.
+    static func signedIn(_ user: SignedInUser) -> Response {
+        func text(_ value: String?) -> String { value.map(JSONText.quoted) ?? "null" }
+        func flag(_ value: Bool?) -> String { value.map { $0 ? "true" : "false" } ?? "null" }
+        let json = #"{"apple_sub":\#(JSONText.quoted(user.appleSub)),"email":\#(text(user.email)),"#
+            + #""is_new_user":\#(flag(user.isNewUser)),"is_private_email":\#(flag(user.isPrivateEmail)),"#
+            + #""real_user_status":\#(user.realUserStatus.map(String.init) ?? "null"),"#
+            + #""refresh_token_stored":\#(flag(user.refreshTokenStored)),"status":\#(JSONText.quoted(user.status)),"#
+            + #""user_id":\#(user.userID)}"#
+        var headers = HTTPFields()
+        headers[.contentType] = "application/json; charset=utf-8"
+        headers[.cacheControl] = "no-store"
+        return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(string: json)))
+    }
+
+    /// The user as `GET /v1/users/{sub}` shows it.
+    static func fields(of user: UserView) -> [String: any Sendable] {
         var fields: [String: any Sendable] = [
             "user_id": user.userID, "apple_sub": user.appleSub, "status": user.status,
             "email": user.email ?? NSNull(), "is_private_email": user.isPrivateEmail ?? NSNull(),
             "real_user_status": user.realUserStatus ?? NSNull(),
         ]
-        guard detailed else { return fields }
         fields["email_forwarding_enabled"] = user.emailForwardingEnabled
         fields["created_at"] = timestamp(user.createdAt)
         fields["last_sign_in_at"] = user.lastSignInAt.map(timestamp) ?? NSNull()

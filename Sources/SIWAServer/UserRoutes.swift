@@ -42,11 +42,8 @@ struct UserRoutes: Sendable {
                                      "the body must be JSON {\"identity_token\", \"authorization_code\"?, \"nonce\"?, \"redirect_uri\"?, \"user\"?} of at most \(maxBodyBytes) bytes")
         }
         switch await signIn.signIn(body, apiKeyName: apiKey) {
-        case .signedIn(let user, let isNew, let stored):
-            var fields = APIResponse.fields(of: user, detailed: false)
-            fields["is_new_user"] = isNew
-            fields["refresh_token_stored"] = stored
-            return APIResponse.json(.ok, fields)
+        case .signedIn(let user):
+            return APIResponse.signedIn(user)
         case .refused(let reason, let detail):
             return APIResponse.error(.badRequest, reason, detail)
         case .deletionInProgress:
@@ -68,7 +65,7 @@ struct UserRoutes: Sendable {
             guard let user = try await directory.user(appleSub: sub) else {
                 return APIResponse.error(.notFound, "not_found", "no such user")
             }
-            return APIResponse.json(.ok, APIResponse.fields(of: user, detailed: true))
+            return APIResponse.json(.ok, APIResponse.fields(of: user))
         } catch {
             return unavailable(error)
         }
