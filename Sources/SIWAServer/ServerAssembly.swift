@@ -22,6 +22,9 @@ public enum ServerAssembly {
         logger: Logger,
         onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
     ) throws -> Application<RouterResponder<BasicRequestContext>> {
+        // Everything that can refuse a setting first: past this point
+        // HTTP clients exist, and each must be shut down, not dropped.
+        let appleAccess = try settings.signIn.map(AppleAccess.init)
         var configuration = try DatabaseConfiguration(url: settings.databaseURL, maximumConnections: settings.databaseMaxConnections)
         // A batch never waits more than 5 s for a row lock (say, a purge step
         // holding the user's job row): it fails, its entries are retried one
@@ -68,10 +71,7 @@ public enum ServerAssembly {
             registry: registry, metrics: metrics, maxBodyBytes: settings.maxBodyBytes,
             floodDelay: .milliseconds(Int64(settings.floodDelay * 1000))
         )
-        var appleAccess: AppleAccess?
-        if let signIn = settings.signIn {
-            let access = try AppleAccess(signIn)
-            appleAccess = access
+        if let access = appleAccess {
             let store = SignInStore(client: client, validationPeriodHours: settings.tokenValidation.periodHours ?? 24,
                                     logger: Logger(label: "siwa.sign-in"))
             let directory = UserDirectory(client: client, logger: Logger(label: "siwa.users"))

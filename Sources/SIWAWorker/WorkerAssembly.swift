@@ -18,6 +18,9 @@ public struct WorkerAssembly: Sendable {
     /// Throws `PurgePlanError` (bad plan), `SettingError`, `DatabaseConfigurationError`.
     public init(settings: WorkerSettings, environment: [String: String], migrations: Migrator?,
                 workerName: String = WorkerAssembly.defaultWorkerName(), logger: Logger) throws {
+        // Everything that can refuse a setting first: past this point
+        // HTTP clients exist, and each must be shut down, not dropped.
+        let access = try settings.signIn.map(AppleAccess.init)
         let database = try DatabaseConfiguration(url: settings.databaseURL, maximumConnections: settings.databaseMaxConnections)
         let client = PostgresClient(configuration: database.postgresClientConfiguration,
                                     backgroundLogger: Logger(label: "siwa.postgres"))
@@ -25,7 +28,6 @@ public struct WorkerAssembly: Sendable {
         let external = Self.externalClients(plan)
         let webhookClient = Self.webhookClient()
         let queue = JobQueue(client: client, worker: workerName, logger: Logger(label: "siwa.jobs"))
-        let access = try settings.signIn.map(AppleAccess.init)
         let revoker = access.map {
             TokenRevoker(apple: $0.apple, keyRing: $0.keyRing,
                          store: AppleTokenStore(client: client, queue: queue, logger: Logger(label: "siwa.tokens")),

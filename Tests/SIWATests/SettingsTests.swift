@@ -128,4 +128,18 @@ struct SettingsTests {
             }
         }
     }
+
+    /// A sign-in file that cannot be used stops serve and worker with one
+    /// line naming the setting (exit 2), not a crash.
+    @Test func unusableSignInFilesStopStartUpWithOneLine() async throws {
+        let env = ["SIWA_DATABASE_URL": "postgres://u@127.0.0.1:9/x?sslmode=disable", "SIWA_APPLE_CLIENT_IDS": "a",
+                   "SIWA_APPLE_TEAM_ID": "ABCDE12345", "SIWA_APPLE_KEY_ID": "XYZ987WVU6",
+                   "SIWA_APPLE_PRIVATE_KEY_FILE": "/nonexistent/AuthKey.p8", "SIWA_TOKEN_ENCRYPTION_KEYS_FILE": "/nonexistent/ring"]
+        for command in ["serve", "worker"] {
+            let result = try await runSIWA([command], environment: env)
+            #expect(result.status == 2, "\(command): \(result.output)")
+            #expect(result.output.contains("siwa: SIWA_APPLE_PRIVATE_KEY_FILE: /nonexistent/AuthKey.p8: no such file"), "\(result.output)")
+            #expect(!result.output.contains("crashed") && !result.output.contains("Fatal error"), "\(result.output)")
+        }
+    }
 }
