@@ -70,8 +70,10 @@ public struct SignInReplay: Sendable, Equatable {
     public let refreshTokenStored: Bool
 }
 
-/// Where sign-in is stored: one transaction per sign-in that upserts the
-/// user, stores the sealed tokens and the code's hash, and audits it.
+/// Where sign-in is stored, in two database calls (sql/006): `prepare`
+/// before Apple is called (the user's ids, the earlier answer for the
+/// code), and `store` after, one transaction that upserts the user, stores
+/// the sealed tokens and the code's hash, and audits it.
 public struct SignInStore: Sendable {
     /// A retried sign-in within this long gets the first answer again.
     public static let replayWindowSeconds = 600

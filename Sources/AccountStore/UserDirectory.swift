@@ -71,7 +71,7 @@ public struct UserDirectory: Sendable {
     /// pending one, as for Apple's deletion events). nil: unknown sub.
     public func scheduleDeletion(appleSub: String, apiKeyName: String) async throws -> DeletionScheduled? {
         try await client.withGuardedTransaction(logger: logger) { [logger] connection -> DeletionScheduled? in
-            // The lock on its own first (see SignInStore.upsertUser), then a
+            // The lock on its own first (as siwa.sign_in does, sql/006), then a
             // user already purged gets the purge that did it, not another.
             let locked = try await connection.query("""
                 SELECT status = 'deleted' AND purged_at IS NOT NULL FROM siwa.users WHERE apple_sub = \(appleSub) FOR UPDATE
