@@ -131,7 +131,6 @@ let package = Package(
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
-                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "UnixSignals", package: "swift-service-lifecycle"),
             ],
             path: "Sources/SIWADemo"
@@ -145,7 +144,6 @@ let package = Package(
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 // The sign-in part's team key (P-256).
-                .product(name: "Crypto", package: "swift-crypto"),
             ],
             path: "Sources/SIWABench"
         ),

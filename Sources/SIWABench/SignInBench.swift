@@ -51,10 +51,10 @@ enum SignInBench {
     static func run(serverURL: String, options: Options, http: HTTPClient, logger: Logger) async throws -> Report {
         let apple = try AppleSimulator()
         let appleServer = try await apple.start(logger: logger)
-        let credentials: SignInCredentials
+        let credentials: SimulatedTeamKeyFiles
         let database: BenchDatabase
         do {
-            credentials = try SignInCredentials(registeringWith: apple)
+            credentials = try SignInCredentials.files(registeringWith: apple)
             database = try await BenchDatabase.create(serverURL: serverURL, label: "signin")
         } catch {
             await appleServer.stop()

@@ -1,7 +1,6 @@
 import AccountStore
 import AppleSimulator
 import AsyncHTTPClient
-import Crypto
 import Foundation
 import Logging
 import NIOCore
@@ -23,34 +22,20 @@ struct DemoSignIn {
     let clientID: String
 
     /// The team key (`.p8`, registered with the simulator) and the token key
-    /// ring, in a temporary directory, mode 0600.
+    /// ring, in a temporary directory, mode 0600; and the settings that
+    /// turn sign-in on against the simulator.
     struct Files: Sendable {
-        static let teamID = "DEMOTEAM01"
-        static let keyID = "DEMOKEY001"
-        let directory: URL
+        let keys: SimulatedTeamKeyFiles
         let settings: [String: String]
 
         init(apple: AppleSimulator, appleBaseURL: String) throws {
-            directory = FileManager.default.temporaryDirectory.appendingPathComponent("siwa-demo-keys-\(getpid())")
-            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-            let key = P256.Signing.PrivateKey()
-            apple.registerClient(teamID: Self.teamID, keyID: Self.keyID, publicKey: key.publicKey)
-            let p8 = directory.appendingPathComponent("AuthKey_\(Self.keyID).p8").path
-            let ring = directory.appendingPathComponent("token-keys").path
-            try Self.write(key.pemRepresentation + "\n", to: p8)
-            try Self.write(TokenKeyRing.newKeyLine(id: "demo1") + "\n", to: ring)
-            settings = [
-                "SIWA_APPLE_TEAM_ID": Self.teamID, "SIWA_APPLE_KEY_ID": Self.keyID, "SIWA_APPLE_PRIVATE_KEY_FILE": p8,
-                "SIWA_TOKEN_ENCRYPTION_KEYS_FILE": ring, "SIWA_APPLE_BASE_URL": appleBaseURL,
-            ]
+            keys = try SimulatedTeamKeyFiles(teamID: "DEMOTEAM01", keyID: "DEMOKEY001",
+                                             keyRing: [TokenKeyRing.newKeyLine(id: "demo1")], label: "demo-keys")
+            keys.register(with: apple)
+            settings = keys.settings(appleBaseURL: appleBaseURL)
         }
 
-        static func write(_ text: String, to path: String) throws {
-            try Data(text.utf8).write(to: URL(fileURLWithPath: path))
-            try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: path)
-        }
-
-        func remove() { try? FileManager.default.removeItem(at: directory) }
+        func remove() { keys.remove() }
     }
 
     func run(sub: String, client: PostgresClient) async throws {

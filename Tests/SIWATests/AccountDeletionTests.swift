@@ -20,7 +20,7 @@ struct AccountDeletionTests {
             let signIn = try await SignInTests.Setup.start()
             let worker = try await WorkerHarness.start(
                 database: signIn.server.database,
-                settings: signIn.fixture.settings(appleBaseURL: signIn.server.appleServer.baseURL))
+                settings: SignInFixture.settings(signIn.fixture, appleBaseURL: signIn.server.appleServer.baseURL))
             return Setup(signIn: signIn, worker: worker)
         }
 

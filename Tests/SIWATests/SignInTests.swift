@@ -14,12 +14,12 @@ struct SignInTests {
     /// A running siwa with sign-in on, and an API key.
     struct Setup: Sendable {
         let server: ServerHarness
-        let fixture: SignInFixture
+        let fixture: SimulatedTeamKeyFiles
         let key: String
         var apple: AppleSimulator { server.simulator }
 
         static func start(settings: [String: String] = [:]) async throws -> Setup {
-            let fixture = try SignInFixture()
+            let fixture = try SignInFixture.files()
             let server = try await ServerHarness.start(settings: settings, signIn: fixture)
             return Setup(server: server, fixture: fixture, key: try await SignInFixture.apiKey(in: server.database))
         }

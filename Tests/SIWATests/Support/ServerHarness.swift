@@ -39,10 +39,10 @@ final class ServerHarness: Sendable {
     }
 
     /// - Parameter waitUntilReady: wait for /readyz (database and Apple's keys); false for a server whose keys cannot load.
-    /// - Parameter signIn: turn sign-in on (`SignInFixture`: a team key
-    ///   registered with the simulator, a key ring, Apple's base URL).
+    /// - Parameter signIn: turn sign-in on (`SignInFixture.files()`: a team
+    ///   key, registered with the simulator here, and a key ring).
     static func start(database: TestDatabase? = nil, settings extra: [String: String] = [:],
-                      signIn: SignInFixture? = nil, waitUntilReady: Bool = true) async throws -> ServerHarness {
+                      signIn: SimulatedTeamKeyFiles? = nil, waitUntilReady: Bool = true) async throws -> ServerHarness {
         _ = quietLogging
         let simulator = try AppleSimulator()
         let appleServer = try await simulator.start()
@@ -54,8 +54,8 @@ final class ServerHarness: Sendable {
             "SIWA_APPLE_JWKS_URL": appleServer.baseURL + "/auth/keys",
         ]
         if let signIn {
-            simulator.registerClient(teamID: SignInFixture.teamID, keyID: SignInFixture.keyID, publicKey: signIn.privateKey.publicKey)
-            values.merge(signIn.settings(appleBaseURL: appleServer.baseURL)) { $1 }
+            signIn.register(with: simulator)
+            values.merge(SignInFixture.settings(signIn, appleBaseURL: appleServer.baseURL)) { $1 }
         }
         values.merge(extra) { $1 }
         let settings = try ServerSettings(environment: SettingsReader(values))

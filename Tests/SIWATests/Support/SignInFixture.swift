@@ -1,48 +1,22 @@
 import AccountStore
 import AppleSimulator
 import ChildProcesses
-import Crypto
 import Foundation
 import Logging
 
-/// What sign-in needs on disk: the team's `.p8` key (its public half is
-/// registered with the simulator) and a token key ring, both mode 0600 in a
-/// directory of their own; and an API key made in the test's database.
-struct SignInFixture: Sendable {
-    static let teamID = "TEAM123456"
-    static let keyID = "KEY1234567"
-
-    let directory: URL
-    let privateKey: P256.Signing.PrivateKey
-    let privateKeyFile: String
-    let keyRingFile: String
-
-    init(keyRing lines: [String]? = nil) throws {
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("siwa-signin-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        privateKey = P256.Signing.PrivateKey()
-        privateKeyFile = directory.appendingPathComponent("AuthKey_\(Self.keyID).p8").path
-        keyRingFile = directory.appendingPathComponent("token-keys").path
-        try Self.write(privateKey.pemRepresentation + "\n", to: privateKeyFile)
-        try Self.write((lines ?? [TokenKeyRing.newKeyLine(id: "k1")]).joined(separator: "\n") + "\n", to: keyRingFile)
+/// Sign-in for the tests: the team key and key ring on disk
+/// (`SimulatedTeamKeyFiles`), and an API key made in the test's database.
+enum SignInFixture {
+    /// A team key and a one-key ring; register it with the simulator
+    /// (`ServerHarness.start(signIn:)` does).
+    static func files(keyRing lines: [String]? = nil) throws -> SimulatedTeamKeyFiles {
+        try SimulatedTeamKeyFiles(teamID: "TEAM123456", keyID: "KEY1234567",
+                                  keyRing: lines ?? [TokenKeyRing.newKeyLine(id: "k1")], label: "signin")
     }
 
-    func settings(appleBaseURL: String) -> [String: String] {
-        [
-            "SIWA_APPLE_TEAM_ID": Self.teamID, "SIWA_APPLE_KEY_ID": Self.keyID,
-            "SIWA_APPLE_PRIVATE_KEY_FILE": privateKeyFile, "SIWA_TOKEN_ENCRYPTION_KEYS_FILE": keyRingFile,
-            "SIWA_APPLE_BASE_URL": appleBaseURL, "SIWA_APPLE_REQUEST_TIMEOUT_SECONDS": "2",
-        ]
-    }
-
-    /// Replaces the key ring file's lines (rotation).
-    func rewriteKeyRing(_ lines: [String]) throws {
-        try Self.write(lines.joined(separator: "\n") + "\n", to: keyRingFile)
-    }
-
-    static func write(_ text: String, to path: String) throws {
-        try Data(text.utf8).write(to: URL(fileURLWithPath: path))
-        try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: path)
+    /// The settings serve and worker get: sign-in on, Apple's deadline short.
+    static func settings(_ files: SimulatedTeamKeyFiles, appleBaseURL: String) -> [String: String] {
+        files.settings(appleBaseURL: appleBaseURL).merging(["SIWA_APPLE_REQUEST_TIMEOUT_SECONDS": "2"]) { $1 }
     }
 
     /// A live API key in `database`, made as the owner (as `siwa api-keys create` would as an admin).
