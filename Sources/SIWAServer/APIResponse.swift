@@ -10,10 +10,7 @@ import Hummingbird
 enum APIResponse {
     static func json(_ status: HTTPResponse.Status, _ fields: [String: any Sendable]) -> Response {
         let data = (try? JSONSerialization.data(withJSONObject: fields, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data("{}".utf8)
-        var headers = HTTPFields()
-        headers[.contentType] = "application/json; charset=utf-8"
-        headers[.cacheControl] = "no-store"
-        return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: data)))
+        return JSONResponse.answer(status, ByteBuffer(bytes: data))
     }
 
     static func error(_ status: HTTPResponse.Status, _ reason: String, _ detail: String) -> Response {
@@ -31,10 +28,7 @@ enum APIResponse {
             + #""real_user_status":\#(user.realUserStatus.map(String.init) ?? "null"),"#
             + #""refresh_token_stored":\#(flag(user.refreshTokenStored)),"status":\#(JSONText.quoted(user.status)),"#
             + #""user_id":\#(user.userID)}"#
-        var headers = HTTPFields()
-        headers[.contentType] = "application/json; charset=utf-8"
-        headers[.cacheControl] = "no-store"
-        return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(string: json)))
+        return JSONResponse.answer(.ok, ByteBuffer(string: json))
     }
 
     /// The user as `GET /v1/users/{sub}` shows it.

@@ -15,10 +15,15 @@ enum JSONResponse {
             json += quoted(key) + ":" + quoted(value)
         }
         json += "}"
+        return answer(status, ByteBuffer(string: json))
+    }
+
+    /// Any JSON answer of siwa's: the body as given, never cached.
+    static func answer(_ status: HTTPResponse.Status, _ body: ByteBuffer) -> Response {
         var headers = HTTPFields()
         headers[.contentType] = "application/json; charset=utf-8"
         headers[.cacheControl] = "no-store"
-        return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(string: json)))
+        return Response(status: status, headers: headers, body: .init(byteBuffer: body))
     }
 
     static func error(_ status: HTTPResponse.Status, reason: String, detail: String) -> Response {
