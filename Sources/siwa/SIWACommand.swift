@@ -7,8 +7,9 @@ struct SIWACommand: AsyncParsableCommand {
         abstract: "Sign in with Apple account-lifecycle server.",
         discussion: """
             Receives Apple's server-to-server notifications, records them in PostgreSQL \
-            and enqueues data-purge jobs (`siwa serve`); runs those jobs against the \
-            operator's purge plan (`siwa worker`). Settings come from SIWA_* environment \
+            and enqueues data-purge jobs, and signs users in for the app's backend, storing \
+            Apple's tokens encrypted (`siwa serve`); runs those jobs, revoking the tokens \
+            first, and validates stored tokens daily (`siwa worker`). Settings come from SIWA_* environment \
             variables (see `siwa serve --help`, `siwa worker --help` and README.md).
             The end-to-end demo is a separate development tool, `siwa-demo` (`make demo`).
             """,

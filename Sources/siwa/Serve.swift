@@ -9,9 +9,12 @@ import SIWAServer
 
 struct Serve: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Run the HTTP server that receives Apple's notifications.",
+        abstract: "Run the HTTP server: Apple's notifications, and the /v1 sign-in API when configured.",
         discussion: """
-            Endpoints: POST /apple/notifications, GET /healthz, GET /readyz, GET /metrics.
+            Endpoints: POST /apple/notifications, GET /healthz, GET /readyz, GET /metrics; with the \
+            sign-in settings (SIWA_APPLE_TEAM_ID, SIWA_APPLE_KEY_ID, SIWA_APPLE_PRIVATE_KEY_FILE, \
+            SIWA_TOKEN_ENCRYPTION_KEYS_FILE) also POST /v1/sign-in, GET and DELETE /v1/users/{apple_sub}, \
+            each with `Authorization: Bearer KEY` (siwa api-keys create).
             SIGTERM or SIGINT drains in-flight requests, then exits.
 
             TLS to PostgreSQL (SIWA_DATABASE_URL's sslmode): disable; prefer (default: TLS if \
