@@ -8,7 +8,7 @@ public enum SettingsCatalog {
     public static let databaseURL = Setting(
         "SIWA_DATABASE_URL", .databaseURL, required: true,
         example: "postgres://siwa_app:CHANGE-ME@db.internal:5432/siwa?sslmode=verify-full&sslrootcert=/etc/siwa/db-ca.pem",
-        readers: [.serve, .worker, .migrate, .jobs, .apiKeys, .tokens], files: [.serve, .worker, .migrate], secret: true,
+        readers: [.serve, .worker, .migrate, .jobs, .apiKeys, .tokens, .audit], files: [.serve, .worker, .migrate], secret: true,
         help: "the runtime role's connection, `postgres://USER:PASSWORD@HOST:PORT/DB[?sslmode=disable|prefer|require|verify-ca|verify-full&sslrootcert=FILE]`; `siwa migrate` grants this role its privileges",
         details: """
             The runtime role owns nothing; `siwa migrate` grants it what it needs. serve \
@@ -288,6 +288,17 @@ public enum SettingsCatalog {
             Keep it below the unit's TimeoutStopSec (60).
             """)
 
+    // MARK: Audit trail
+
+    public static let auditHeadLogMinutes = Setting(
+        "SIWA_AUDIT_HEAD_LOG_MINUTES", .integer(1...10080), default: "60", readers: [.worker], files: [.worker],
+        help: "the worker logs the audit chain's head (`Audit chain head`, head=SEQ:HASH) at start and this often",
+        details: """
+            Keep the heads somewhere the database's superuser cannot rewrite (the journal \
+            shipped off the machine): `siwa audit verify --head SEQ:HASH` proves such a head \
+            is still in the chain, which catches a cut tail or a chain rewritten from an edit on.
+            """)
+
     // MARK: Logging (every command)
 
     public static let logFormat = Setting(
@@ -315,6 +326,7 @@ public enum SettingsCatalog {
                                         appleRequestsPerSecond]),
         ("purge jobs", [purgePlan, workerConcurrency, jobLease, jobMaxRun, jobRetryBase, jobMaxAttempts,
                         jobRetentionDays, workerPoll, workerShutdownGrace]),
+        ("audit trail", [auditHeadLogMinutes]),
         ("logging", [logFormat, logLevel]),
     ]
 
