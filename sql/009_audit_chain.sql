@@ -49,17 +49,19 @@ CREATE TABLE siwa.audit_chain (
     sealed_at timestamptz NOT NULL DEFAULT now()
 );
 
-CREATE FUNCTION siwa.refuse_chain_change() RETURNS trigger LANGUAGE plpgsql AS $$
+-- The log's guard (sql/001_schema.sql) serves the chain too, and now names
+-- the table it refuses for.
+CREATE OR REPLACE FUNCTION siwa.refuse_audit_change() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    RAISE EXCEPTION 'siwa.audit_chain is append-only (% refused)', TG_OP
+    RAISE EXCEPTION '%.% is append-only (% refused)', TG_TABLE_SCHEMA, TG_TABLE_NAME, TG_OP
         USING ERRCODE = 'insufficient_privilege';
 END $$;
 CREATE TRIGGER audit_chain_append_only
     BEFORE UPDATE OR DELETE ON siwa.audit_chain
-    FOR EACH ROW EXECUTE FUNCTION siwa.refuse_chain_change();
+    FOR EACH ROW EXECUTE FUNCTION siwa.refuse_audit_change();
 CREATE TRIGGER audit_chain_no_truncate
     BEFORE TRUNCATE ON siwa.audit_chain
-    FOR EACH STATEMENT EXECUTE FUNCTION siwa.refuse_chain_change();
+    FOR EACH STATEMENT EXECUTE FUNCTION siwa.refuse_audit_change();
 
 -- The sealer's mark: every seq up to `seq` was handed out before the
 -- transaction `xid` took its id; once no transaction older than `xid` runs,

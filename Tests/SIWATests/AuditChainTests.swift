@@ -17,7 +17,9 @@ struct AuditChainTests {
         let harness = try await WorkerHarness.start()
         defer { Task { await harness.stop() } }
         let database = harness.database
-        try await Self.createPeopleRoles()
+        // An admin and an auditor of their own (names no other suite uses).
+        try await JobsAuditTests.createLoginRole(Self.admin, in: "siwa_admin")
+        try await JobsAuditTests.createLoginRole(Self.auditor, in: "siwa_auditor")
         try await Self.runMixedWorkload(harness)
 
         let total = try await database.scalar("SELECT count(*) FROM siwa.audit_log")
@@ -244,24 +246,6 @@ struct AuditChainTests {
             INSERT INTO siwa.audit_log (actor, action, apple_sub, details)
             SELECT 'test', \(action), 'sub.' || g, jsonb_build_object('n', g, 'note', 'é ✓') FROM generate_series(1, \(count)) AS g
             """, logger: TestEnvironment.logger)
-    }
-
-    /// An admin and an auditor of their own, members of siwa_admin and
-    /// siwa_auditor (cluster-wide, made once; names no other suite uses).
-    static func createPeopleRoles() async throws {
-        try await JobsAuditTests.asSuperuser { client in
-            try await client.query(PostgresQuery(unsafeSQL: """
-                DO $$
-                BEGIN
-                  IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = '\(admin)') THEN
-                    CREATE ROLE \(admin) LOGIN PASSWORD '\(admin)' IN ROLE siwa_admin;
-                  END IF;
-                  IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = '\(auditor)') THEN
-                    CREATE ROLE \(auditor) LOGIN PASSWORD '\(auditor)' IN ROLE siwa_auditor;
-                  END IF;
-                END $$
-                """), logger: TestEnvironment.logger)
-        }
     }
 
     /// The cluster's superuser on this test's database.
