@@ -220,12 +220,18 @@ public struct PurgeJobRunner: Sendable {
     }
 
     /// The first statement of every plan SQL step's transaction (one round
-    /// trip; both settings end with the transaction): the step's
-    /// `statement_timeout`, and `standard_conforming_strings` on, which is
-    /// how the plan's checks read quotes (PlanStatement).
+    /// trip; the settings end with the transaction): the step's
+    /// `statement_timeout`, which bounds its waits for locks too (the
+    /// app's own rows may be held longer than siwa's: the worker's
+    /// `lock_timeout`, SessionLimits.runtime, is lifted), and
+    /// `standard_conforming_strings` on, which is how the plan's checks
+    /// read quotes (PlanStatement).
     static func stepSettings(timeoutSeconds: Double) -> PostgresQuery {
         let milliseconds = String(max(Int((timeoutSeconds * 1000).rounded(.up)), 1))
-        return "SELECT set_config('statement_timeout', \(milliseconds), true), set_config('standard_conforming_strings', 'on', true)"
+        return """
+            SELECT set_config('statement_timeout', \(milliseconds), true), set_config('lock_timeout', '0', true),
+                   set_config('standard_conforming_strings', 'on', true)
+            """
     }
 
     /// The error history gets the database's message (an operator needs
@@ -237,6 +243,11 @@ public struct PurgeJobRunner: Sendable {
             if state == "57014" {
                 // query_canceled: siwa sends no cancel requests, so this is the step's statement_timeout.
                 let text = "timed out: a statement ran past the step's timeout_seconds (statement_timeout, sqlstate 57014)"
+                return StepFailure(step: step, detail: text, summary: text, permanent: false)
+            }
+            if state == "55P03" {
+                // lock_not_available: a lock held past the session's lock_timeout (SessionLimits.runtime).
+                let text = "timed out waiting for a lock another session holds (lock_timeout, sqlstate 55P03)"
                 return StepFailure(step: step, detail: text, summary: text, permanent: false)
             }
             let message = psql.serverInfo?[.message].map { ": \($0)" } ?? ""

@@ -20,14 +20,13 @@ public struct ClaimedJob: Sendable, Equatable {
     /// A consent revocation under `sign_out` (args.scope `tokens`): only the
     /// user's Apple tokens are revoked and deleted; their data stays.
     public let tokensOnly: Bool
-    public let createdAt: Date
     /// The user has stored Apple tokens (when claimed): they are revoked
     /// before anything is erased.
     public let holdsTokens: Bool
 
     public init(id: Int64, kind: String, appleSub: String?, eventType: String?, attempt: Int, maxAttempts: Int,
                 stepsDone: Set<String>, userID: Int64?, lease: String, tokensOnly: Bool = false,
-                createdAt: Date = Date(), holdsTokens: Bool = false) {
+                holdsTokens: Bool = false) {
         self.id = id
         self.kind = kind
         self.appleSub = appleSub
@@ -38,7 +37,6 @@ public struct ClaimedJob: Sendable, Equatable {
         self.userID = userID
         self.lease = lease
         self.tokensOnly = tokensOnly
-        self.createdAt = createdAt
         self.holdsTokens = holdsTokens
     }
 
@@ -46,7 +44,7 @@ public struct ClaimedJob: Sendable, Equatable {
     public func recording(_ step: String) -> ClaimedJob {
         ClaimedJob(id: id, kind: kind, appleSub: appleSub, eventType: eventType, attempt: attempt,
                    maxAttempts: maxAttempts, stepsDone: stepsDone.union([step]), userID: userID, lease: lease,
-                   tokensOnly: tokensOnly, createdAt: createdAt, holdsTokens: holdsTokens)
+                   tokensOnly: tokensOnly, holdsTokens: holdsTokens)
     }
 }
 
@@ -194,11 +192,15 @@ public struct JobQueue: Sendable {
             // (a new snapshot) sees that notification's email. The receiver
             // takes the same locks before it decides to keep an email (see
             // RecordNotificationStatement), and both lock users before jobs.
-            try await connection.query(PostgresQuery(unsafeSQL: Self.lockUsersSQL, binds: {
+            // Read to its end: an error while it waits (its lock_timeout)
+            // arrives with the rows, and unread it would surface as the
+            // erase's "transaction aborted" instead (which PostgresNIO then
+            // keeps for the erase's prepared statement on this connection).
+            for try await _ in try await connection.query(PostgresQuery(unsafeSQL: Self.lockUsersSQL, binds: {
                 var binds = PostgresBindings(capacity: 1)
                 binds.append(runs.map(\.id))
                 return binds
-            }()), logger: logger)
+            }()), logger: logger) {}
             var done = Set<Int64>()
             for try await id in try await connection.execute(statement, logger: logger) { done.insert(id) }
             return done

@@ -26,11 +26,8 @@ public enum ServerAssembly {
         // HTTP clients exist, and each must be shut down, not dropped.
         let appleAccess = try settings.signIn.map(AppleAccess.init)
         var configuration = try DatabaseConfiguration(url: settings.databaseURL, maximumConnections: settings.databaseMaxConnections)
-        // A batch never waits more than 5 s for a row lock (say, a purge step
-        // holding the user's job row): it fails, its entries are retried one
-        // by one, and a blocked one answers 503 (Apple retries) instead of
-        // stalling a writer and the batch behind it.
-        configuration.lockTimeout = "5s"
+        // No wait on a stuck session's lock lasts: see SessionLimits.runtime.
+        configuration.sessionLimits = .runtime
         let database = configuration
         let client = PostgresClient(configuration: database.postgresClientConfiguration,
                                     backgroundLogger: Logger(label: "siwa.postgres"))

@@ -21,7 +21,10 @@ public struct WorkerAssembly: Sendable {
         // Everything that can refuse a setting first: past this point
         // HTTP clients exist, and each must be shut down, not dropped.
         let access = try settings.signIn.map(AppleAccess.init)
-        let database = try DatabaseConfiguration(url: settings.databaseURL, maximumConnections: settings.databaseMaxConnections)
+        var configuration = try DatabaseConfiguration(url: settings.databaseURL, maximumConnections: settings.databaseMaxConnections)
+        // No claim or step waits for ever on a stuck session's lock: see SessionLimits.runtime.
+        configuration.sessionLimits = .runtime
+        let database = configuration
         let client = PostgresClient(configuration: database.postgresClientConfiguration,
                                     backgroundLogger: Logger(label: "siwa.postgres"))
         let plan = try Self.loadPlan(settings: settings, environment: environment)
