@@ -132,6 +132,11 @@ struct AuditAccessTests {
         #expect(table.output.contains("purge SLA: 2 h") && table.output.contains("needs attention (2)"), "\(table.output)")
         #expect(table.output.contains("notify-crm: 127.0.0.1 answered HTTP 500"), "\(table.output)")
 
+        let bad = try await runSIWA(["migrate"], environment: [
+            "SIWA_MIGRATE_DATABASE_URL": database.ownerURL, "SIWA_DATABASE_URL": database.url, "SIWA_PURGE_SLA_HOURS": "0",
+        ])
+        #expect(bad.status == 2 && bad.output == "siwa: SIWA_PURGE_SLA_HOURS: expected a whole number in 1...8760, got '0'\n",
+                "\(bad.output)")
         let back = try await runSIWA(["migrate"], environment: [
             "SIWA_MIGRATE_DATABASE_URL": database.ownerURL, "SIWA_DATABASE_URL": database.url,
         ])
