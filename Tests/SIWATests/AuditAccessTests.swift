@@ -78,10 +78,10 @@ struct AuditAccessTests {
         let database = try await TestDatabase.create()
         try await database.execute("""
             INSERT INTO siwa.notifications (jti, event_type, apple_sub, event_time, audience, issued_at, claims)
-            SELECT 'bulk-' || i, 'email-enabled', 'bulk.' || (i % 20000), 0, 'aud', now(), '{}' FROM generate_series(1, 60000) AS i;
+            SELECT 'bulk-' || i, 'email-enabled', 'bulk.' || (i % 5000), 0, 'aud', now(), '{}' FROM generate_series(1, 15000) AS i;
             INSERT INTO siwa.audit_log (actor, action, apple_sub, details)
-            SELECT 'apple', 'notification.recorded', 'bulk.' || (i % 20000), jsonb_build_object('n', i) FROM generate_series(1, 200000) AS i;
-            INSERT INTO siwa.jobs (kind, args) SELECT 'purge_user', jsonb_build_object('apple_sub', 'bulk.' || i) FROM generate_series(1, 5000) AS i;
+            SELECT 'apple', 'notification.recorded', 'bulk.' || (i % 5000), jsonb_build_object('n', i) FROM generate_series(1, 50000) AS i;
+            INSERT INTO siwa.jobs (kind, args) SELECT 'purge_user', jsonb_build_object('apple_sub', 'bulk.' || i) FROM generate_series(1, 2000) AS i;
             """)
         for query in ["SELECT * FROM siwa.user_history WHERE apple_sub = 'bulk.7'",
                       "SELECT * FROM siwa.purge_latency WHERE apple_sub = 'bulk.7'"] {
