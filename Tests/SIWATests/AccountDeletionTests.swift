@@ -16,11 +16,13 @@ struct AccountDeletionTests {
         var apple: AppleSimulator { signIn.apple }
         var database: TestDatabase { signIn.server.database }
 
-        static func start() async throws -> Setup {
-            let signIn = try await SignInTests.Setup.start()
+        /// - Parameters: server, worker: more settings for `siwa serve` and the workers.
+        static func start(server: [String: String] = [:], worker: [String: String] = [:],
+                          planSteps: (@Sendable (String) -> [[String: Any]])? = nil) async throws -> Setup {
+            let signIn = try await SignInTests.Setup.start(settings: server)
             let worker = try await WorkerHarness.start(
-                database: signIn.server.database,
-                settings: SignInFixture.settings(signIn.fixture, appleBaseURL: signIn.server.appleServer.baseURL))
+                database: signIn.server.database, planSteps: planSteps,
+                settings: SignInFixture.settings(signIn.fixture, appleBaseURL: signIn.server.appleServer.baseURL).merging(worker) { $1 })
             return Setup(signIn: signIn, worker: worker)
         }
 
