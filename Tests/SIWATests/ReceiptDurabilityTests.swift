@@ -38,6 +38,28 @@ struct ReceiptDurabilityTests {
         #expect(try await ReceiptFixture.receipts(in: harness.database, sub: sub).count == 1)
     }
 
+    /// As the audit trail: the runtime role may insert and read receipts,
+    /// and nobody, the owner included, may change or remove one.
+    @Test func receiptsAreAppendOnly() async throws {
+        let database = try await TestDatabase.create()
+        try await database.execute("""
+            INSERT INTO siwa.deletion_receipts (job_id, apple_sub, jti, key_id, receipt) VALUES (1, 'sub.1', 'j1', 'k', 'a.b.c')
+            """)
+        let runtime = try database.runtimeConfiguration
+        #expect(try await LeastPrivilegeTests.sqlState(of: """
+            INSERT INTO siwa.deletion_receipts (job_id, apple_sub, jti, key_id, receipt) VALUES (2, 'sub.2', 'j2', 'k', 'a.b.c') RETURNING id
+            """, on: runtime) == nil)
+        #expect(try await LeastPrivilegeTests.sqlState(of: "SELECT receipt FROM siwa.deletion_receipts", on: runtime) == nil)
+        for statement in ["UPDATE siwa.deletion_receipts SET receipt = 'x.y.z'", "DELETE FROM siwa.deletion_receipts",
+                          "TRUNCATE siwa.deletion_receipts"] {
+            #expect(try await LeastPrivilegeTests.sqlState(of: statement, on: runtime) == "42501", "runtime: \(statement)")
+            #expect(try await LeastPrivilegeTests.sqlState(of: statement, on: database.configuration) == "42501", "owner: \(statement)")
+        }
+        #expect(try await LeastPrivilegeTests.sqlState(of: """
+            INSERT INTO siwa.deletion_receipts (job_id, apple_sub, jti, key_id, receipt) VALUES (3, 's', 'j3', 'k', 'not a jws')
+            """, on: runtime) == "23514", "only a compact JWS")
+    }
+
     /// kill -9 while the worker is inside the transaction that records the
     /// last step (an HTTP step, delivered) and completes the job: held there
     /// by a lock the test owns, the receipt's INSERT waits. After the kill
