@@ -22,11 +22,9 @@ struct DeletionReceiptTests {
         func verify(using algorithm: some JWTAlgorithm) async throws {}
     }
 
-    static func start(planSteps: (@Sendable (String) -> [[String: Any]])? = nil) async throws
-        -> (setup: AccountDeletionTests.Setup, keys: ReceiptFixture) {
+    static func start() async throws -> (setup: AccountDeletionTests.Setup, keys: ReceiptFixture) {
         let keys = try await ReceiptFixture.make()
-        let setup = try await AccountDeletionTests.Setup.start(server: keys.serverSettings, worker: keys.workerSettings,
-                                                               planSteps: planSteps)
+        let setup = try await AccountDeletionTests.Setup.start(server: keys.serverSettings, worker: keys.workerSettings)
         return (setup, keys)
     }
 
@@ -213,30 +211,5 @@ struct DeletionReceiptTests {
         #expect(worker.log.contains("Deletion receipts: one signed"), "receipts are on: \(worker.log)")
         #expect(try await setup.database.scalar("SELECT count(*) FROM siwa.deletion_receipts") == 0)
         #expect(try await setup.database.scalar("SELECT count(*) FROM siwa.audit_log WHERE action = 'receipt.issued'") == 0)
-    }
-
-    /// A token whose key left the ring is deleted by `siwa tokens forget`,
-    /// not revoked: the receipt says the revocation is the user's to do.
-    @Test func aForgottenTokenMakesTheRevocationManual() async throws {
-        let (setup, keys) = try await Self.start(planSteps: { _ in [] })
-        defer { Task { await setup.stop(); keys.remove() } }
-        let sub = "011.lost.0001"
-        _ = try await setup.signedIn(sub)
-        try setup.signIn.fixture.rewriteKeyRing([TokenKeyRing.newKeyLine(id: "k2")])
-        let jobID = try #require(try await setup.delete(sub).json["job_id"] as? Int)
-        let worker = try setup.worker.startWorker()
-        defer { Task { await worker.kill9() } }
-        #expect(try await setup.worker.wait(upTo: .seconds(30)) {
-            try await setup.database.scalar("SELECT count(*) FROM siwa.jobs WHERE id = \(jobID) AND errors <> '[]'") > 0
-        }, "\(worker.log)")
-        let forgot = try await runSIWA(["tokens", "forget", "--sub", sub], environment: setup.worker.settings)
-        #expect(forgot.status == 0, "\(forgot.output)")
-        try await setup.database.execute("UPDATE siwa.jobs SET run_at = now() WHERE id = \(jobID)")
-        #expect(try await setup.worker.wait { try await setup.jobState(jobID) == ["completed"] }, "\(worker.log)")
-        let receipt = try DeletionReceipt.verify(try #require(try await ReceiptFixture.receipts(in: setup.database, sub: sub).first),
-                                                 keys: try ES256KeySet.load(path: keys.jwksFile)).receipt
-        #expect(receipt.purge.appleTokenRevocation
-                == DeletionReceipt.Revocation(outcome: "manual", tokens: [], forgottenClientIDs: [SignInTests.client]))
-        #expect(receipt.purge.steps.map(\.name) == [PurgePlan.builtInStepName])
     }
 }
