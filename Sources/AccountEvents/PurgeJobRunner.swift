@@ -28,7 +28,9 @@ public enum JobRunOutcome: Sendable, Equatable {
 /// (when siwa holds any), the built-in step, then the plan's steps in
 /// order, skipping those an earlier attempt recorded as done. A token-only
 /// job (a sign-out) runs the revocation alone. Each step is
-/// recorded as it completes; the last record completes the job.
+/// recorded as it completes; the last record completes the job, and with
+/// receipts on (SIWA_RECEIPT_KEY_FILE) signs and stores the purge's deletion
+/// receipt in the same transaction (JobQueue).
 public struct PurgeJobRunner: Sendable {
     public static let kind = "purge_user"
 
@@ -58,7 +60,10 @@ public struct PurgeJobRunner: Sendable {
         }
         if job.tokensOnly {
             // A sign-out (consent revoked under `sign_out`): revoke and
-            // delete the tokens, keep the rest.
+            // delete the tokens, keep the rest. Not a purge, so no deletion
+            // receipt is signed for it (DeletionReceipts.issue skips
+            // args.scope 'tokens'); a deletion merged into it later makes it
+            // a whole purge, or a rerun that is one, and that gets a receipt.
             let step = JobStep(jobID: job.id, lease: job.lease, name: AppleTokenStore.revokeStepName, completesJob: true)
             return try await revokeTokens(job, sub: sub, as: step) ? .completed : .leaseLost
         }
@@ -220,12 +225,18 @@ public struct PurgeJobRunner: Sendable {
     }
 
     /// The first statement of every plan SQL step's transaction (one round
-    /// trip; both settings end with the transaction): the step's
-    /// `statement_timeout`, and `standard_conforming_strings` on, which is
-    /// how the plan's checks read quotes (PlanStatement).
+    /// trip; the settings end with the transaction): the step's
+    /// `statement_timeout`, which bounds its waits for locks too (the
+    /// app's own rows may be held longer than siwa's: the worker's
+    /// `lock_timeout`, SessionLimits.runtime, is lifted), and
+    /// `standard_conforming_strings` on, which is how the plan's checks
+    /// read quotes (PlanStatement).
     static func stepSettings(timeoutSeconds: Double) -> PostgresQuery {
         let milliseconds = String(max(Int((timeoutSeconds * 1000).rounded(.up)), 1))
-        return "SELECT set_config('statement_timeout', \(milliseconds), true), set_config('standard_conforming_strings', 'on', true)"
+        return """
+            SELECT set_config('statement_timeout', \(milliseconds), true), set_config('lock_timeout', '0', true),
+                   set_config('standard_conforming_strings', 'on', true)
+            """
     }
 
     /// The error history gets the database's message (an operator needs
@@ -237,6 +248,11 @@ public struct PurgeJobRunner: Sendable {
             if state == "57014" {
                 // query_canceled: siwa sends no cancel requests, so this is the step's statement_timeout.
                 let text = "timed out: a statement ran past the step's timeout_seconds (statement_timeout, sqlstate 57014)"
+                return StepFailure(step: step, detail: text, summary: text, permanent: false)
+            }
+            if state == "55P03" {
+                // lock_not_available: a lock held past the session's lock_timeout (SessionLimits.runtime).
+                let text = "timed out waiting for a lock another session holds (lock_timeout, sqlstate 55P03)"
                 return StepFailure(step: step, detail: text, summary: text, permanent: false)
             }
             let message = psql.serverInfo?[.message].map { ": \($0)" } ?? ""

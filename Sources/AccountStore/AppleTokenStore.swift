@@ -46,13 +46,19 @@ public struct AppleTokenStore: Sendable {
         self.logger = logger
     }
 
-    /// The tokens of the job's user stored before `before` (a token-only
-    /// sign-out leaves a token from a later sign-in alone).
-    public func tokens(appleSub: String, storedBefore before: Date? = nil) async throws -> [StoredAppleToken] {
+    /// The tokens of the job's user; for a token-only sign-out, those
+    /// stored before its revocation was recorded (args.tokens_before, taken
+    /// under the user's lock, sql/008; for a job made by hand, its
+    /// creation): a token from a later sign-in is left alone. Read from the
+    /// job's row here, so a malformed hand-made job fails its own step, not
+    /// the worker's claim.
+    public func tokens(appleSub: String, signOut job: Int64? = nil) async throws -> [StoredAppleToken] {
         let rows = try await client.guardedQuery("""
             SELECT t.user_id, u.apple_sub, t.client_id, t.key_id, t.refresh_token
             FROM siwa.users AS u JOIN siwa.apple_tokens AS t ON t.user_id = u.id
-            WHERE u.apple_sub = \(appleSub) AND (\(before)::timestamptz IS NULL OR t.stored_at < \(before)::timestamptz)
+            WHERE u.apple_sub = \(appleSub)
+              AND (\(job)::bigint IS NULL OR t.stored_at < (SELECT coalesce((args->>'tokens_before')::timestamptz, created_at)
+                                                            FROM siwa.jobs WHERE id = \(job)::bigint))
             ORDER BY t.client_id
             """, logger: logger)
         return try rows.map { row in

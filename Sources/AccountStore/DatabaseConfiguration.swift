@@ -39,9 +39,9 @@ public struct DatabaseConfiguration: Sendable {
     /// (so a missing or bad file stops start-up, not the first query).
     public private(set) var caCertificates: [NIOSSLCertificate]
     public var maximumConnections: Int
-    /// PostgreSQL's `lock_timeout` for every statement on these connections
-    /// (nil: the server's, normally none).
-    public var lockTimeout: String?
+    /// Limits every session of the pool sets at start-up (none: the
+    /// server's, normally no limit).
+    public var sessionLimits = SessionLimits()
 
     /// The URL's query parameters siwa understands; any other `ssl*`
     /// parameter is refused (silently ignoring, say, `sslcert` would leave a
@@ -184,7 +184,7 @@ public struct DatabaseConfiguration: Sendable {
         configuration.options.maximumConnections = maximumConnections
         configuration.options.connectTimeout = .seconds(5)
         configuration.options.additionalStartupParameters = [("application_name", "siwa")]
-        if let lockTimeout { configuration.options.additionalStartupParameters.append(("lock_timeout", lockTimeout)) }
+        configuration.options.additionalStartupParameters += sessionLimits.startupParameters
         return configuration
     }
 

@@ -20,14 +20,13 @@ public struct ClaimedJob: Sendable, Equatable {
     /// A consent revocation under `sign_out` (args.scope `tokens`): only the
     /// user's Apple tokens are revoked and deleted; their data stays.
     public let tokensOnly: Bool
-    public let createdAt: Date
     /// The user has stored Apple tokens (when claimed): they are revoked
     /// before anything is erased.
     public let holdsTokens: Bool
 
     public init(id: Int64, kind: String, appleSub: String?, eventType: String?, attempt: Int, maxAttempts: Int,
                 stepsDone: Set<String>, userID: Int64?, lease: String, tokensOnly: Bool = false,
-                createdAt: Date = Date(), holdsTokens: Bool = false) {
+                holdsTokens: Bool = false) {
         self.id = id
         self.kind = kind
         self.appleSub = appleSub
@@ -38,7 +37,6 @@ public struct ClaimedJob: Sendable, Equatable {
         self.userID = userID
         self.lease = lease
         self.tokensOnly = tokensOnly
-        self.createdAt = createdAt
         self.holdsTokens = holdsTokens
     }
 
@@ -46,7 +44,7 @@ public struct ClaimedJob: Sendable, Equatable {
     public func recording(_ step: String) -> ClaimedJob {
         ClaimedJob(id: id, kind: kind, appleSub: appleSub, eventType: eventType, attempt: attempt,
                    maxAttempts: maxAttempts, stepsDone: stepsDone.union([step]), userID: userID, lease: lease,
-                   tokensOnly: tokensOnly, createdAt: createdAt, holdsTokens: holdsTokens)
+                   tokensOnly: tokensOnly, holdsTokens: holdsTokens)
     }
 }
 
@@ -68,11 +66,21 @@ public struct JobQueue: Sendable {
     /// Names this worker in its leases (`locked_by`) and in the audit trail.
     public let worker: String
     let logger: Logger
+    /// Signs a receipt for each purge as it completes (nil: receipts are off).
+    let receipts: (any ReceiptSigning)?
 
-    public init(client: PostgresClient, worker: String, logger: Logger) {
+    public init(client: PostgresClient, worker: String, logger: Logger, receipts: (any ReceiptSigning)? = nil) {
         self.client = client
         self.worker = worker
         self.logger = logger
+        self.receipts = receipts
+    }
+
+    /// The receipts of the purges among `jobIDs` that the transaction on
+    /// `connection` has just completed, written in it (DeletionReceipts.issue).
+    private func issueReceipts(for jobIDs: [Int64], on connection: PostgresConnection) async throws {
+        guard let receipts, !jobIDs.isEmpty else { return }
+        try await DeletionReceipts.issue(for: jobIDs, signer: receipts, on: connection, logger: logger)
     }
 
     /// One statement on a guarded connection, its rows decoded as `T`.
@@ -127,7 +135,9 @@ public struct JobQueue: Sendable {
     /// SQL elsewhere), completing the job if it was the last step. False if
     /// the lease was lost (the step will run again: at-least-once).
     public func recordStep(_ step: JobStep) async throws -> Bool {
-        try await client.withGuardedConnection { connection in try await record(step, on: connection) }
+        // The completion and its receipt go in one transaction.
+        if step.completesJob && receipts != nil { return try await inStepTransaction(step) { _ in } }
+        return try await client.withGuardedConnection { connection in try await record(step, on: connection) }
     }
 
     /// RecordStepStatement on `connection`: true if it matched (lease held, step new).
@@ -140,18 +150,24 @@ public struct JobQueue: Sendable {
     /// Completes a job that has no step left to run (its plan lost steps
     /// since they were recorded). False if the lease was lost.
     public func complete(_ job: ClaimedJob) async throws -> Bool {
-        try await count("""
-            WITH job AS (
-                UPDATE siwa.jobs SET state = 'completed', finalized_at = now(), locked_until = NULL
-                WHERE id = \(job.id) AND locked_by = \(job.lease) AND state = 'running'
-                RETURNING id, args->>'apple_sub' AS apple_sub, attempt
-            ), audit AS (
-                INSERT INTO siwa.audit_log (actor, action, apple_sub, details)
-                SELECT 'worker', 'job.completed', apple_sub, jsonb_build_object('job_id', id, 'attempt', attempt, 'worker', \(job.lease)::text)
-                FROM job
-            )
-            SELECT count(*) FROM job
-            """) == 1
+        try await client.withGuardedTransaction(logger: logger) { [logger] connection in
+            let rows = try await connection.query("""
+                WITH job AS (
+                    UPDATE siwa.jobs SET state = 'completed', finalized_at = now(), locked_until = NULL
+                    WHERE id = \(job.id) AND locked_by = \(job.lease) AND state = 'running'
+                    RETURNING id, args->>'apple_sub' AS apple_sub, attempt
+                ), audit AS (
+                    INSERT INTO siwa.audit_log (actor, action, apple_sub, details)
+                    SELECT 'worker', 'job.completed', apple_sub, jsonb_build_object('job_id', id, 'attempt', attempt, 'worker', \(job.lease)::text)
+                    FROM job
+                )
+                SELECT count(*) FROM job
+                """, logger: logger)
+            var completed = false
+            for try await count in rows.decode(Int.self) { completed = count == 1 }
+            if completed { try await issueReceipts(for: [job.id], on: connection) }
+            return completed
+        }
     }
 
     /// Runs `body` in one transaction on siwa's database together with the
@@ -159,12 +175,14 @@ public struct JobQueue: Sendable {
     /// effect exactly once. The record goes last, so the job row is locked
     /// only for a moment (the receiver may need it to mark a rerun); if the
     /// lease was lost meanwhile, the record matches nothing and the whole
-    /// transaction rolls back. Returns false then.
+    /// transaction rolls back. Returns false then. The last step's
+    /// transaction also completes the job and holds its receipt.
     public func inStepTransaction(_ step: JobStep, _ body: @escaping @Sendable (PostgresConnection) async throws -> Void) async throws -> Bool {
         do {
             try await client.withGuardedTransaction(logger: logger) { connection in
                 try await body(connection)
                 guard try await record(step, on: connection) else { throw LeaseLostDuringStep() }
+                if step.completesJob { try await issueReceipts(for: [step.jobID], on: connection) }
             }
             return true
         } catch is LeaseLostDuringStep {
@@ -194,13 +212,19 @@ public struct JobQueue: Sendable {
             // (a new snapshot) sees that notification's email. The receiver
             // takes the same locks before it decides to keep an email (see
             // RecordNotificationStatement), and both lock users before jobs.
-            try await connection.query(PostgresQuery(unsafeSQL: Self.lockUsersSQL, binds: {
+            // Read to its end: an error while it waits (its lock_timeout)
+            // arrives with the rows, and unread it would surface as the
+            // erase's "transaction aborted" instead (which PostgresNIO then
+            // keeps for the erase's prepared statement on this connection).
+            for try await _ in try await connection.query(PostgresQuery(unsafeSQL: Self.lockUsersSQL, binds: {
                 var binds = PostgresBindings(capacity: 1)
                 binds.append(runs.map(\.id))
                 return binds
-            }()), logger: logger)
+            }()), logger: logger) {}
             var done = Set<Int64>()
             for try await id in try await connection.execute(statement, logger: logger) { done.insert(id) }
+            try await issueReceipts(for: runs.indices.filter { completes[$0] && done.contains(runs[$0].id) }.map { runs[$0].id },
+                                    on: connection)
             return done
         }
     }

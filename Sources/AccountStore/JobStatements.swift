@@ -14,7 +14,7 @@ import PostgresNIO
 /// Claims up to `limit` runnable jobs of one kind: one statement,
 /// `FOR UPDATE SKIP LOCKED`, so concurrent workers never take the same job.
 public struct ClaimJobsStatement: PostgresPreparedStatement {
-    public static let name = "siwa_claim_jobs_v3"
+    public static let name = "siwa_claim_jobs_v4"
     public static let sql = """
         WITH picked AS (
             SELECT id FROM siwa.jobs
@@ -27,7 +27,7 @@ public struct ClaimJobsStatement: PostgresPreparedStatement {
             SET state = 'running', attempt = j.attempt + 1, locked_by = $1::text || '/' || gen_random_uuid(),
                 locked_until = now() + make_interval(secs => $4::float8), attempted_at = now()
             FROM picked WHERE j.id = picked.id
-            RETURNING j.id, j.kind, j.args, j.attempt, j.max_attempts, j.steps_done, j.locked_by, j.created_at
+            RETURNING j.id, j.kind, j.args, j.attempt, j.max_attempts, j.steps_done, j.locked_by
         ), audit AS (
             INSERT INTO siwa.audit_log (actor, action, apple_sub, details)
             SELECT 'worker', 'job.claimed', args->>'apple_sub',
@@ -36,7 +36,7 @@ public struct ClaimJobsStatement: PostgresPreparedStatement {
         )
         SELECT claimed.id, claimed.kind, claimed.args->>'apple_sub' AS apple_sub, claimed.args->>'event_type' AS event_type,
                claimed.attempt, claimed.max_attempts, ARRAY(SELECT jsonb_object_keys(claimed.steps_done)) AS steps_done,
-               u.id AS user_id, claimed.locked_by AS lease, claimed.args->>'scope' AS scope, claimed.created_at,
+               u.id AS user_id, claimed.locked_by AS lease, claimed.args->>'scope' AS scope,
                EXISTS (SELECT FROM siwa.apple_tokens WHERE apple_tokens.user_id = u.id) AS holds_tokens
         FROM claimed LEFT JOIN LATERAL (SELECT users.id FROM siwa.users
                                         WHERE users.apple_sub = claimed.args->>'apple_sub' LIMIT 1) AS u ON true
@@ -66,11 +66,11 @@ public struct ClaimJobsStatement: PostgresPreparedStatement {
     }
 
     public func decodeRow(_ row: PostgresRow) throws -> ClaimedJob {
-        let (id, kind, sub, eventType, attempt, maxAttempts, steps, userID, lease, scope, createdAt, holdsTokens) =
-            try row.decode((Int64, String, String?, String?, Int32, Int32, [String], Int64?, String, String?, Date, Bool).self)
+        let (id, kind, sub, eventType, attempt, maxAttempts, steps, userID, lease, scope, holdsTokens) =
+            try row.decode((Int64, String, String?, String?, Int32, Int32, [String], Int64?, String, String?, Bool).self)
         return ClaimedJob(id: id, kind: kind, appleSub: sub, eventType: eventType, attempt: Int(attempt),
                           maxAttempts: Int(maxAttempts), stepsDone: Set(steps), userID: userID, lease: lease,
-                          tokensOnly: scope == "tokens", createdAt: createdAt, holdsTokens: holdsTokens)
+                          tokensOnly: scope == "tokens", holdsTokens: holdsTokens)
     }
 }
 

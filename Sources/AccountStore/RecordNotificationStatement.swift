@@ -11,9 +11,9 @@ import PostgresNIO
 /// only replaces an older one (by `event_time`), consent revocation only
 /// replaces an older active state, a deleted user is never touched again,
 /// and a status event older than the user's latest sign-in changes nothing.
-/// The purge job is unique while pending (see `jobs_one_pending_purge_idx`);
-/// its insert trigger wakes the workers when the transaction commits
-/// (sql/002_queue.sql).
+/// The purge job is enqueued by siwa.enqueue_purge (sql/008), once per
+/// purge or sign-out of the batch; its insert trigger wakes the workers when
+/// the transaction commits (sql/002_queue.sql).
 ///
 /// One statement cannot touch the same row twice (ON CONFLICT DO UPDATE
 /// refuses), so a batch must not repeat a `jti` or a `sub`:
@@ -25,7 +25,7 @@ import PostgresNIO
 /// `siwa-bench` (`make bench`) runs this same text under pgbench, one
 /// notification per transaction, to measure the ceiling.
 public struct RecordNotificationStatement: PostgresPreparedStatement {
-    public static let name = "siwa_record_notifications_v5"
+    public static let name = "siwa_record_notifications_v6"
 
     public static let sql = """
         WITH input AS (
@@ -36,22 +36,23 @@ public struct RecordNotificationStatement: PostgresPreparedStatement {
         ), known AS MATERIALIZED (
             -- The users of this batch, locked before anything is decided and
             -- read as they are now: FOR UPDATE waits for a concurrent
-            -- deletion (or the worker's erase) to commit and returns the row
-            -- it left, where the statement's snapshot would show the old one.
-            -- The worker's erase locks the same rows first, so an email
-            -- stored below is either seen by the erase or dropped here.
+            -- deletion (or the worker's erase, or a sign-in) to commit and
+            -- returns the row it left, where the statement's snapshot would
+            -- show the old one. The worker's erase locks the same rows
+            -- first, so an email stored below is either seen by the erase or
+            -- dropped here. (Anything else read under the lock is read in
+            -- siwa.enqueue_purge, on a snapshot of its own: see `jobs`.)
             --
             -- One index probe per sub, whatever the statistics say: LIMIT
             -- keeps the lateral lookup from being flattened into a join,
             -- which the planner would hash over a scan of every user while
             -- the table is small or unanalysed (and keep in the cached plan
             -- as it grows).
-            SELECT u.apple_sub, u.status, u.signed_in_ms,
-                   EXISTS (SELECT FROM siwa.apple_tokens WHERE apple_tokens.user_id = u.id) AS has_tokens
+            SELECT u.apple_sub, u.status, u.signed_in_ms
             FROM (SELECT apple_sub FROM input ORDER BY apple_sub) AS batch,
                  -- An active user's status_event_time is their latest sign-in
                  -- (the identity token's iat), if they signed in.
-                 LATERAL (SELECT id, apple_sub, status, CASE WHEN status = 'active' THEN status_event_time END AS signed_in_ms
+                 LATERAL (SELECT apple_sub, status, CASE WHEN status = 'active' THEN status_event_time END AS signed_in_ms
                           FROM siwa.users WHERE users.apple_sub = batch.apple_sub LIMIT 1 FOR UPDATE) AS u
         ), decided AS (
             -- A consent revocation older than the user's latest sign-in
@@ -59,15 +60,15 @@ public struct RecordNotificationStatement: PostgresPreparedStatement {
             -- deletion is never stale). One for a user already deleted
             -- adds no purge (Apple sends it after siwa's own revocation).
             -- A consent revocation under `sign_out` (no purge) still
-            -- revokes and deletes the user's Apple tokens: a token-only job
-            -- (args.scope).
+            -- revokes and deletes the user's Apple tokens, if they hold
+            -- any: a token-only job (args.scope).
             SELECT input.jti, input.event_type, input.apple_sub, input.event_time, input.audience, input.issued_at,
                    input.claims, input.forwarding, input.email, input.is_private_email, input.ord,
                    CASE WHEN stale THEN '' ELSE input.status END AS status,
+                   input.status = 'consent_revoked' AS revocation,
                    input.purge AND NOT stale
                        AND NOT (input.status = 'consent_revoked' AND coalesce(known.status, '') = 'deleted') AS purge,
-                   input.status = 'consent_revoked' AND NOT input.purge AND NOT stale
-                       AND coalesce(known.has_tokens, false) AS sign_out,
+                   input.status = 'consent_revoked' AND NOT input.purge AND NOT stale AS sign_out,
                    stale
             FROM input LEFT JOIN known USING (apple_sub),
                  LATERAL (SELECT input.status = 'consent_revoked'
@@ -117,45 +118,40 @@ public struct RecordNotificationStatement: PostgresPreparedStatement {
                                          THEN excluded.status_event_time ELSE u.status_event_time END,
                 updated_at = now()
             WHERE u.status <> 'deleted'
-        ), purge AS (
-            INSERT INTO siwa.jobs (kind, args)
-            SELECT 'purge_user', jsonb_build_object('apple_sub', apple_sub, 'event_type', event_type, 'jti', jti)
-                                 || CASE WHEN purge THEN '{}'::jsonb ELSE '{"scope": "tokens"}'::jsonb END
-            FROM fresh WHERE purge OR sign_out ORDER BY apple_sub
-            ON CONFLICT (kind, (args->>'apple_sub')) WHERE kind = 'purge_user' AND state IN ('available', 'running', 'retryable')
-            -- One purge per user while pending. A purge that has not started
-            -- yet covers this event too, and takes its type (the downstream
-            -- hears of the latest event). One that has started (running, or
-            -- retrying with steps done) may have passed steps this event needs
-            -- again: it gets a rerun mark, and its completion enqueues a fresh
-            -- purge (trigger jobs_purge_rerun in sql/002_queue.sql).
-            --
-            -- A token-only sign-out adds nothing to a pending job (every
-            -- purge revokes the tokens too); a purge merged into a pending
-            -- sign-out makes it a whole purge.
-            DO UPDATE SET args = CASE
-                WHEN excluded.args ? 'scope' THEN siwa.jobs.args
-                WHEN siwa.jobs.state = 'running' OR siwa.jobs.steps_done <> '{}'::jsonb
-                THEN siwa.jobs.args || jsonb_build_object('rerun', jsonb_build_object(
-                         'event_type', excluded.args->>'event_type', 'jti', excluded.args->>'jti'))
-                ELSE (siwa.jobs.args - 'scope') || jsonb_build_object('event_type', excluded.args->>'event_type', 'jti', excluded.args->>'jti')
-                END
-            -- xmax = 0 only on a freshly inserted row version (PostgreSQL's
-            -- usual way to tell the two ON CONFLICT outcomes apart).
-            RETURNING id, args->>'apple_sub' AS apple_sub, xmax = 0 AS inserted
+            RETURNING u.apple_sub, u.status
+        ), effect AS MATERIALIZED (
+            -- Decided again once the user's row is written (joining the
+            -- upsert's rows waits for it): a user `known` did not find may
+            -- have been inserted meanwhile by a first sign-in, which the
+            -- upsert waited for; a consent revocation older than it left
+            -- the user active, and is stale after all.
+            SELECT fresh.ord, fresh.jti, fresh.event_type, fresh.apple_sub, fresh.event_time, fresh.notification_id,
+                   fresh.purge AND NOT late AS purge, fresh.sign_out AND NOT late AS sign_out, fresh.stale OR late AS stale
+            FROM fresh LEFT JOIN account USING (apple_sub),
+                 LATERAL (SELECT fresh.revocation AND coalesce(account.status = 'active', false) AS late) AS l
+        ), jobs AS MATERIALIZED (
+            -- One pending purge per user (see `jobs_one_pending_purge_idx`);
+            -- how a new one merges into it, and why a sign-out checks the
+            -- user's tokens there and not here, is siwa.enqueue_purge's
+            -- (sql/008). Apple's events renotify: the downstream hears of
+            -- the latest one.
+            SELECT effect.apple_sub, job.job_id AS id, job.inserted
+            FROM effect, LATERAL siwa.enqueue_purge(effect.apple_sub, effect.event_type, effect.jti,
+                                                    NOT effect.purge, true) AS job
+            WHERE effect.purge OR effect.sign_out
         ), audit AS (
             INSERT INTO siwa.audit_log (actor, action, apple_sub, details)
-            SELECT 'apple', 'notification.recorded', fresh.apple_sub,
-                   jsonb_build_object('jti', fresh.jti, 'event_type', fresh.event_type, 'notification_id', fresh.notification_id,
-                                      'event_time', fresh.event_time, 'purge', fresh.purge,
-                                      'purge_job_id', CASE WHEN purge.inserted AND fresh.purge THEN purge.id END,
-                                      'purge_merged_into_job_id', CASE WHEN NOT purge.inserted AND fresh.purge THEN purge.id END,
-                                      'sign_out_job_id', CASE WHEN fresh.sign_out THEN purge.id END,
-                                      'older_than_sign_in', fresh.stale)
-            FROM fresh LEFT JOIN purge USING (apple_sub) ORDER BY fresh.ord
+            SELECT 'apple', 'notification.recorded', effect.apple_sub,
+                   jsonb_build_object('jti', effect.jti, 'event_type', effect.event_type, 'notification_id', effect.notification_id,
+                                      'event_time', effect.event_time, 'purge', effect.purge,
+                                      'purge_job_id', CASE WHEN jobs.inserted AND effect.purge THEN jobs.id END,
+                                      'purge_merged_into_job_id', CASE WHEN NOT jobs.inserted AND effect.purge THEN jobs.id END,
+                                      'sign_out_job_id', CASE WHEN effect.sign_out THEN jobs.id END,
+                                      'older_than_sign_in', effect.stale)
+            FROM effect LEFT JOIN jobs USING (apple_sub) ORDER BY effect.ord
         )
-        SELECT input.ord, fresh.notification_id, CASE WHEN purge.inserted AND fresh.purge THEN purge.id END
-        FROM input LEFT JOIN fresh USING (ord) LEFT JOIN purge ON purge.apple_sub = fresh.apple_sub
+        SELECT input.ord, effect.notification_id, CASE WHEN jobs.inserted AND effect.purge THEN jobs.id END
+        FROM input LEFT JOIN effect USING (ord) LEFT JOIN jobs ON jobs.apple_sub = effect.apple_sub
         ORDER BY input.ord
         """
 

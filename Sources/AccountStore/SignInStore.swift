@@ -68,6 +68,15 @@ public struct SignInReplay: Sendable, Equatable {
     public let appleSub: String
     public let isNewUser: Bool
     public let refreshTokenStored: Bool
+
+    /// From siwa.sign_in_replay's columns (all NULL: no earlier answer).
+    init?(_ columns: (Int64?, String?, Bool?, Bool?)) {
+        guard let userID = columns.0, let appleSub = columns.1, let isNewUser = columns.2, let stored = columns.3 else { return nil }
+        self.userID = userID
+        self.appleSub = appleSub
+        self.isNewUser = isNewUser
+        self.refreshTokenStored = stored
+    }
 }
 
 /// Where sign-in is stored, in two database calls (sql/006): `prepare`
@@ -90,15 +99,14 @@ public struct SignInStore: Sendable {
         self.logger = logger
     }
 
-    /// The first answer for this code, when it was stored less than ten minutes ago.
+    /// The first answer for this code, when it was stored less than ten
+    /// minutes ago (siwa.sign_in_replay, sql/008, which `prepare` asks too).
     public func replay(codeSHA256: Data) async throws -> SignInReplay? {
         let rows = try await client.guardedQuery("""
-            SELECT user_id, apple_sub, is_new_user, refresh_token_stored FROM siwa.sign_in_codes
-            WHERE code_sha256 = \(codeSHA256) AND created_at > now() - make_interval(secs => \(Self.replayWindowSeconds)::float8)
+            SELECT user_id, apple_sub, is_new_user, refresh_token_stored
+            FROM siwa.sign_in_replay(\(codeSHA256), \(Int32(Self.replayWindowSeconds)))
             """, logger: logger)
-        guard let row = rows.first else { return nil }
-        let (userID, sub, isNew, stored) = try row.decode((Int64, String, Bool, Bool).self)
-        return SignInReplay(userID: userID, appleSub: sub, isNewUser: isNew, refreshTokenStored: stored)
+        return try rows.first.flatMap { try SignInReplay($0.decode((Int64?, String?, Bool?, Bool?).self)) }
     }
 
     /// What a sign-in needs before Apple is called: the user's current id,
@@ -116,11 +124,7 @@ public struct SignInStore: Sendable {
         guard let row = rows.first else { throw SignInStoreError("siwa.sign_in_prepare answered nothing") }
         let (current, fresh, replayID, replaySub, replayNew, replayStored) =
             try row.decode((Int64?, Int64, Int64?, String?, Bool?, Bool?).self)
-        var replay: SignInReplay?
-        if let replayID, let replaySub, let replayNew, let replayStored {
-            replay = SignInReplay(userID: replayID, appleSub: replaySub, isNewUser: replayNew, refreshTokenStored: replayStored)
-        }
-        return Prepared(currentID: current, freshID: fresh, replay: replay)
+        return Prepared(currentID: current, freshID: fresh, replay: SignInReplay((replayID, replaySub, replayNew, replayStored)))
     }
 
     /// Upserts the user, stores the tokens and the code's hash, and audits

@@ -127,21 +127,14 @@ public struct TokenValidationQueue: Sendable {
                 FROM dead WHERE u.id = dead.user_id AND u.status = 'active'
                   AND dead.stored_at >= coalesce(u.last_sign_in_at, '-infinity')
                 RETURNING u.id, u.apple_sub
-            ), job AS (
-                INSERT INTO siwa.jobs (kind, args)
-                SELECT 'purge_user', jsonb_build_object('apple_sub', apple_sub, 'event_type', 'token-invalid-grant')
-                                     || CASE WHEN \(purge) THEN '{}'::jsonb ELSE '{"scope": "tokens"}'::jsonb END
-                FROM account
-                ON CONFLICT (kind, (args->>'apple_sub')) WHERE kind = 'purge_user' AND state IN ('available', 'running', 'retryable')
-                -- As for a notification: a pending job already covers a
-                -- sign-out; a purge makes a pending sign-out whole.
-                DO UPDATE SET args = CASE
-                    WHEN excluded.args ? 'scope' OR NOT siwa.jobs.args ? 'scope' THEN siwa.jobs.args
-                    WHEN siwa.jobs.state = 'running' OR siwa.jobs.steps_done <> '{}'::jsonb
-                    THEN siwa.jobs.args || jsonb_build_object('rerun', jsonb_build_object('event_type', 'token-invalid-grant'))
-                    ELSE siwa.jobs.args - 'scope'
-                    END
-                RETURNING id
+            ), job AS MATERIALIZED (
+                -- As for a notification (siwa.enqueue_purge, sql/008), after
+                -- the user's row is locked by `account`: a pending job
+                -- already covers a sign-out; a purge makes a pending sign-out
+                -- whole. A sign-out finds no token left but the dead one,
+                -- deleted above: nothing to enqueue.
+                SELECT job.job_id AS id
+                FROM account, LATERAL siwa.enqueue_purge(account.apple_sub, 'token-invalid-grant', NULL, NOT \(purge), false) AS job
             ), audit AS (
                 INSERT INTO siwa.audit_log (actor, action, apple_sub, details)
                 SELECT 'worker', 'token.invalid_grant', \(token.appleSub),
@@ -152,6 +145,6 @@ public struct TokenValidationQueue: Sendable {
             )
             SELECT id FROM job
             """, logger: logger)
-        return try rows.first?.decode(Int64.self)
+        return try rows.first?.decode(Int64?.self)
     }
 }

@@ -94,23 +94,13 @@ public struct UserDirectory: Sendable {
                     UPDATE siwa.users AS u SET status = 'deleted',
                            status_event_time = (extract(epoch FROM now()) * 1000)::bigint, updated_at = now()
                     FROM target WHERE u.id = target.id AND u.status <> 'deleted'
-                ), purge AS (
-                    INSERT INTO siwa.jobs (kind, args)
-                    SELECT 'purge_user', jsonb_build_object('apple_sub', apple_sub, 'event_type', 'app-deletion',
-                                                            'api_key', \(apiKeyName)::text)
-                    FROM target
-                    ON CONFLICT (kind, (args->>'apple_sub')) WHERE kind = 'purge_user' AND state IN ('available', 'running', 'retryable')
-                    -- A pending purge covers this request. A pending
-                    -- token-only sign-out becomes a whole purge; one already
-                    -- running gets a rerun mark (trigger jobs_purge_rerun),
-                    -- whose rerun is a whole purge.
-                    DO UPDATE SET args = CASE
-                        WHEN NOT siwa.jobs.args ? 'scope' THEN siwa.jobs.args
-                        WHEN siwa.jobs.state = 'running' OR siwa.jobs.steps_done <> '{}'::jsonb
-                        THEN siwa.jobs.args || jsonb_build_object('rerun', jsonb_build_object('event_type', 'app-deletion'))
-                        ELSE (siwa.jobs.args - 'scope') || jsonb_build_object('event_type', 'app-deletion')
-                        END
-                    RETURNING id, state, xmax = 0 AS inserted
+                ), purge AS MATERIALIZED (
+                    -- Merged with a pending purge, which covers this request
+                    -- (siwa.enqueue_purge, sql/008: a pending sign-out becomes
+                    -- a whole purge, or is followed by one).
+                    SELECT job.job_id AS id, job.job_state AS state, job.inserted
+                    FROM target, LATERAL siwa.enqueue_purge(target.apple_sub, 'app-deletion', NULL, false, false,
+                                                            jsonb_build_object('api_key', \(apiKeyName)::text)) AS job
                 ), audit AS (
                     INSERT INTO siwa.audit_log (actor, action, apple_sub, details)
                     SELECT 'api', 'user.deletion_requested', target.apple_sub,

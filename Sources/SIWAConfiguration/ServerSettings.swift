@@ -1,4 +1,5 @@
 import AccountEvents
+import AppleSignIn
 import Foundation
 
 /// Everything `siwa serve` is configured with (declared in SettingsCatalog).
@@ -32,6 +33,9 @@ public struct ServerSettings: Sendable {
     public var signIn: SignInSettings?
     /// When a stored refresh token is first due for validation.
     public var tokenValidation: TokenValidationSettings
+    /// The deletion receipts' public keys (SIWA_RECEIPT_JWKS_FILE), served
+    /// at /.well-known/siwa-receipts.json; nil: that route answers 404.
+    public var receiptKeys: ES256KeySet?
 
     public init(environment env: SettingsReader) throws {
         typealias S = SettingsCatalog
@@ -57,6 +61,7 @@ public struct ServerSettings: Sendable {
         log = try LogSettings(environment: env)
         signIn = try SignInSettings.read(env)
         tokenValidation = try TokenValidationSettings(environment: env)
+        receiptKeys = try ReceiptSettings.publishedKeys(env)
         guard ingestWriters < databaseMaxConnections else {
             throw SettingError(S.ingestWriters.name, "must be below SIWA_DATABASE_MAX_CONNECTIONS (\(databaseMaxConnections))")
         }

@@ -22,8 +22,9 @@ public struct Setting: Sendable, Hashable {
 
     /// Which command reads it (for `--help`, the README and unknown-name checks).
     public enum Reader: String, Sendable, Hashable, CaseIterable {
-        case serve, worker, migrate, jobs, tokens, audit
+        case serve, worker, migrate, jobs, audit, tokens
         case apiKeys = "api-keys"
+        case receipts
     }
 
     /// Where it goes in deploy/ (each unit reads only its own files, so the

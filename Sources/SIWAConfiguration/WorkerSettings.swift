@@ -16,6 +16,8 @@ public struct WorkerSettings: Sendable {
     public var tokenValidation: TokenValidationSettings
     /// A token that Apple answers `invalid_grant` for is a consent revocation.
     public var onConsentRevoked: ConsentRevokedPolicy
+    /// nil: no deletion receipts are signed (the worker says so at start).
+    public var receipts: ReceiptSettings?
     /// How often the audit chain's head is logged.
     public var auditHeadLogMinutes: Int
 
@@ -58,6 +60,7 @@ public struct WorkerSettings: Sendable {
         signIn = try SignInSettings.read(env)
         tokenValidation = try TokenValidationSettings(environment: env)
         onConsentRevoked = ConsentRevokedPolicy(rawValue: try env.choice(S.onConsentRevoked)) ?? .signOut
+        receipts = try ReceiptSettings.read(env)
         auditHeadLogMinutes = try env.integer(S.auditHeadLogMinutes)
     }
 }

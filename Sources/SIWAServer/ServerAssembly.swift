@@ -26,11 +26,8 @@ public enum ServerAssembly {
         // HTTP clients exist, and each must be shut down, not dropped.
         let appleAccess = try settings.signIn.map(AppleAccess.init)
         var configuration = try DatabaseConfiguration(url: settings.databaseURL, maximumConnections: settings.databaseMaxConnections)
-        // A batch never waits more than 5 s for a row lock (say, a purge step
-        // holding the user's job row): it fails, its entries are retried one
-        // by one, and a blocked one answers 503 (Apple retries) instead of
-        // stalling a writer and the batch behind it.
-        configuration.lockTimeout = "5s"
+        // No wait on a stuck session's lock lasts: see SessionLimits.runtime.
+        configuration.sessionLimits = .runtime
         let database = configuration
         let client = PostgresClient(configuration: database.postgresClientConfiguration,
                                     backgroundLogger: Logger(label: "siwa.postgres"))
@@ -71,6 +68,7 @@ public enum ServerAssembly {
             registry: registry, metrics: metrics, maxBodyBytes: settings.maxBodyBytes,
             floodDelay: .milliseconds(Int64(settings.floodDelay * 1000))
         )
+        dependencies.receiptKeys = settings.receiptKeys
         if let access = appleAccess {
             let store = SignInStore(client: client, validationPeriodHours: settings.tokenValidation.periodHours ?? 24,
                                     logger: Logger(label: "siwa.sign-in"))
@@ -109,6 +107,10 @@ public enum ServerAssembly {
                 logger.info("Sign-in is on: /v1/sign-in, /v1/users/{sub}", metadata: ["apple": "\(appleAccess.apple.baseURL)"])
             } else {
                 logger.info("Sign-in is off (no /v1 routes): set SIWA_APPLE_TEAM_ID, SIWA_APPLE_KEY_ID, SIWA_APPLE_PRIVATE_KEY_FILE and SIWA_TOKEN_ENCRYPTION_KEYS_FILE to turn it on")
+            }
+            if let keys = settings.receiptKeys {
+                logger.info("Deletion receipt keys published at \(ReceiptKeysRoute.path)",
+                            metadata: ["kids": "\(keys.entries.map(\.keyID).joined(separator: ","))"])
             }
         }
         return app

@@ -1,7 +1,6 @@
 import AccountStore
 import ArgumentParser
 import Foundation
-import SIWAConfiguration
 
 /// `siwa audit verify`: recomputes the hash chain (README.md, "The audit trail").
 struct AuditVerify: AsyncParsableCommand {
@@ -24,13 +23,13 @@ struct AuditVerify: AsyncParsableCommand {
 
     func validate() throws {
         if let head, AuditChainLink(head) == nil {
-            throw ValidationError("--head must be SEQ:HASH (a seq, a colon, 64 hex digits), as `siwa audit head` prints it")
+            throw Audit.badArgument("--head must be SEQ:HASH (a seq, a colon, 64 hex digits), as `siwa audit head` prints it, got '\(head)'")
         }
     }
 
     func run() async throws {
         let expected = head.flatMap(AuditChainLink.init)
-        let report = await CommandDatabase.run(label: "siwa.audit", refusing: SettingError.self) { client, logger in
+        let report = await CommandDatabase.run(label: "siwa.audit", refusing: AuditRefusal.self) { client, logger in
             try await AuditChainVerifier(client: client, logger: logger).verify(expectedHead: expected)
         }
         if let failure = report.failure {
@@ -54,7 +53,7 @@ struct AuditHead: AsyncParsableCommand {
     )
 
     func run() async throws {
-        let (head, unsealed) = await CommandDatabase.run(label: "siwa.audit", refusing: SettingError.self) { client, logger in
+        let (head, unsealed) = await CommandDatabase.run(label: "siwa.audit", refusing: AuditRefusal.self) { client, logger in
             try await AuditSealer(client: client, logger: logger).head()
         }
         guard let head else {

@@ -14,7 +14,8 @@ struct Serve: AsyncParsableCommand {
             Endpoints: POST /apple/notifications, GET /healthz, GET /readyz, GET /metrics; with the \
             sign-in settings (SIWA_APPLE_TEAM_ID, SIWA_APPLE_KEY_ID, SIWA_APPLE_PRIVATE_KEY_FILE, \
             SIWA_TOKEN_ENCRYPTION_KEYS_FILE) also POST /v1/sign-in, GET and DELETE /v1/users/{apple_sub}, \
-            each with `Authorization: Bearer KEY` (siwa api-keys create).
+            each with `Authorization: Bearer KEY` (siwa api-keys create); with SIWA_RECEIPT_JWKS_FILE \
+            also GET /.well-known/siwa-receipts.json (the deletion receipts' public keys).
             SIGTERM or SIGINT drains in-flight requests, then exits.
 
             TLS to PostgreSQL (SIWA_DATABASE_URL's sslmode): disable; prefer (default: TLS if \

@@ -17,16 +17,14 @@ struct AuditChainTests {
         let harness = try await WorkerHarness.start()
         defer { Task { await harness.stop() } }
         let database = harness.database
-        // An admin and an auditor of their own (names no other suite uses).
-        try await JobsAuditTests.createLoginRole(Self.admin, in: "siwa_admin")
-        try await JobsAuditTests.createLoginRole(Self.auditor, in: "siwa_auditor")
+        // An auditor of their own (a name no other suite uses); the admin is made by the workload.
+        let auditorURL = try await APIKeysTests.loginURL(Self.auditor, in: "siwa_auditor", for: database)
         try await Self.runMixedWorkload(harness)
 
         let total = try await database.scalar("SELECT count(*) FROM siwa.audit_log")
         #expect(try await database.strings("SELECT DISTINCT actor FROM siwa.audit_log ORDER BY 1") == ["admin", "apple", "worker"])
 
         // The auditor's own role verifies it, and reads the same head `siwa audit head` prints.
-        let auditorURL = try LeastPrivilegeTests.url(of: database.configuration, user: Self.auditor)
         let head = try await runSIWA(["audit", "head"], environment: ["SIWA_DATABASE_URL": auditorURL])
         #expect(head.status == 0, "\(head.output)")
         let recorded = try #require(AuditChainLink(head.output), "\(head.output)")
@@ -153,13 +151,15 @@ struct AuditChainTests {
         }
     }
 
-    /// `siwa audit verify --head` takes only SEQ:HASH.
+    /// `siwa audit verify --head` takes only SEQ:HASH: anything else is one
+    /// line and exit status 2, as for the other `siwa audit` arguments.
     @Test func aMalformedHeadIsRefused() async throws {
         for head in ["12", "12:abc", "x:" + String(repeating: "0", count: 64), "0:" + String(repeating: "0", count: 64),
                      "5:" + String(repeating: "g", count: 64)] {
             #expect(AuditChainLink(head) == nil, "\(head)")
             let result = try await runSIWA(["audit", "verify", "--head", head], environment: ["SIWA_DATABASE_URL": "postgres://nobody@127.0.0.1:1/x"])
-            #expect(result.status != 0 && result.status != 1 && result.output.contains("--head must be SEQ:HASH"), "\(result.output)")
+            #expect(result.status == 2, "\(result.output)")
+            #expect(result.output == "siwa: audit: --head must be SEQ:HASH (a seq, a colon, 64 hex digits), as `siwa audit head` prints it, got '\(head)'\n")
         }
         let link = try #require(AuditChainLink("7:" + String(repeating: "ab", count: 32)))
         #expect(link.seq == 7 && link.hash == [UInt8](repeating: 0xab, count: 32) && link.description == "7:" + String(repeating: "ab", count: 32))
@@ -200,7 +200,7 @@ struct AuditChainTests {
             }
             try await group.waitForAll()
         }
-        let adminURL = try LeastPrivilegeTests.url(of: harness.database.configuration, user: admin)
+        let adminURL = try await APIKeysTests.loginURL(admin, in: "siwa_admin", for: harness.database)
         let retry = try await runSIWA(["jobs", "retry", String(discarded)], environment: ["SIWA_DATABASE_URL": adminURL])
         #expect(retry.status == 0, "\(retry.output)")
 

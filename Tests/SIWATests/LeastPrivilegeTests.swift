@@ -15,7 +15,8 @@ struct LeastPrivilegeTests {
         "ALTER TABLE siwa.audit_chain DISABLE TRIGGER ALL",
         "ALTER TABLE siwa.audit_log ALTER COLUMN seq SET DEFAULT 1",
         "ALTER TABLE siwa.jobs ADD COLUMN sneaky int",
-        "DROP TABLE siwa.audit_log",
+        // CASCADE: the audit views (sql/010) depend on it.
+        "DROP TABLE siwa.audit_log CASCADE",
         "DROP TABLE siwa.audit_chain",
         "DROP TRIGGER audit_log_no_truncate ON siwa.audit_log",
         "TRUNCATE siwa.jobs",

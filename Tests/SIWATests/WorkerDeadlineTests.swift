@@ -44,6 +44,75 @@ struct WorkerDeadlineTests {
         #expect(await worker.terminate() == 0)
     }
 
+    /// Enqueues a purge of `sub`, takes `lock` in a transaction of its own
+    /// (left open), starts a worker, and runs `body` meanwhile.
+    static func holding(_ lock: String, purging sub: String, in harness: WorkerHarness,
+                        _ body: (OpenConnection, SIWAProcess) async throws -> Void) async throws {
+        try await harness.enqueue(subs: [sub])
+        try await OpenConnection.with(harness.database.configuration) { session in
+            try await session.run("BEGIN")
+            try await session.run(lock)
+            let worker = try harness.startWorker()
+            defer { Task { await worker.kill9() } }
+            try await body(session, worker)
+        }
+    }
+
+    /// A session that holds a user's row and never lets go (an operator's
+    /// forgotten `BEGIN; SELECT ... FOR UPDATE`): the erase of that user's
+    /// purge stops at the worker's lock_timeout (SessionLimits.runtime), the
+    /// attempt fails and is retried, and the worker goes on with other jobs
+    /// meanwhile; once the lock is gone the purge completes.
+    @Test func aLockHeldByAStuckSessionFailsTheAttemptInsteadOfHanging() async throws {
+        let harness = try await WorkerHarness.start(settings: ["SIWA_JOB_LEASE_SECONDS": "30", "SIWA_JOB_MAX_ATTEMPTS": "1000"])
+        defer { Task { await harness.stop() } }
+        let db = harness.database
+        try await Self.holding("SELECT FROM siwa.users WHERE apple_sub = 'held' FOR UPDATE", purging: "held", in: harness) { stuck, worker in
+            let failed = try await harness.wait(upTo: .seconds(60)) {
+                try await db.scalar("""
+                    SELECT count(*) FROM siwa.jobs WHERE args->>'apple_sub' = 'held' AND state <> 'completed'
+                      AND errors->0->>'error' = 'timed out waiting for a lock another session holds (lock_timeout, sqlstate 55P03)'
+                    """) == 1
+            }
+            #expect(failed, "\(worker.log.suffix(3000))")
+            // The worker is not stuck behind it: a purge enqueued now completes.
+            try await harness.enqueue(subs: ["free"])
+            #expect(try await harness.wait(upTo: .seconds(60)) {
+                try await db.scalar("SELECT count(*) FROM siwa.jobs WHERE args->>'apple_sub' = 'free' AND state = 'completed'") == 1
+            }, "\(worker.log.suffix(3000))")
+            #expect(try await db.strings("SELECT email FROM siwa.users WHERE apple_sub = 'held'") == ["held@privaterelay.appleid.com"])
+            try await stuck.run("ROLLBACK")
+            #expect(try await harness.wait(upTo: .seconds(60)) { try await harness.count(state: "completed") == 2 },
+                    "\(worker.log.suffix(3000))")
+        }
+    }
+
+    /// A plan's SQL step may wait for the app's own locks up to its
+    /// timeout_seconds, not the worker's lock_timeout: a row of the app's
+    /// held for longer than that lock_timeout delays the step, which then
+    /// completes on its first attempt.
+    @Test func aPlanStepWaitsForTheAppsLocksUpToItsOwnTimeout() async throws {
+        let harness = try await WorkerHarness.start()
+        defer { Task { await harness.stop() } }
+        let db = harness.database
+        try await Self.holding("SELECT FROM app.profiles WHERE apple_sub = 'busy' FOR UPDATE", purging: "busy", in: harness) { app, worker in
+            #expect(try await harness.wait(upTo: .seconds(30)) {
+                try await db.scalar("SELECT count(*) FROM siwa.jobs WHERE steps_done ? 'siwa.erase_personal_data'") == 1
+            }, "\(worker.log.suffix(3000))")
+            // Past the worker's 5 s lock_timeout, by the server's own clock.
+            #expect(try await harness.wait(upTo: .seconds(30)) {
+                try await db.scalar("""
+                    SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a USING (pid)
+                    WHERE NOT l.granted AND a.datname = current_database() AND l.waitstart < now() - interval '6 seconds'
+                    """) == 1
+            }, "\(worker.log.suffix(3000))")
+            try await app.run("COMMIT")
+            #expect(try await harness.wait(upTo: .seconds(30)) { try await harness.count(state: "completed") == 1 },
+                    "\(worker.log.suffix(3000))")
+        }
+        #expect(try await db.strings("SELECT attempt || '/' || jsonb_array_length(errors) FROM siwa.jobs") == ["1/0"])
+    }
+
     /// An SQL step on siwa's database that sleeps past its timeout_seconds is
     /// stopped by its statement_timeout, rolled back (nothing recorded) and
     /// retried; the retry (which does not sleep) completes the job.
