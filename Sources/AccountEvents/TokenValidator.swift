@@ -57,7 +57,7 @@ public struct TokenValidator: Service {
     public func run() async throws {
         // SIGTERM ends the poll's sleep and any call in flight at once (a
         // token claimed and not checked is due again a period later).
-        try? await cancelWhenGracefulShutdown { await loop() }
+        await cancelWhenGracefulShutdown { await loop() }
     }
 
     private func loop() async {
