@@ -138,7 +138,8 @@ struct AuditChainTests {
         try await TestDatabase.withClient(configuration) { client in
             try await Migrator(directory: before).migrate(client: client, logger: TestEnvironment.logger)
             try await Self.appendRows(client, count: 40, action: "test.old")
-            #expect(try await Migrator(directory: sql).migrate(client: client, logger: TestEnvironment.logger) == ["009_audit_chain"])
+            // 009 first; the migrations after it run too.
+            #expect(try await Migrator(directory: sql).migrate(client: client, logger: TestEnvironment.logger).first == "009_audit_chain")
             try await Self.appendRows(client, count: 10, action: "test.new")
             let sealer = AuditSealer(client: client, logger: TestEnvironment.logger)
             var sealed = 0

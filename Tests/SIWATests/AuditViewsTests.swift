@@ -72,10 +72,11 @@ struct AuditViewsTests {
 
         // One purge (the sign-out is not one), timed from its job's own row.
         let deletionJob = try await database.scalar("SELECT id FROM siwa.jobs WHERE NOT args ? 'scope'")
-        let (created, finalized) = try await database.withClient { client in
+        let jobRow = try await database.withClient { client in
             try await client.query("SELECT created_at, finalized_at FROM siwa.jobs WHERE id = \(deletionJob)",
-                                   logger: TestEnvironment.logger).collect()[0].decode((Date, Date).self)
+                                   logger: TestEnvironment.logger).collect().first
         }
+        let (created, finalized) = try #require(jobRow, "no purge job").decode((Date, Date).self)
         let purge = try #require(report.purges.first)
         #expect(report.purges.count == 1)
         #expect(purge.jobID == Int64(deletionJob) && purge.eventType == "account-delete" && purge.state == "completed")
@@ -147,20 +148,21 @@ struct AuditViewsTests {
         defer { Task { await setup.server.stop() } }
         let database = setup.server.database
         let sub = "001.audit.widen"
-        #expect(try await setup.signIn(try setup.appleSignIn(sub: sub)).status == 200)
-        #expect(try await setup.server.post(token: setup.server.notification("consent-revoked", sub: sub)).status == 200)
+        try #require(try await setup.signIn(try setup.appleSignIn(sub: sub)).status == 200)
+        try #require(try await setup.server.post(token: setup.server.notification("consent-revoked", sub: sub)).status == 200)
         #expect(try await database.scalar("SELECT count(*) FROM siwa.purge_latency WHERE apple_sub = '\(sub)'") == 0)
-        #expect(try await setup.server.post(token: setup.server.notification("account-delete", sub: sub)).status == 200)
+        try #require(try await setup.server.post(token: setup.server.notification("account-delete", sub: sub)).status == 200)
         #expect(try await database.scalar("SELECT count(*) FROM siwa.jobs WHERE NOT args ? 'scope'") == 1, "one job, now a purge")
-        let (purges, widened, created) = try await database.withClient { client in
+        let row = try await database.withClient { client in
             try await client.query("""
                 SELECT (SELECT count(*) FROM siwa.purge_latency WHERE apple_sub = \(sub) AND event_type = 'account-delete'
                           AND state = 'available' AND requested_at = w.occurred_at),
                        w.occurred_at, j.created_at
                 FROM siwa.audit_log AS w JOIN siwa.jobs AS j ON j.id = (w.details->>'job_id')::bigint
                 WHERE w.action = 'job.scope_widened' AND w.apple_sub = \(sub)
-                """, logger: TestEnvironment.logger).collect()[0].decode((Int, Date, Date).self)
+                """, logger: TestEnvironment.logger).collect().first
         }
+        let (purges, widened, created) = try #require(row, "no job.scope_widened row").decode((Int, Date, Date).self)
         #expect(purges == 1 && widened > created)
     }
 }
