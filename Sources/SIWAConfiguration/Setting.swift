@@ -22,7 +22,7 @@ public struct Setting: Sendable, Hashable {
 
     /// Which command reads it (for `--help`, the README and unknown-name checks).
     public enum Reader: String, Sendable, Hashable, CaseIterable {
-        case serve, worker, migrate, jobs, tokens
+        case serve, worker, migrate, jobs, audit, tokens
         case apiKeys = "api-keys"
     }
 

@@ -8,7 +8,7 @@ public enum SettingsCatalog {
     public static let databaseURL = Setting(
         "SIWA_DATABASE_URL", .databaseURL, required: true,
         example: "postgres://siwa_app:CHANGE-ME@db.internal:5432/siwa?sslmode=verify-full&sslrootcert=/etc/siwa/db-ca.pem",
-        readers: [.serve, .worker, .migrate, .jobs, .apiKeys, .tokens], files: [.serve, .worker, .migrate], secret: true,
+        readers: [.serve, .worker, .migrate, .jobs, .audit, .apiKeys, .tokens], files: [.serve, .worker, .migrate], secret: true,
         help: "the runtime role's connection, `postgres://USER:PASSWORD@HOST:PORT/DB[?sslmode=disable|prefer|require|verify-ca|verify-full&sslrootcert=FILE]`; `siwa migrate` grants this role its privileges",
         details: """
             The runtime role owns nothing; `siwa migrate` grants it what it needs. serve \
@@ -288,6 +288,18 @@ public enum SettingsCatalog {
             Keep it below the unit's TimeoutStopSec (60).
             """)
 
+    // MARK: Audit reports
+
+    public static let purgeSLAHours = Setting(
+        "SIWA_PURGE_SLA_HOURS", .integer(1...8760), default: "72", readers: [.migrate], files: [.migrate],
+        help: "a purge still pending this long after it was requested is listed by `siwa audit summary` and the view siwa.attention",
+        details: """
+            `siwa migrate` records it in the database (siwa.report_settings), where the \
+            views read it, so psql, `siwa audit` and the admin page all apply the same one: \
+            run `siwa migrate` again after changing it. Apple and data-protection law expect \
+            a deletion to be prompt.
+            """)
+
     // MARK: Logging (every command)
 
     public static let logFormat = Setting(
@@ -344,6 +356,7 @@ public enum SettingsCatalog {
                                         appleRequestsPerSecond]),
         ("purge jobs", [purgePlan, workerConcurrency, jobLease, jobMaxRun, jobRetryBase, jobMaxAttempts,
                         jobRetentionDays, workerPoll, workerShutdownGrace]),
+        ("audit reports", [purgeSLAHours]),
         ("logging", [logFormat, logLevel]),
     ]
 

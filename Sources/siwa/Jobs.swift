@@ -148,12 +148,7 @@ enum JobsOutput {
             rows.append([String(job.id), job.state.rawValue, "\(job.attempt)/\(job.maxAttempts)", job.appleSub ?? "-",
                          job.eventType ?? "-", dates.string(from: job.runAt), lastError(job.errors)])
         }
-        let widths = rows[0].indices.map { column in rows.map { $0[column].count }.max() ?? 0 }
-        return rows.map { row in
-            row.enumerated().map { column, cell in
-                column == row.count - 1 ? cell : cell.padding(toLength: widths[column], withPad: " ", startingAt: 0)
-            }.joined(separator: "  ")
-        }.joined(separator: "\n")
+        return TextTable.render(rows)
     }
 
     /// The newest entry of a job's error history, shortened for a table.

@@ -20,6 +20,8 @@ struct Migrate: AsyncParsableCommand {
             the user named in SIWA_DATABASE_URL, the role `siwa serve` and `siwa worker` \
             run as: it can read and write what they need, only INSERT and SELECT on the \
             audit trail, and cannot ALTER, DROP, TRUNCATE or disable a trigger.
+            It also records SIWA_PURGE_SLA_HOURS (default 72) in the database, where the audit \
+            views read it (siwa.attention, `siwa audit summary`).
             SIWA_MIGRATIONS_DIR overrides where the files are. Only the user name of \
             SIWA_DATABASE_URL is used here, so its password may be left out. Both URLs take \
             sslmode and sslrootcert (see `siwa serve --help`).
@@ -48,6 +50,7 @@ struct Migrate: AsyncParsableCommand {
         }
         let directory = dir.map { URL(fileURLWithPath: $0) } ?? Migrator.defaultDirectory()
         let migrator = Startup.settings { try Migrator(directory: directory) }
+        let purgeSLAHours = Startup.settings { try env.integer(SettingsCatalog.purgeSLAHours) }
         await Startup.requireConnection(database, setting: ownerName)
         try await database.withClient { client in
             do {
@@ -57,6 +60,7 @@ struct Migrate: AsyncParsableCommand {
                 } else {
                     let applied = try await migrator.migrate(client: client, logger: logger)
                     print(applied.isEmpty ? "nothing to apply" : "applied: \(applied.joined(separator: ", "))")
+                    try await AuditReports.recordPurgeSLA(hours: purgeSLAHours, client: client, logger: logger)
                     try await grantRuntimePrivileges(owner: database, runtime: runtime, client: client, logger: logger)
                 }
             } catch let error as MigrationError {

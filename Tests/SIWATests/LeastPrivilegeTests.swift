@@ -13,7 +13,8 @@ struct LeastPrivilegeTests {
         "ALTER TABLE siwa.audit_log DISABLE TRIGGER audit_log_append_only",
         "ALTER TABLE siwa.audit_log DISABLE TRIGGER ALL",
         "ALTER TABLE siwa.jobs ADD COLUMN sneaky int",
-        "DROP TABLE siwa.audit_log",
+        // CASCADE: the audit views (sql/010) depend on it.
+        "DROP TABLE siwa.audit_log CASCADE",
         "DROP TRIGGER audit_log_no_truncate ON siwa.audit_log",
         "TRUNCATE siwa.jobs",
         "TRUNCATE siwa.notifications",

@@ -1,0 +1,134 @@
+import Foundation
+
+// What `AuditReports` answers, one type per question, Codable with the
+// views' snake_case names so `siwa audit --json` and the admin routes
+// print the same JSON (`AuditReports.jsonEncoder()`).
+
+/// One row of `siwa.audit_log`.
+public struct AuditEntry: Sendable, Equatable, Codable {
+    public let seq: Int64
+    public let occurredAt: Date
+    public let actor: String
+    public let action: String
+    public let appleSub: String?
+    public let details: JSONValue
+
+    enum CodingKeys: String, CodingKey {
+        case seq, actor, action, details
+        case occurredAt = "occurred_at"
+        case appleSub = "apple_sub"
+    }
+}
+
+/// Which audit rows: each filter given narrows; newest first, at most `limit`.
+public struct AuditFilter: Sendable, Equatable {
+    public var appleSub: String?
+    /// An action (`job.retry`), or a prefix ending in `*` (`job.*`).
+    public var action: String?
+    public var since: Date?
+    public var limit: Int
+
+    public init(appleSub: String? = nil, action: String? = nil, since: Date? = nil, limit: Int = 100) {
+        self.appleSub = appleSub
+        self.action = action
+        self.since = since
+        self.limit = limit
+    }
+}
+
+/// One row of `siwa.user_history`: `source` is `notification` (what Apple
+/// sent), `audit` (an audit row) or `job` (a job as it stands now).
+public struct HistoryEntry: Sendable, Equatable, Codable {
+    public let at: Date
+    public let source: String
+    public let action: String
+    public let details: JSONValue
+}
+
+/// One row of `siwa.purge_latency`.
+public struct PurgeLatency: Sendable, Equatable, Codable {
+    public let appleSub: String?
+    public let jobID: Int64
+    public let eventType: String?
+    public let requestedAt: Date
+    public let completedAt: Date?
+    public let seconds: Double?
+    public let state: String
+
+    enum CodingKeys: String, CodingKey {
+        case seconds, state
+        case appleSub = "apple_sub"
+        case jobID = "job_id"
+        case eventType = "event_type"
+        case requestedAt = "requested_at"
+        case completedAt = "completed_at"
+    }
+}
+
+/// A user's story: the first `limit` rows of the history (`truncated` when
+/// there are more), and each of their purges.
+public struct UserReport: Sendable, Equatable, Codable {
+    public let appleSub: String
+    public let history: [HistoryEntry]
+    public let truncated: Bool
+    public let purges: [PurgeLatency]
+
+    enum CodingKeys: String, CodingKey {
+        case history, truncated, purges
+        case appleSub = "apple_sub"
+    }
+}
+
+/// One row of `siwa.daily_summary` (a day without activity has zeros).
+public struct DaySummary: Sendable, Equatable, Codable {
+    /// The UTC day, `YYYY-MM-DD`.
+    public let day: String
+    public let notifications: Int
+    public let notificationsByType: [String: Int]
+    public let rejections: Int
+    public let rejectionsByReason: [String: Int]
+    public let purgesCompleted: Int
+    public let purgeP50Seconds: Double?
+    public let purgeP95Seconds: Double?
+    public let purgesFailed: Int
+
+    enum CodingKeys: String, CodingKey {
+        case day, notifications, rejections
+        case notificationsByType = "notifications_by_type"
+        case rejectionsByReason = "rejections_by_reason"
+        case purgesCompleted = "purges_completed"
+        case purgeP50Seconds = "purge_p50_seconds"
+        case purgeP95Seconds = "purge_p95_seconds"
+        case purgesFailed = "purges_failed"
+    }
+}
+
+/// One row of `siwa.attention`.
+public struct AttentionItem: Sendable, Equatable, Codable {
+    public let jobID: Int64
+    public let appleSub: String?
+    public let state: String
+    public let attempt: Int
+    public let lastError: String?
+    public let since: Date
+
+    enum CodingKeys: String, CodingKey {
+        case state, attempt, since
+        case jobID = "job_id"
+        case appleSub = "apple_sub"
+        case lastError = "last_error"
+    }
+}
+
+/// The last days, oldest first, with the SLA the attention list uses and
+/// the list itself.
+public struct AuditSummary: Sendable, Equatable, Codable {
+    public let purgeSLAHours: Int
+    public let days: [DaySummary]
+    public let attention: [AttentionItem]
+
+    enum CodingKeys: String, CodingKey {
+        case days, attention
+        case purgeSLAHours = "purge_sla_hours"
+    }
+}

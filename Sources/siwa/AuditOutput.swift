@@ -1,0 +1,76 @@
+import AccountStore
+import Foundation
+
+/// `siwa audit`'s tables: times in UTC (ISO 8601), details as one line of JSON.
+enum AuditOutput {
+    static func table(_ entries: [AuditEntry]) -> String {
+        TextTable.render([["SEQ", "AT", "ACTOR", "ACTION", "APPLE SUB", "DETAILS"]] + entries.map { entry in
+            [String(entry.seq), time(entry.occurredAt), entry.actor, entry.action, entry.appleSub ?? "-", shortened(entry.details.compactText)]
+        })
+    }
+
+    static func table(_ report: UserReport) -> String {
+        var lines = ["history of \(report.appleSub) (\(report.history.count) rows\(report.truncated ? ", more after these: raise --limit" : "")):"]
+        lines.append(TextTable.render([["AT", "SOURCE", "ACTION", "DETAILS"]] + report.history.map { entry in
+            [time(entry.at), entry.source, entry.action, shortened(entry.details.compactText)]
+        }))
+        lines.append("")
+        if report.purges.isEmpty {
+            lines.append("purges: none")
+        } else {
+            lines.append("purges:")
+            lines.append(TextTable.render([["JOB", "EVENT", "REQUESTED", "COMPLETED", "SECONDS", "STATE"]] + report.purges.map { purge in
+                [String(purge.jobID), purge.eventType ?? "-", time(purge.requestedAt), purge.completedAt.map(time) ?? "-",
+                 purge.seconds.map(seconds) ?? "-", purge.state]
+            }))
+        }
+        return lines.joined(separator: "\n")
+    }
+
+    static func table(_ summary: AuditSummary) -> String {
+        var lines = [TextTable.render([["DAY (UTC)", "NOTIFICATIONS", "REFUSED", "PURGED", "P50 S", "P95 S", "FAILED"]]
+            + summary.days.map { day in
+                [day.day, counted(day.notifications, day.notificationsByType), counted(day.rejections, day.rejectionsByReason),
+                 String(day.purgesCompleted), day.purgeP50Seconds.map(seconds) ?? "-", day.purgeP95Seconds.map(seconds) ?? "-",
+                 String(day.purgesFailed)]
+            })]
+        lines.append("")
+        lines.append("purge SLA: \(summary.purgeSLAHours) h (SIWA_PURGE_SLA_HOURS, recorded by siwa migrate)")
+        if summary.attention.isEmpty {
+            lines.append("needs attention: nothing (no discarded job, no purge pending past the SLA)")
+        } else {
+            lines.append("needs attention (\(summary.attention.count)): discarded jobs and purges pending past the SLA")
+            lines.append(TextTable.render([["JOB", "STATE", "ATTEMPT", "SINCE", "APPLE SUB", "LAST ERROR"]] + summary.attention.map { item in
+                [String(item.jobID), item.state, String(item.attempt), time(item.since), item.appleSub ?? "-",
+                 item.lastError.map(shortened) ?? "-"]
+            }))
+        }
+        return lines.joined(separator: "\n")
+    }
+
+    static func time(_ date: Date) -> String { AuditReports.utcText(date) }
+
+    static func seconds(_ value: Double) -> String { String(format: "%.1f", value) }
+
+    /// `12 (account-delete 2, email-disabled 10)`.
+    static func counted(_ total: Int, _ parts: [String: Int]) -> String {
+        parts.isEmpty ? String(total) : "\(total) (" + parts.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ") + ")"
+    }
+
+    static func shortened(_ text: String) -> String {
+        text.count > 120 ? String(text.prefix(117)) + "..." : text
+    }
+}
+
+/// Columns padded to their widest cell, two spaces apart; the last column
+/// is not padded.
+enum TextTable {
+    static func render(_ rows: [[String]]) -> String {
+        let widths = (rows.first ?? []).indices.map { column in rows.map { $0[column].count }.max() ?? 0 }
+        return rows.map { row in
+            row.enumerated().map { column, cell in
+                column == row.count - 1 ? cell : cell.padding(toLength: widths[column], withPad: " ", startingAt: 0)
+            }.joined(separator: "  ")
+        }.joined(separator: "\n")
+    }
+}
