@@ -30,6 +30,7 @@ struct IngestReport {
     var flood: FloodReport?
     var recorded = ""
     var sent = 0
+    var chain: AuditChainFigures?
 
     var ratios: [Double] { zip(siwaRates, pgbenchRates).map { $0 / $1 } }
 }
@@ -120,13 +121,22 @@ enum IngestBench {
                 """)
         }
         let siwa = try await ServeProcess.start(databaseURL: database.runtimeURL, clientID: clientID, jwksURL: jwksURL, http: http)
-        do {
-            let report = try await drive(siwa, scenario: scenario, database: database, bodies: bodies, bareURL: bareURL, http: http,
-                                         concurrency: concurrency, pgbenchSeconds: pgbenchSeconds, offeredRate: offeredRate)
+        // It seals the audit log while the load runs (siwa's and pgbench's rows), as in production.
+        let worker: WorkerProcess
+        do { worker = try WorkerProcess.start(databaseURL: database.runtimeURL, settings: [:]) } catch {
             await siwa.stop()
+            throw error
+        }
+        do {
+            var report = try await drive(siwa, scenario: scenario, database: database, bodies: bodies, bareURL: bareURL, http: http,
+                                         concurrency: concurrency, pgbenchSeconds: pgbenchSeconds, offeredRate: offeredRate)
+            report.chain = try await AuditChainFigures.measure(database: database, worker: worker)
+            await siwa.stop()
+            _ = await worker.stop()
             return report
         } catch {
             await siwa.stop()
+            _ = await worker.stop()
             throw error
         }
     }

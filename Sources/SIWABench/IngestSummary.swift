@@ -14,6 +14,14 @@ enum IngestSummary {
                        median(report.p50), median(report.p99), median(report.cpu), median(report.bareRates),
                        open?.percentile(0.5) ?? .nan, open?.percentile(0.99) ?? .nan, open?.failed ?? -1, report.recorded, report.sent))
         }
+        say("")
+        say("== audit chain (sealed by one `siwa worker` while the load ran; its CPU over the scenario per row; `siwa audit verify` over the whole log)")
+        for report in reports {
+            guard let chain = report.chain else { continue }
+            say(String(format: "%-9@  %d rows   all sealed %.1f s after the load   worker %.1f µs CPU per row   verify %.2f s (%.0f rows/s): %@",
+                       report.scenario.label, chain.rows, chain.catchUpSeconds, chain.workerMicrosPerRow, chain.verifySeconds,
+                       Double(chain.rows) / max(chain.verifySeconds, 1e-9), chain.verifyLine))
+        }
         for report in reports {
             guard let flood = report.flood else { continue }
             say("")

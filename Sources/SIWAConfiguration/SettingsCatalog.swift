@@ -300,6 +300,17 @@ public enum SettingsCatalog {
             a deletion to be prompt.
             """)
 
+    // MARK: Audit trail
+
+    public static let auditHeadLogMinutes = Setting(
+        "SIWA_AUDIT_HEAD_LOG_MINUTES", .integer(1...10080), default: "60", readers: [.worker], files: [.worker],
+        help: "the worker logs the audit chain's head (`Audit chain head`, head=SEQ:HASH) at start and this often",
+        details: """
+            Keep the heads somewhere the database's superuser cannot rewrite (the journal \
+            shipped off the machine): `siwa audit verify --head SEQ:HASH` proves such a head \
+            is still in the chain, which catches a cut tail or a chain rewritten from an edit on.
+            """)
+
     // MARK: Logging (every command)
 
     public static let logFormat = Setting(
@@ -357,6 +368,7 @@ public enum SettingsCatalog {
         ("purge jobs", [purgePlan, workerConcurrency, jobLease, jobMaxRun, jobRetryBase, jobMaxAttempts,
                         jobRetentionDays, workerPoll, workerShutdownGrace]),
         ("audit reports", [purgeSLAHours]),
+        ("audit trail", [auditHeadLogMinutes]),
         ("logging", [logFormat, logLevel]),
     ]
 

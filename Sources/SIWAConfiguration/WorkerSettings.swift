@@ -16,6 +16,8 @@ public struct WorkerSettings: Sendable {
     public var tokenValidation: TokenValidationSettings
     /// A token that Apple answers `invalid_grant` for is a consent revocation.
     public var onConsentRevoked: ConsentRevokedPolicy
+    /// How often the audit chain's head is logged.
+    public var auditHeadLogMinutes: Int
 
     /// SIWA_JOB_MAX_RUN_SECONDS, whose default is 900 s or the lease if
     /// longer (`siwa serve` reads it too, for `siwa_jobs_running_overdue`).
@@ -56,5 +58,6 @@ public struct WorkerSettings: Sendable {
         signIn = try SignInSettings.read(env)
         tokenValidation = try TokenValidationSettings(environment: env)
         onConsentRevoked = ConsentRevokedPolicy(rawValue: try env.choice(S.onConsentRevoked)) ?? .signOut
+        auditHeadLogMinutes = try env.integer(S.auditHeadLogMinutes)
     }
 }

@@ -52,10 +52,13 @@ public struct WorkerAssembly: Sendable {
             logger.info(access == nil ? "Sign-in settings absent: Apple tokens are neither validated nor revoked"
                                       : "Apple tokens: revoked before each purge; validation \(settings.tokenValidation.describe)")
         }
+        let auditChain = AuditChainKeeper(sealer: AuditSealer(client: client, logger: Logger(label: "siwa.audit")),
+                                          headLogInterval: .seconds(60 * settings.auditHeadLogMinutes),
+                                          logger: Logger(label: "siwa.audit"))
         self.plan = plan
         self.services = [client, HTTPClientService(client: webhookClient)]
             + (access.map { [HTTPClientService(client: $0.httpClient)] as [any Service] } ?? [])
-            + external.values.map { $0 as any Service } + [worker] + validation
+            + external.values.map { $0 as any Service } + [worker, auditChain] + validation
     }
 
     /// The plan from SIWA_PURGE_PLAN (or the built-in step only), checked

@@ -5,19 +5,22 @@ import Foundation
 struct Audit: AsyncParsableCommand {
     static let usage = """
         Needs SIWA_DATABASE_URL: your own database role, a member of siwa_auditor (read-only) or \
-        siwa_admin. They read the views of sql/010_audit_views.sql and the audit trail, which hold \
-        no email address, name or token. Times are UTC, ISO 8601.
+        siwa_admin, not the service's. They read the views of sql/010_audit_views.sql, the audit \
+        trail and its hash chain (siwa.audit_chain), which hold no email address, name or token. \
+        Times are UTC, ISO 8601.
         """
 
     static let configuration = CommandConfiguration(
-        abstract: "Answer from the audit trail: what happened, to whom, and whether purges are on time.",
+        abstract: "Answer from the audit trail: what happened, to whom, whether purges are on time; and prove it unedited (its hash chain).",
         discussion: """
               siwa audit [list]     the audit trail, newest first, filtered
               siwa audit user SUB   one Apple user's whole story, and their purges
               siwa audit summary    per day: notifications, refusals, purges and
                                     their latency; the SLA and what needs attention
+              siwa audit verify     walk the hash chain: ok, or where it breaks
+              siwa audit head       the chain's current head, to keep elsewhere
             """ + "\n\n" + usage,
-        subcommands: [List.self, User.self, Summary.self],
+        subcommands: [List.self, User.self, Summary.self, AuditVerify.self, AuditHead.self],
         defaultSubcommand: List.self
     )
 

@@ -12,9 +12,12 @@ struct LeastPrivilegeTests {
     static let ownerOnly = [
         "ALTER TABLE siwa.audit_log DISABLE TRIGGER audit_log_append_only",
         "ALTER TABLE siwa.audit_log DISABLE TRIGGER ALL",
+        "ALTER TABLE siwa.audit_chain DISABLE TRIGGER ALL",
+        "ALTER TABLE siwa.audit_log ALTER COLUMN seq SET DEFAULT 1",
         "ALTER TABLE siwa.jobs ADD COLUMN sneaky int",
         // CASCADE: the audit views (sql/010) depend on it.
         "DROP TABLE siwa.audit_log CASCADE",
+        "DROP TABLE siwa.audit_chain",
         "DROP TRIGGER audit_log_no_truncate ON siwa.audit_log",
         "TRUNCATE siwa.jobs",
         "TRUNCATE siwa.notifications",
@@ -27,12 +30,21 @@ struct LeastPrivilegeTests {
         "UPDATE siwa.audit_log SET actor = 'someone else'",
         "DELETE FROM siwa.audit_log",
         "TRUNCATE siwa.audit_log",
+        "UPDATE siwa.audit_chain SET row_hash = prev_hash",
+        "DELETE FROM siwa.audit_chain",
+        "TRUNCATE siwa.audit_chain",
     ]
+
+    /// The log and its chain are append-only by privilege, not only by the
+    /// triggers above (which the owner could drop): no role siwa runs as,
+    /// nor an admin, holds UPDATE, DELETE or TRUNCATE on them.
+    static let appendOnlyTables = ["siwa.audit_log", "siwa.audit_chain"]
 
     @Test func theRuntimeRoleCannotAlterTheAuditTrailOrTheSchema() async throws {
         let database = try await TestDatabase.create()
         try await database.execute("""
-            INSERT INTO siwa.audit_log (actor, action, apple_sub) VALUES ('test', 'test.row', 'sub.1')
+            INSERT INTO siwa.audit_log (actor, action, apple_sub) VALUES ('test', 'test.row', 'sub.1');
+            INSERT INTO siwa.audit_chain (seq, prev_hash, row_hash) VALUES (1, decode(repeat('00', 32), 'hex'), decode(repeat('11', 32), 'hex'))
             """)
 
         // The owner can: each statement works in a transaction that is then rolled back.
@@ -53,6 +65,13 @@ struct LeastPrivilegeTests {
             """, on: runtime) == nil)
         #expect(try await Self.sqlState(of: "SELECT count(*) FROM siwa.audit_log", on: runtime) == nil)
         #expect(try await database.scalar("SELECT count(*) FROM siwa.audit_log WHERE actor = 'test'") == 1)
+        for role in [TestDatabase.runtimeRole, "siwa_admin", "siwa_auditor"] {
+            for table in Self.appendOnlyTables {
+                #expect(try await database.strings("""
+                    SELECT p FROM unnest(ARRAY['UPDATE', 'DELETE', 'TRUNCATE']) AS p WHERE has_table_privilege('\(role)', '\(table)', p)
+                    """) == [], "\(role) on \(table)")
+            }
+        }
 
         // And siwa's own start-up check agrees.
         let problems = try await TestDatabase.withClient(runtime) { client in

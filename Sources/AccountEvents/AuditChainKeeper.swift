@@ -1,0 +1,58 @@
+import AccountStore
+import Logging
+import ServiceLifecycle
+
+/// `siwa worker`'s part in the audit chain: seals the log each second
+/// (`AuditSealer`; several workers take turns) and logs the chain's head at
+/// start and every `headLogInterval` (SIWA_AUDIT_HEAD_LOG_MINUTES), so that
+/// heads end up in the journal, away from the database, for
+/// `siwa audit verify --head`.
+public struct AuditChainKeeper: Service {
+    let sealer: AuditSealer
+    let headLogInterval: Duration
+    let sealInterval: Duration
+    let logger: Logger
+    /// Rows sealed per transaction; a backlog is sealed in such batches back to back.
+    static let batch = 5000
+
+    public init(sealer: AuditSealer, headLogInterval: Duration, sealInterval: Duration = .seconds(1), logger: Logger) {
+        self.sealer = sealer
+        self.headLogInterval = headLogInterval
+        self.sealInterval = sealInterval
+        self.logger = logger
+    }
+
+    public func run() async throws {
+        await cancelWhenGracefulShutdown { await loop() }
+    }
+
+    private func loop() async {
+        let clock = ContinuousClock()
+        var nextHeadLog = clock.now
+        var failures = 0
+        while !Task.isCancelled {
+            var pause = sealInterval
+            do {
+                if try await sealer.seal(maxRows: Self.batch) == Self.batch { pause = .zero }
+                if clock.now >= nextHeadLog {
+                    nextHeadLog = clock.now + headLogInterval
+                    try await logHead()
+                }
+                if failures > 0 { logger.notice("Sealing the audit log again") }
+                failures = 0
+            } catch {
+                if Task.isCancelled { return }
+                failures += 1
+                if failures == 1 || failures % 60 == 0 {
+                    logger.warning("Cannot seal the audit log; retrying", metadata: ["error": "\(safeDescription(error))"])
+                }
+            }
+            if pause > .zero { try? await Task.sleep(for: pause) }
+        }
+    }
+
+    private func logHead() async throws {
+        let (head, unsealed) = try await sealer.head()
+        logger.info("Audit chain head", metadata: ["head": "\(head?.description ?? "none")", "unsealed": "\(unsealed)"])
+    }
+}

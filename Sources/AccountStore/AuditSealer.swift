@@ -1,0 +1,108 @@
+import Logging
+import NIOCore
+import PostgresNIO
+
+/// Appends the hashes of `siwa.audit_log`'s final rows to `siwa.audit_chain`,
+/// in seq order (`AuditChain`). Every `siwa worker` calls it each second;
+/// an advisory lock lets one at a time through, so all of them (and any
+/// number of serve processes and admins writing rows) make one chain.
+///
+/// A row is final once no transaction that could still commit a lower seq
+/// runs: seqs are handed out after the writer's transaction id
+/// (sql/009_audit_chain.sql), so the mark `(seq S, transaction X)`, with S
+/// read before X took its id, says every row up to S is committed or gone
+/// for good once the oldest running transaction is younger than X. Each
+/// pass seals up to the previous pass's mark and leaves a new one.
+public struct AuditSealer: Sendable {
+    let client: PostgresClient
+    let logger: Logger
+    /// `pg_try_advisory_xact_lock` key ("SIWA" 0009; the migrator's is 0001).
+    static let lockKey: Int64 = 0x5157_4100_0009
+
+    public init(client: PostgresClient, logger: Logger) {
+        self.client = client
+        self.logger = logger
+    }
+
+    /// Seals at most `maxRows` final rows after the head; returns how many
+    /// (0: none final yet, or another sealer is at work).
+    @discardableResult
+    public func seal(maxRows: Int = 5000) async throws -> Int {
+        try await client.withGuardedTransaction(logger: logger) { connection in
+            try await Self.seal(on: connection, maxRows: maxRows, logger: logger)
+        }
+    }
+
+    private static func seal(on connection: PostgresConnection, maxRows: Int, logger: Logger) async throws -> Int {
+        guard try await connection.query("SELECT pg_try_advisory_xact_lock(\(lockKey))", logger: logger)
+            .collect().first?.decode(Bool.self) == true else { return 0 }
+        // Nothing here takes a transaction id: the next mark's seq is read
+        // before this transaction writes (and so takes one).
+        let markRows = try await connection.query("""
+            SELECT m.seq, pg_snapshot_xmin(pg_current_snapshot()) > m.xid,
+                   coalesce(pg_sequence_last_value('siwa.audit_log_seq'), 0)
+            FROM (SELECT) AS one LEFT JOIN siwa.audit_seal_mark AS m ON true
+            """, logger: logger).collect()
+        guard let markRow = markRows.first else { return 0 }
+        let (markSeq, markIsFinal, nextSeq) = try markRow.decode((Int64?, Bool?, Int64).self)
+        guard let markSeq, markIsFinal == true else {
+            if markSeq == nil {
+                try await connection.query("""
+                    INSERT INTO siwa.audit_seal_mark (seq, xid) VALUES (\(nextSeq), pg_current_xact_id())
+                    """, logger: logger)
+            }
+            return 0
+        }
+        var prev = AuditChain.genesis
+        var headSeq: Int64 = 0
+        let head = try await connection.query("SELECT seq, row_hash FROM siwa.audit_chain ORDER BY seq DESC LIMIT 1",
+                                              logger: logger).collect()
+        if let row = head.first {
+            let (seq, hash) = try row.decode((Int64, ByteBuffer).self)
+            (headSeq, prev) = (seq, Array(hash.readableBytesView))
+        }
+
+        var seqs: [Int64] = []
+        var prevs: [ByteBuffer] = []
+        var hashes: [ByteBuffer] = []
+        let rows = try await connection.query("""
+            SELECT \(unescaped: AuditChain.rowColumns) FROM siwa.audit_log AS l
+            WHERE l.seq > \(headSeq) AND l.seq <= \(markSeq) ORDER BY l.seq LIMIT \(maxRows)
+            """, logger: logger)
+        for try await values in rows.decode((Int64, ExactTimestamp, ByteBuffer, ByteBuffer, ByteBuffer?, ByteBuffer).self) {
+            let row = AuditRow(values)
+            let hash = AuditChain.rowHash(prev: prev, row)
+            seqs.append(row.seq)
+            prevs.append(ByteBuffer(bytes: prev))
+            hashes.append(ByteBuffer(bytes: hash))
+            prev = hash
+        }
+        if !seqs.isEmpty {
+            try await connection.query("""
+                INSERT INTO siwa.audit_chain (seq, prev_hash, row_hash)
+                SELECT * FROM unnest(\(seqs)::bigint[], \(prevs)::bytea[], \(hashes)::bytea[])
+                """, logger: logger)
+        }
+        // Everything up to the mark is sealed: leave the next one (unless
+        // no seq was handed out since, when the old one still holds).
+        if seqs.count < maxRows, nextSeq > markSeq {
+            try await connection.query("""
+                UPDATE siwa.audit_seal_mark SET seq = \(nextSeq), xid = pg_current_xact_id()
+                """, logger: logger)
+        }
+        return seqs.count
+    }
+
+    /// The last sealed row, and how many rows after it are not sealed yet.
+    public func head() async throws -> (head: AuditChainLink?, unsealed: Int64) {
+        let rows = try await client.guardedQuery("""
+            SELECT h.seq, h.row_hash, (SELECT count(*) FROM siwa.audit_log AS l WHERE l.seq > coalesce(h.seq, 0))
+            FROM (SELECT) AS one
+            LEFT JOIN LATERAL (SELECT seq, row_hash FROM siwa.audit_chain ORDER BY seq DESC LIMIT 1) AS h ON true
+            """, logger: logger)
+        guard let row = rows.first else { return (nil, 0) }
+        let (seq, hash, unsealed) = try row.decode((Int64?, ByteBuffer?, Int64).self)
+        guard let seq, let hash else { return (nil, unsealed) }
+        return (AuditChainLink(seq: seq, hash: Array(hash.readableBytesView)), unsealed)
+    }
+}

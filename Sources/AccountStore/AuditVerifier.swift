@@ -1,0 +1,145 @@
+import Logging
+import NIOCore
+import PostgresNIO
+
+/// Where the chain breaks, and why (the likeliest cause, as a question).
+public struct AuditChainBreak: Sendable, Equatable, CustomStringConvertible {
+    public let seq: Int64
+    public let reason: String
+    public var description: String { "seq \(seq): \(reason)" }
+}
+
+/// What `siwa audit verify` found.
+public struct AuditChainReport: Sendable {
+    /// Sealed rows whose hashes were recomputed and matched, up to the break if any.
+    public var sealed: Int64 = 0
+    /// The last of them.
+    public var head: AuditChainLink?
+    /// Rows after the head, written but not sealed yet.
+    public var unsealed: Int64 = 0
+    public var failure: AuditChainBreak?
+}
+
+/// Walks `siwa.audit_log` and `siwa.audit_chain` together in seq order,
+/// recomputing every row_hash from the row itself (`AuditChain`). Streams:
+/// one query, rows hashed as they arrive, never all held at once.
+/// Needs SELECT on both tables (siwa_auditor, siwa_admin, the owner).
+public struct AuditChainVerifier: Sendable {
+    let client: PostgresClient
+    let logger: Logger
+
+    public init(client: PostgresClient, logger: Logger) {
+        self.client = client
+        self.logger = logger
+    }
+
+    /// `expectedHead`: a head recorded earlier, which must still be in the
+    /// chain with the same hash (a cut tail, or a chain rewritten from an
+    /// edit on, is found this way).
+    public func verify(expectedHead: AuditChainLink? = nil) async throws -> AuditChainReport {
+        try await client.withGuardedTransaction(logger: logger) { connection in
+            // Both tables' primary keys in seq order, merged: never a sort of
+            // the whole log, whatever the planner estimates.
+            try await connection.query("SET LOCAL enable_sort = off", logger: logger)
+            let rows = try await connection.query("""
+                SELECT seq, is_row, occurred_at, actor, action, apple_sub, details, prev_hash, row_hash FROM (
+                    SELECT \(unescaped: AuditChain.rowColumns) AS details, true AS is_row,
+                           NULL::bytea AS prev_hash, NULL::bytea AS row_hash
+                    FROM siwa.audit_log AS l
+                    UNION ALL
+                    SELECT c.seq, NULL::timestamptz, NULL::text, NULL::text, NULL::text, NULL::text, false, c.prev_hash, c.row_hash
+                    FROM siwa.audit_chain AS c
+                ) AS merged
+                ORDER BY seq
+                """, logger: logger)
+            var walk = ChainWalk(expectedHead: expectedHead)
+            var pending: ChainWalk.Entry?
+            for try await (seq, isRow, occurredAt, actor, action, appleSub, details, prevHash, rowHash) in rows.decode(
+                (Int64, Bool, ExactTimestamp?, ByteBuffer?, ByteBuffer?, ByteBuffer?, ByteBuffer?, ByteBuffer?, ByteBuffer?).self) {
+                if let entry = pending, entry.seq != seq {
+                    if let failure = walk.step(entry) { return walk.report(failure) }
+                    pending = nil
+                }
+                var entry = pending ?? ChainWalk.Entry(seq: seq)
+                if isRow, let occurredAt, let actor, let action, let details {
+                    entry.row = AuditRow((seq, occurredAt, actor, action, appleSub, details))
+                } else if let prevHash, let rowHash {
+                    entry.link = (prevHash, rowHash)
+                }
+                pending = entry
+            }
+            if let entry = pending, let failure = walk.step(entry) { return walk.report(failure) }
+            return walk.report(walk.finish())
+        }
+    }
+}
+
+/// The verifier's state along the chain.
+struct ChainWalk {
+    /// One seq: its log row, its chain row, or both.
+    struct Entry {
+        let seq: Int64
+        var row: AuditRow?
+        var link: (prev: ByteBuffer, hash: ByteBuffer)?
+    }
+
+    let expectedHead: AuditChainLink?
+    private var prev = AuditChain.genesis
+    private var last: AuditChainLink?
+    private var sealed: Int64 = 0
+    private var unsealed: Int64 = 0
+    private var firstUnsealed: Int64?
+    private var headSeen = false
+
+    init(expectedHead: AuditChainLink?) { self.expectedHead = expectedHead }
+
+    /// nil: the chain holds so far.
+    mutating func step(_ entry: Entry) -> AuditChainBreak? {
+        let seq = entry.seq
+        guard let link = entry.link else {
+            // Written, not sealed: fine at the tail, a break below a sealed row.
+            unsealed += 1
+            if firstUnsealed == nil { firstUnsealed = seq }
+            return nil
+        }
+        if let firstUnsealed {
+            return AuditChainBreak(seq: firstUnsealed, reason: "not in the chain, though seq \(seq) after it is sealed (a row added below sealed ones?)")
+        }
+        if let head = expectedHead, !headSeen, head.seq < seq {
+            return AuditChainBreak(seq: head.seq, reason: "the recorded head is not in the chain (its row removed?)")
+        }
+        guard let row = entry.row else {
+            return AuditChainBreak(seq: seq, reason: "sealed, but missing from siwa.audit_log (deleted?)")
+        }
+        guard link.prev.readableBytesView.elementsEqual(prev) else {
+            return AuditChainBreak(seq: seq, reason: last.map {
+                "its prev_hash is not the row_hash of seq \($0.seq), the sealed row before it (a sealed row removed, or rows reordered?)"
+            } ?? "its prev_hash is not the start of the chain (the rows before it removed?)")
+        }
+        let hash = AuditChain.rowHash(prev: prev, row)
+        guard link.hash.readableBytesView.elementsEqual(hash) else {
+            return AuditChainBreak(seq: seq, reason: "its contents do not match its row_hash (edited, or swapped with another row?)")
+        }
+        if let head = expectedHead, head.seq == seq {
+            guard head.hash == hash else {
+                return AuditChainBreak(seq: seq, reason: "its row_hash is not the recorded head's \(head.hashHex) (the chain rewritten at or before this row?)")
+            }
+            headSeen = true
+        }
+        prev = hash
+        last = AuditChainLink(seq: seq, hash: hash)
+        sealed += 1
+        return nil
+    }
+
+    /// After the last row: the recorded head must have been passed.
+    func finish() -> AuditChainBreak? {
+        guard let head = expectedHead, !headSeen else { return nil }
+        return AuditChainBreak(seq: head.seq, reason: "the recorded head is not in the chain, which ends at "
+                               + (last.map { "seq \($0.seq) (rows removed from its tail?)" } ?? "its start (every sealed row removed?)"))
+    }
+
+    func report(_ failure: AuditChainBreak?) -> AuditChainReport {
+        AuditChainReport(sealed: sealed, head: last, unsealed: unsealed, failure: failure)
+    }
+}

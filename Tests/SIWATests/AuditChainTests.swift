@@ -1,0 +1,284 @@
+import AccountStore
+import AppleSimulator
+import Foundation
+import PostgresNIO
+import Testing
+
+/// The audit log's hash chain (sql/009_audit_chain.sql, AuditChain.swift):
+/// every writer (two `siwa serve`, two `siwa worker`, an admin's `siwa jobs
+/// retry`) ends up in one chain that `siwa audit verify` accepts; then each
+/// kind of tampering a superuser can do is named by the first seq it breaks.
+@Suite("Audit chain")
+struct AuditChainTests {
+    static let admin = "siwa_chain_admin"
+    static let auditor = "siwa_chain_auditor"
+
+    @Test func aMixedWorkloadMakesOneChainAndEveryTamperingIsFound() async throws {
+        let harness = try await WorkerHarness.start()
+        defer { Task { await harness.stop() } }
+        let database = harness.database
+        try await Self.createPeopleRoles()
+        try await Self.runMixedWorkload(harness)
+
+        let total = try await database.scalar("SELECT count(*) FROM siwa.audit_log")
+        #expect(try await database.strings("SELECT DISTINCT actor FROM siwa.audit_log ORDER BY 1") == ["admin", "apple", "worker"])
+
+        // The auditor's own role verifies it, and reads the same head `siwa audit head` prints.
+        let auditorURL = try LeastPrivilegeTests.url(of: database.configuration, user: Self.auditor)
+        let head = try await runSIWA(["audit", "head"], environment: ["SIWA_DATABASE_URL": auditorURL])
+        #expect(head.status == 0, "\(head.output)")
+        let recorded = try #require(AuditChainLink(head.output), "\(head.output)")
+        let verified = try await Self.verify(database)
+        #expect(verified.status == 0, "\(verified.output)")
+        #expect(verified.output == "ok: \(total) rows, head \(recorded.seq) \(recorded.hashHex)\n", "\(verified.output)")
+
+        // Tampering, as the superuser with the log's triggers off. Each case
+        // is undone from a copy before the next, and verify is ok again.
+        try await Self.asSuperuser(database) { try await Self.run($0, "CREATE TABLE public.log_copy AS SELECT * FROM siwa.audit_log; "
+                                                                   + "CREATE TABLE public.chain_copy AS SELECT * FROM siwa.audit_chain") }
+        let seqs = try await database.strings("SELECT seq::text FROM siwa.audit_log ORDER BY seq").compactMap { Int64($0) }
+        let middle = seqs[seqs.count / 2], next = seqs[seqs.count / 2 + 1]
+
+        try await Self.tamper(database, "UPDATE siwa.audit_log SET details = details || '{\"job_id\": 0}' WHERE seq = \(middle)",
+                              breaksAt: middle, because: "its contents do not match its row_hash")
+        try await Self.tamper(database, "UPDATE siwa.audit_log SET actor = 'someone else' WHERE seq = \(middle)",
+                              breaksAt: middle, because: "its contents do not match its row_hash")
+        try await Self.tamper(database, "DELETE FROM siwa.audit_log WHERE seq = \(middle)",
+                              breaksAt: middle, because: "sealed, but missing from siwa.audit_log")
+        try await Self.tamper(database, "DELETE FROM siwa.audit_log WHERE seq = \(middle); DELETE FROM siwa.audit_chain WHERE seq = \(middle)",
+                              breaksAt: next, because: "its prev_hash is not the row_hash of seq")
+        try await Self.tamper(database, """
+            UPDATE siwa.audit_log AS a SET occurred_at = b.occurred_at, actor = b.actor, action = b.action,
+                                           apple_sub = b.apple_sub, details = b.details
+            FROM public.log_copy AS b WHERE (a.seq, b.seq) IN ((\(middle), \(next)), (\(next), \(middle)))
+            """, breaksAt: middle, because: "its contents do not match its row_hash")
+
+        // A tail cut below the recorded head: the rest of the chain is
+        // whole, so only the head kept elsewhere shows what is missing.
+        let cut = "DELETE FROM siwa.audit_log WHERE seq > \(middle); DELETE FROM siwa.audit_chain WHERE seq > \(middle)"
+        try await Self.tamper(database, cut, head: recorded, breaksAt: recorded.seq,
+                              because: "the recorded head is not in the chain, which ends at seq \(middle)") {
+            let alone = try await Self.verify(database)
+            #expect(alone.status == 0 && alone.output.hasPrefix("ok: "), "\(alone.output)")
+        }
+
+        // The whole chain rewritten from an edit on (what a superuser can
+        // do): it verifies on its own, but not against the head kept elsewhere.
+        try await Self.tamper(database, """
+            UPDATE siwa.audit_log SET actor = 'someone else' WHERE seq = \(middle);
+            DELETE FROM siwa.audit_chain WHERE seq >= \(middle)
+            """, head: recorded, breaksAt: recorded.seq, because: "its row_hash is not the recorded head's") {
+            let sealer = try await database.withClient { client in
+                try await eventually { try await AuditSealer(client: client, logger: TestEnvironment.logger).seal() > 0 }
+            }
+            #expect(sealer)
+            let alone = try await Self.verify(database)
+            #expect(alone.status == 0 && alone.output.hasPrefix("ok: \(total) rows,"), "\(alone.output)")
+        }
+    }
+
+    /// A row whose transaction commits late, below rows already committed,
+    /// is never skipped: nothing past it is sealed until it commits, then
+    /// all of them in seq order. A rolled-back row leaves a gap, which is fine.
+    @Test func aLateCommitIsWaitedForAndGapsAreFine() async throws {
+        let database = try await TestDatabase.create()
+        let runtime = try database.runtimeConfiguration
+        try await TestDatabase.withClient(runtime) { client in
+            let sealer = AuditSealer(client: client, logger: TestEnvironment.logger)
+            try await Self.appendRows(client, count: 3, action: "test.before")
+            #expect(try await eventually {
+                let sealed = try await sealer.seal()
+                let left = try await Self.unsealed(database)
+                return sealed == 0 && left == 0
+            })
+
+            try await client.withConnection { late in
+                try await late.query("BEGIN", logger: TestEnvironment.logger)
+                try await late.query("INSERT INTO siwa.audit_log (actor, action) VALUES ('test', 'test.late')", logger: TestEnvironment.logger)
+                try await Self.appendRows(client, count: 250, action: "test.after")
+                // A rolled-back row: its seq is a gap forever.
+                try await client.withConnection { gone in
+                    try await gone.query("BEGIN", logger: TestEnvironment.logger)
+                    try await gone.query("INSERT INTO siwa.audit_log (actor, action) VALUES ('test', 'test.gone')", logger: TestEnvironment.logger)
+                    try await gone.query("ROLLBACK", logger: TestEnvironment.logger)
+                }
+                for _ in 0..<3 { #expect(try await sealer.seal() == 0) }
+                #expect(try await Self.unsealed(database) == 250)
+                try await late.query("COMMIT", logger: TestEnvironment.logger)
+            }
+            // A backlog bigger than a batch: sealed over several calls.
+            var sealed: [Int] = []
+            #expect(try await eventually {
+                let count = try await sealer.seal(maxRows: 100)
+                if count > 0 { sealed.append(count) }
+                return try await Self.unsealed(database) == 0
+            })
+            #expect(sealed == [100, 100, 51])
+        }
+        #expect(try await database.strings("SELECT action FROM siwa.audit_log l JOIN siwa.audit_chain c USING (seq) ORDER BY c.seq LIMIT 1 OFFSET 3")
+                == ["test.late"])
+        let report = try await database.withClient { client in
+            try await AuditChainVerifier(client: client, logger: TestEnvironment.logger).verify()
+        }
+        #expect(report.failure == nil, "\(String(describing: report.failure))")
+        #expect(report.sealed == 254 && report.unsealed == 0)
+    }
+
+    /// An existing installation: the rows written before the chain existed
+    /// are sealed first, and seqs go on from the last one.
+    @Test func rowsWrittenBeforeTheUpgradeAreSealedToo() async throws {
+        let sql = TestEnvironment.repositoryRoot.appendingPathComponent("sql")
+        let before = FileManager.default.temporaryDirectory.appendingPathComponent("siwa-sql-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: before, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: before) }
+        for file in try FileManager.default.contentsOfDirectory(atPath: sql.path) where file < "009" {
+            try FileManager.default.copyItem(at: sql.appendingPathComponent(file), to: before.appendingPathComponent(file))
+        }
+        let configuration = try await MigrationTests.emptyDatabase()
+        try await TestDatabase.withClient(configuration) { client in
+            try await Migrator(directory: before).migrate(client: client, logger: TestEnvironment.logger)
+            try await Self.appendRows(client, count: 40, action: "test.old")
+            #expect(try await Migrator(directory: sql).migrate(client: client, logger: TestEnvironment.logger) == ["009_audit_chain"])
+            try await Self.appendRows(client, count: 10, action: "test.new")
+            let sealer = AuditSealer(client: client, logger: TestEnvironment.logger)
+            var sealed = 0
+            #expect(try await eventually {
+                sealed += try await sealer.seal()
+                return sealed == 50
+            })
+            let report = try await AuditChainVerifier(client: client, logger: TestEnvironment.logger).verify()
+            #expect(report.failure == nil && report.sealed == 50 && report.head?.seq == 50, "\(report)")
+        }
+    }
+
+    /// `siwa audit verify --head` takes only SEQ:HASH.
+    @Test func aMalformedHeadIsRefused() async throws {
+        for head in ["12", "12:abc", "x:" + String(repeating: "0", count: 64), "0:" + String(repeating: "0", count: 64),
+                     "5:" + String(repeating: "g", count: 64)] {
+            #expect(AuditChainLink(head) == nil, "\(head)")
+            let result = try await runSIWA(["audit", "verify", "--head", head], environment: ["SIWA_DATABASE_URL": "postgres://nobody@127.0.0.1:1/x"])
+            #expect(result.status != 0 && result.status != 1 && result.output.contains("--head must be SEQ:HASH"), "\(result.output)")
+        }
+        let link = try #require(AuditChainLink("7:" + String(repeating: "ab", count: 32)))
+        #expect(link.seq == 7 && link.hash == [UInt8](repeating: 0xab, count: 32) && link.description == "7:" + String(repeating: "ab", count: 32))
+    }
+
+    // MARK: Helpers
+
+    /// Notifications to two `siwa serve` processes at once (deletions among
+    /// them, purged by two `siwa worker` processes), and an admin's retry of
+    /// a discarded purge with `siwa jobs retry` as a member of siwa_admin.
+    static func runMixedWorkload(_ harness: WorkerHarness) async throws {
+        let apple = try AppleSimulator()
+        let appleServer = try await apple.start()
+        defer { Task { await appleServer.stop() } }
+        let subs = (0..<30).map { "chain.\($0)" }
+        let serves = try (0..<2).map { _ in
+            try SIWAProcess(port: try freePort(), environment: [
+                "SIWA_DATABASE_URL": harness.database.url, "SIWA_APPLE_CLIENT_IDS": ServerHarness.clientID,
+                "SIWA_APPLE_JWKS_URL": appleServer.baseURL + "/auth/keys", "SIWA_LOG_LEVEL": "warning",
+            ])
+        }
+        let workers = try (0..<2).map { _ in try harness.startWorker() }
+        for serve in serves { try await serve.waitUntilReady() }
+
+        let discarded = try await JobsAuditTests.discardedJob(in: harness.database, sub: "chain.retried")
+        let types = ["email-disabled", "email-enabled", "consent-revoked", "account-deleted"]
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for (index, sub) in subs.enumerated() {
+                group.addTask {
+                    for (step, type) in types.enumerated() {
+                        let token = try apple.notification(type: type, sub: sub, audience: ServerHarness.clientID, jti: "chain-\(index)-\(step)",
+                                                           eventTime: Date().addingTimeInterval(Double(step)))
+                        let url = "http://127.0.0.1:\(serves[(index + step) % 2].port)/apple/notifications"
+                        let answer = try await HTTPAnswer.send(method: .POST, url: url, body: AppleSimulator.body(for: token), headers: [])
+                        #expect(answer.status == 200)
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        let adminURL = try LeastPrivilegeTests.url(of: harness.database.configuration, user: admin)
+        let retry = try await runSIWA(["jobs", "retry", String(discarded)], environment: ["SIWA_DATABASE_URL": adminURL])
+        #expect(retry.status == 0, "\(retry.output)")
+
+        #expect(try await harness.wait { try await harness.count(state: "completed") == subs.count + 1 })
+        for serve in serves { #expect(await serve.terminate() == 0) }
+        // Everything written is sealed by the workers within seconds.
+        #expect(try await eventually(upTo: .seconds(60)) { try await Self.unsealed(harness.database) == 0 })
+        for worker in workers { #expect(await worker.terminate() == 0) }
+    }
+
+    /// Runs `statements` as the superuser with triggers off, checks that
+    /// `siwa audit verify` (as the auditor) names `seq` and `reason`, runs
+    /// `then`, and puts both tables back from the copies.
+    static func tamper(_ database: TestDatabase, _ statements: String, head: AuditChainLink? = nil, breaksAt seq: Int64,
+                       because reason: String, then: () async throws -> Void = {}) async throws {
+        try await asSuperuser(database) { try await run($0, statements) }
+        try await then()
+        let result = try await verify(database, head: head)
+        #expect(result.status == 1, "\(statements): \(result.output)")
+        #expect(result.output.hasPrefix("broken at seq \(seq): \(reason)"), "\(statements): \(result.output)")
+        try await asSuperuser(database) {
+            try await run($0, """
+                DELETE FROM siwa.audit_log; INSERT INTO siwa.audit_log SELECT * FROM public.log_copy;
+                DELETE FROM siwa.audit_chain; INSERT INTO siwa.audit_chain SELECT * FROM public.chain_copy
+                """)
+        }
+        let restored = try await verify(database, head: head)
+        #expect(restored.status == 0, "restored after \(statements): \(restored.output)")
+    }
+
+    static func verify(_ database: TestDatabase, head: AuditChainLink? = nil) async throws -> ProcessResult {
+        let url = try LeastPrivilegeTests.url(of: database.configuration, user: auditor)
+        return try await runSIWA(["audit", "verify"] + (head.map { ["--head", $0.description] } ?? []),
+                                 environment: ["SIWA_DATABASE_URL": url])
+    }
+
+    static func unsealed(_ database: TestDatabase) async throws -> Int {
+        try await database.scalar("SELECT count(*) FROM siwa.audit_log l WHERE NOT EXISTS (SELECT FROM siwa.audit_chain c WHERE c.seq = l.seq)")
+    }
+
+    static func appendRows(_ client: PostgresClient, count: Int, action: String) async throws {
+        try await client.query("""
+            INSERT INTO siwa.audit_log (actor, action, apple_sub, details)
+            SELECT 'test', \(action), 'sub.' || g, jsonb_build_object('n', g, 'note', 'é ✓') FROM generate_series(1, \(count)) AS g
+            """, logger: TestEnvironment.logger)
+    }
+
+    /// An admin and an auditor of their own, members of siwa_admin and
+    /// siwa_auditor (cluster-wide, made once; names no other suite uses).
+    static func createPeopleRoles() async throws {
+        try await JobsAuditTests.asSuperuser { client in
+            try await client.query(PostgresQuery(unsafeSQL: """
+                DO $$
+                BEGIN
+                  IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = '\(admin)') THEN
+                    CREATE ROLE \(admin) LOGIN PASSWORD '\(admin)' IN ROLE siwa_admin;
+                  END IF;
+                  IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = '\(auditor)') THEN
+                    CREATE ROLE \(auditor) LOGIN PASSWORD '\(auditor)' IN ROLE siwa_auditor;
+                  END IF;
+                END $$
+                """), logger: TestEnvironment.logger)
+        }
+    }
+
+    /// The cluster's superuser on this test's database.
+    static func asSuperuser(_ database: TestDatabase, _ body: (PostgresClient) async throws -> Void) async throws {
+        let config = database.configuration
+        let superuser = try DatabaseConfiguration(url: "postgres://postgres@\(config.host):\(config.port)/\(config.database)?sslmode=disable")
+        try await superuser.withClient { try await body($0) }
+    }
+
+    /// `statements` with every user trigger off (session_replication_role),
+    /// as a superuser tampering with the log would run them.
+    static func run(_ client: PostgresClient, _ statements: String) async throws {
+        try await client.withConnection { connection in
+            try await connection.query("SET session_replication_role = replica", logger: TestEnvironment.logger)
+            for statement in SQLScript.statements(statements) {
+                try await connection.query(PostgresQuery(unsafeSQL: statement), logger: TestEnvironment.logger)
+            }
+        }
+    }
+}
