@@ -8,6 +8,8 @@ public struct Chart: Sendable {
     public struct Line: Sendable { public let d, color, title: String; public let dashed: Bool }
     public struct Label: Sendable { public let x, y, text, anchor: String }
     public struct Rule: Sendable { public let y: String }
+    /// A marker on a line: each day's value, with its number as a tooltip.
+    public struct Point: Sendable { public let x, y, color, title: String }
     /// `swatch`: the stylesheet's class of the color (no inline style: the
     /// Content-Security-Policy allows none).
     public struct Key: Sendable { public let swatch, name: String }
@@ -15,10 +17,16 @@ public struct Chart: Sendable {
     public let title: String
     public let width = AdminCharts.width
     public let height = AdminCharts.height
+    /// Where the grid rules run, and the middle, for the template.
+    public let plotStart = AdminCharts.number(AdminCharts.left)
+    public let plotEnd = AdminCharts.number(Double(AdminCharts.width) - AdminCharts.right)
+    public let middleX = AdminCharts.number(AdminCharts.left + AdminCharts.plotWidth / 2)
+    public let middleY = AdminCharts.number(AdminCharts.top + AdminCharts.plotHeight / 2)
     public internal(set) var bars: [Bar] = []
     public internal(set) var lines: [Line] = []
     public internal(set) var labels: [Label] = []
     public internal(set) var rules: [Rule] = []
+    public internal(set) var points: [Point] = []
     public internal(set) var legend: [Key] = []
     /// False: nothing to draw, the template says so instead. (Stored: the
     /// template engine reads stored properties only.)
@@ -28,8 +36,10 @@ public struct Chart: Sendable {
 /// The page's charts, drawn by siwa: pure functions from rows to `Chart`,
 /// and `svg` to its text. No script, no external file.
 public enum AdminCharts {
-    public static let width = 640, height = 240
-    public static let left = 48.0, right = 8.0, top = 10.0, bottom = 26.0
+    /// Small user units, so that the text (14) stays readable when three
+    /// charts share a laptop's width or one fills a phone's.
+    public static let width = 480, height = 240
+    public static let left = 44.0, right = 6.0, top = 10.0, bottom = 26.0
     public static let palette = ["#2563eb", "#f59e0b", "#10b981", "#db2777", "#8b5cf6", "#0891b2", "#65a30d", "#6b7280"]
     /// More series than colors: the smallest are summed as "other".
     public static let maxSeries = palette.count
@@ -85,10 +95,10 @@ public enum AdminCharts {
             var path = "", pen = false
             for day in days.indices {
                 guard values.indices.contains(day), let hours = values[day] else { pen = false; continue }
-                let x = number(left + slot * (Double(day) + 0.5))
-                // A day alone between gaps is a dot: a zero-length segment with round caps.
-                path += (pen ? "L" : "M") + "\(x) \(number(y(hours)))" + (pen ? "" : "h0.01")
+                let x = number(left + slot * (Double(day) + 0.5)), yText = number(y(hours))
+                path += (pen ? "L" : "M") + "\(x) \(yText)"
                 pen = true
+                chart.points.append(.init(x: x, y: yText, color: palette[index], title: "\(days[day]) \(name): \(number(hours)) h"))
             }
             guard !path.isEmpty else { continue }
             chart.hasData = true
@@ -98,16 +108,17 @@ public enum AdminCharts {
         return chart
     }
 
-    /// Grid rules at quarters of the scale, their values, and day labels
-    /// (at most about eight, evenly spaced).
+    /// Grid rules at round values (`steps(for:)`), their values, and day
+    /// labels (at most about six, evenly spaced).
     private static func axes(_ chart: inout Chart, days: [String], maximum: Double, unit: String) {
-        for step in 0...4 {
-            let value = maximum * Double(step) / 4
-            let y = number(top + plotHeight - plotHeight * Double(step) / 4)
+        let steps = steps(for: maximum)
+        for step in 0...steps {
+            let value = maximum * Double(step) / Double(steps)
+            let y = number(top + plotHeight - plotHeight * Double(step) / Double(steps))
             chart.rules.append(.init(y: y))
             chart.labels.append(.init(x: number(left - 4), y: y, text: number(value) + unit, anchor: "end"))
         }
-        let every = max(1, Int((Double(days.count) / 8).rounded(.up)))
+        let every = max(1, Int((Double(days.count) / 6).rounded(.up)))
         let slot = plotWidth / Double(max(days.count, 1))
         for (index, day) in days.enumerated() where index % every == 0 {
             chart.labels.append(.init(x: number(left + slot * (Double(index) + 0.5)), y: number(Double(height) - 8),
@@ -124,6 +135,13 @@ public enum AdminCharts {
         let length = rest.map(\.values.count).max() ?? 0
         let other = (0..<length).map { day in rest.reduce(0) { $0 + ($1.values.indices.contains(day) ? $1.values[day] : 0) } }
         return Array(sorted.prefix(maxSeries - 1)) + [(name: "other", values: other)]
+    }
+
+    /// How many grid steps divide a `niceMaximum` into round values: 5 for
+    /// 1 or 5 (by 0.2 or 1), 4 for 2 (by 0.5), times a power of ten.
+    public static func steps(for maximum: Double) -> Int {
+        let leading = (maximum / pow(10, log10(maximum).rounded(.down))).rounded()
+        return leading == 2 ? 4 : 5
     }
 
     /// The smallest 1, 2 or 5 times a power of ten at or above `value` (1 for 0).

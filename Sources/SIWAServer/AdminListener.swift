@@ -4,22 +4,25 @@ import HummingbirdCore
 import Logging
 import Metrics
 import NIOCore
+import PostgresNIO
 
 /// What the admin listener needs; built by `ServerAssembly` (or a test).
 public struct AdminDependencies: Sendable {
     public var apiKeys: APIKeyVerifier
     public var jobs: JobAdministration
+    public var reports: AuditReports
+    public var chain: AuditChainVerifier
     public var metrics: any MetricsFactory
     public var authFailuresPerMinute: Int
-    public var purgeSLAHours: Double
 
-    public init(apiKeys: APIKeyVerifier, jobs: JobAdministration, metrics: any MetricsFactory,
-                authFailuresPerMinute: Int, purgeSLAHours: Double) {
-        self.apiKeys = apiKeys
-        self.jobs = jobs
+    /// The database parts on one client (the runtime role's).
+    public init(client: PostgresClient, metrics: any MetricsFactory, authFailuresPerMinute: Int, logger: Logger) {
+        apiKeys = APIKeyVerifier(client: client, logger: logger)
+        jobs = JobAdministration(client: client, logger: logger)
+        reports = AuditReports(client: client, logger: logger)
+        chain = AuditChainVerifier(client: client, logger: logger)
         self.metrics = metrics
         self.authFailuresPerMinute = authFailuresPerMinute
-        self.purgeSLAHours = purgeSLAHours
     }
 }
 
@@ -32,6 +35,9 @@ public func buildAdminRouter(_ dependencies: AdminDependencies, logger: Logger) 
     let admin = router.group("admin")
         .add(middleware: AdminAuthMiddleware(verifier: dependencies.apiKeys, limiter: limiter, metrics: dependencies.metrics))
     let csrf = CSRFTokens()
+    let chain = ChainStatus(verifier: dependencies.chain, logger: logger)
+    AdminPage(reports: dependencies.reports, chain: chain, jobs: dependencies.jobs, csrf: csrf, logger: logger).register(on: admin)
+    AdminReportRoutes(reports: dependencies.reports, chain: chain, logger: logger).register(on: admin)
     AdminJobRoutes(jobs: dependencies.jobs, csrf: csrf, logger: logger).register(on: admin)
     return router
 }

@@ -25,7 +25,15 @@ enum AdminTemplates {
         table{border-collapse:collapse;width:100%;font-size:13px}
         th,td{text-align:left;padding:6px 8px;border-bottom:1px solid var(--line);vertical-align:top}
         th{font-weight:600;color:var(--muted);white-space:nowrap}
-        td.sub,td.details{word-break:break-all}
+        td.sub,td.details{overflow-wrap:anywhere}
+        #history{margin-top:14px}
+        @media (max-width:640px){
+          table.stack thead{display:none}
+          table.stack,table.stack tbody,table.stack tr,table.stack td{display:block;width:100%}
+          table.stack tr{border-bottom:1px solid var(--line);padding:6px 0}
+          table.stack td{border:0;padding:2px 0}
+          table.stack td[data-label]::before{content:attr(data-label);display:inline-block;min-width:6.5em;color:var(--muted);font-weight:600}
+        }
         form.inline{display:inline}
         button{font:inherit;font-size:13px;padding:4px 10px;border-radius:6px;border:1px solid #9ca3af;background:#fff;cursor:pointer}
         button.retry{border-color:#2563eb;color:#1d4ed8}button.cancel{border-color:#b91c1c;color:#b91c1c}
@@ -48,12 +56,13 @@ enum AdminTemplates {
     /// A chart: grid, bars, lines, labels, then its legend below.
     static let chart = """
         <svg viewBox="0 0 {{width}} {{height}}" role="img" aria-label="{{title}}" class="chart">
-        {{#rules}}<line x1="48" x2="632" y1="{{y}}" y2="{{y}}" stroke="#e5e7eb" stroke-width="1"/>{{/rules}}
+        {{#rules}}<line x1="{{plotStart}}" x2="{{plotEnd}}" y1="{{y}}" y2="{{y}}" stroke="#e5e7eb" stroke-width="1"/>{{/rules}}
         {{#bars}}<rect x="{{x}}" y="{{y}}" width="{{width}}" height="{{height}}" fill="{{color}}"><title>{{title}}</title></rect>{{/bars}}
         {{#lines}}<path d="{{d}}" fill="none" stroke="{{color}}" stroke-width="2.5" stroke-linecap="round" stroke-linejoin="round"\
         {{#dashed}} stroke-dasharray="6 4"{{/dashed}}><title>{{title}}</title></path>{{/lines}}
-        {{#labels}}<text x="{{x}}" y="{{y}}" text-anchor="{{anchor}}" font-size="11" fill="#6b7280" dominant-baseline="middle">{{text}}</text>{{/labels}}
-        {{^hasData}}<text x="340" y="110" text-anchor="middle" font-size="14" fill="#6b7280">no data in these days</text>{{/hasData}}
+        {{#points}}<circle cx="{{x}}" cy="{{y}}" r="4" fill="{{color}}"><title>{{title}}</title></circle>{{/points}}
+        {{#labels}}<text x="{{x}}" y="{{y}}" text-anchor="{{anchor}}" font-size="14" fill="#6b7280" dominant-baseline="middle">{{text}}</text>{{/labels}}
+        {{^hasData}}<text x="{{middleX}}" y="{{middleY}}" text-anchor="middle" font-size="18" fill="#6b7280">no data in these days</text>{{/hasData}}
         </svg>
         <ul class="legend">{{#legend}}<li><span class="swatch {{swatch}}"></span>{{name}}</li>{{/legend}}</ul>
         """
@@ -64,14 +73,14 @@ enum AdminTemplates {
         <head>
         <meta charset="utf-8">
         <meta name="viewport" content="width=device-width, initial-scale=1">
-        <meta name="referrer" content="no-referrer">
+        <meta name="referrer" content="same-origin">
         <title>siwa admin</title>
         <style>\(style)</style>
         </head>
         <body>
         <header>
           <h1>siwa admin</h1>
-          <span class="who">key <strong>{{keyName}}</strong> · {{generatedAt}} UTC</span>
+          <span class="who">key <strong>{{keyName}}</strong> · {{generatedAt}}</span>
         </header>
         <main>
         {{#notice}}<section class="card notice{{#isError}} error{{/isError}}" id="notice">{{text}}</section>{{/notice}}
@@ -91,8 +100,9 @@ enum AdminTemplates {
           <div id="history" class="scroll">
             <h2>History of <code>{{sub}}</code></h2>
             {{^hasRows}}<p class="muted">nothing recorded for this sub</p>{{/hasRows}}
-            {{#hasRows}}<table><thead><tr><th>at (UTC)</th><th>source</th><th>action</th><th>details</th></tr></thead><tbody>
-            {{#rows}}<tr><td>{{at}}</td><td>{{source}}</td><td>{{action}}</td><td class="details"><code>{{details}}</code></td></tr>{{/rows}}
+            {{#hasRows}}<table class="stack"><thead><tr><th>at</th><th>source</th><th>action</th><th>details</th></tr></thead><tbody>
+            {{#rows}}<tr><td data-label="at">{{at}}</td><td data-label="source">{{source}}</td><td data-label="action">{{action}}</td>\
+        <td class="details" data-label="details"><code>{{details}}</code></td></tr>{{/rows}}
             </tbody></table>{{/hasRows}}
           </div>
           {{/history}}
@@ -109,10 +119,11 @@ enum AdminTemplates {
           <h2>Needs attention ({{attentionCount}})</h2>
           <p class="muted">Discarded jobs, and purges not completed within the SLA ({{slaHours}} h).</p>
           {{^hasAttention}}<p>Nothing: every purge is on time.</p>{{/hasAttention}}
-          {{#hasAttention}}<div class="scroll"><table><thead><tr><th>job</th><th>Apple sub</th><th>state</th><th>attempt</th>\
-        <th>since (UTC)</th><th>last error</th><th></th></tr></thead><tbody>
-          {{#attention}}<tr data-job="{{jobID}}"><td>{{jobID}}</td><td class="sub"><a href="{{historyHref}}">{{sub}}</a></td><td>{{state}}</td>\
-        <td>{{attempt}}</td><td>{{since}}</td><td class="details">{{lastError}}</td><td>
+          {{#hasAttention}}<div class="scroll"><table class="stack"><thead><tr><th>job</th><th>Apple sub</th><th>state</th><th>attempt</th>\
+        <th>since</th><th>last error</th><th></th></tr></thead><tbody>
+          {{#attention}}<tr data-job="{{jobID}}"><td data-label="job">{{jobID}}</td>\
+        <td class="sub" data-label="Apple sub"><a href="{{historyHref}}">{{sub}}</a></td><td data-label="state">{{state}}</td>\
+        <td data-label="attempt">{{attempt}}</td><td data-label="since">{{since}}</td><td class="details" data-label="last error">{{lastError}}</td><td>
             {{#canRetry}}<form class="inline" method="post" action="/admin/jobs/{{jobID}}/retry"><input type="hidden" name="csrf" value="{{csrf}}">\
         <button type="submit" class="retry" name="job" value="{{jobID}}">Retry</button></form>{{/canRetry}}
             {{#canCancel}}<form class="inline" method="post" action="/admin/jobs/{{jobID}}/cancel"><input type="hidden" name="csrf" value="{{csrf}}">\

@@ -93,11 +93,8 @@ public enum ServerAssembly {
             let adminClient = PostgresClient(configuration: adminDatabase.postgresClientConfiguration,
                                              backgroundLogger: Logger(label: "siwa.postgres"))
             let adminLogger = Logger(label: "siwa.admin")
-            let dependencies = AdminDependencies(
-                apiKeys: APIKeyVerifier(client: adminClient, logger: adminLogger),
-                jobs: JobAdministration(client: adminClient, logger: adminLogger),
-                metrics: metrics, authFailuresPerMinute: admin.authFailuresPerMinute,
-                purgeSLAHours: 72)
+            let dependencies = AdminDependencies(client: adminClient, metrics: metrics,
+                                                 authFailuresPerMinute: admin.authFailuresPerMinute, logger: adminLogger)
             adminServices = [adminClient, buildAdminApplication(
                 host: admin.host, port: admin.port, dependencies: dependencies,
                 idleTimeout: .milliseconds(Int64(settings.httpIdleTimeout * 1000)), logger: adminLogger

@@ -26,9 +26,9 @@ struct AdminChartsTests {
             #expect(abs(stackTop - (Self.top + Self.height - total / 5 * Self.height)) < 0.2)
         }
         #expect(chart.bars.contains { $0.title == "2026-11-03 email-disabled: 3" })
-        // Day labels and the value axis (0 to 5 in quarters).
+        // Day labels and the value axis (0 to 5 by 1).
         #expect(chart.labels.map(\.text).filter { $0.contains("-") } == ["11-01", "11-02", "11-03"])
-        #expect(chart.labels.filter { $0.anchor == "end" }.map(\.text) == ["0", "1.3", "2.5", "3.8", "5"])
+        #expect(chart.labels.filter { $0.anchor == "end" }.map(\.text) == ["0", "1", "2", "3", "4", "5"])
     }
 
     @Test func theSVGHasTheMarksAndEscapesEveryText() throws {
@@ -36,9 +36,9 @@ struct AdminChartsTests {
             "<script>alert(1)</script>": [1, 2, 3], "bad_signature": [4, 0, 0],
         ])
         let svg = AdminCharts.svg(chart)
-        #expect(svg.hasPrefix("<svg viewBox=\"0 0 640 240\""), "\(svg.prefix(80))")
+        #expect(svg.hasPrefix("<svg viewBox=\"0 0 480 240\""), "\(svg.prefix(80))")
         #expect(svg.components(separatedBy: "<rect ").count - 1 == 4)
-        #expect(svg.components(separatedBy: "<line ").count - 1 == 5)
+        #expect(svg.components(separatedBy: "<line ").count - 1 == 6, "grid rules at 0, 2, 4, 6, 8, 10")
         #expect(!svg.contains("<script>") && svg.contains("&lt;script&gt;alert(1)&lt;/script&gt;"))
         #expect(svg.contains(#"aria-label="refusals &quot;&lt;all&gt;&quot;""#))
         #expect(!svg.contains("style="), "the Content-Security-Policy allows no inline style attribute")
@@ -52,15 +52,18 @@ struct AdminChartsTests {
         // 80 h (above the SLA) sets the scale: 84 rounds up to 100.
         let sla = try #require(chart.lines.first { $0.dashed })
         let slaY = Self.top + Self.height * (1 - 72.0 / 100)
-        #expect(sla.d == "M48 \(AdminCharts.number(slaY))H632", "\(sla.d)")
+        #expect(sla.d == "M44 \(AdminCharts.number(slaY))H474", "\(sla.d)")
         let p50 = try #require(chart.lines.first { $0.title.hasSuffix("p50") })
         let p95 = try #require(chart.lines.first { $0.title.hasSuffix("p95") })
         // The day without a purge is a gap: two pieces, each starting with a move.
         #expect(p50.d.filter { $0 == "M" }.count == 2 && p95.d.filter { $0 == "M" }.count == 2, "\(p50.d)")
         #expect(p95.d.contains(" \(AdminCharts.number(Self.top + Self.height * (1 - 80.0 / 100)))"), "\(p95.d)")
         #expect(chart.legend.map(\.name) == ["SLA 72 h", "p50", "p95"])
+        #expect(chart.points.map(\.title) == ["2026-11-01 p50: 1 h", "2026-11-03 p50: 2 h", "2026-11-01 p95: 3 h", "2026-11-03 p95: 80 h"])
+        #expect(chart.labels.filter { $0.anchor == "end" }.map(\.text) == ["0h", "20h", "40h", "60h", "80h", "100h"])
         let svg = AdminCharts.svg(chart)
         #expect(svg.components(separatedBy: "<path ").count - 1 == 3)
+        #expect(svg.components(separatedBy: "<circle ").count - 1 == 4)
         #expect(svg.contains(#"stroke-dasharray="6 4""#))
     }
 
@@ -82,8 +85,9 @@ struct AdminChartsTests {
         #expect(merged.last?.values == [1 + 2 + 3, 3], "the three smallest, day by day")
     }
 
-    @Test(arguments: [(0.0, 1.0), (0.3, 0.5), (3, 5), (10, 10), (11, 20), (84, 100), (2_001, 5_000)])
-    func niceMaximumsAreOneTwoOrFiveTimesAPowerOfTen(_ value: Double, _ expected: Double) {
+    @Test(arguments: [(0.0, 1.0, 5), (0.3, 0.5, 5), (3, 5, 5), (10, 10, 5), (11, 20, 4), (84, 100, 5), (2_001, 5_000, 5)])
+    func niceMaximumsAreOneTwoOrFiveTimesAPowerOfTenInRoundSteps(_ value: Double, _ expected: Double, _ steps: Int) {
         #expect(AdminCharts.niceMaximum(value) == expected)
+        #expect(AdminCharts.steps(for: expected) == steps)
     }
 }

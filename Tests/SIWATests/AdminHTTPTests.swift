@@ -141,6 +141,44 @@ struct AdminHTTPTests {
         #expect(try await setup.server.database.strings("SELECT state FROM siwa.jobs WHERE id = \(job)") == ["discarded"])
     }
 
+    /// The admins' questions as JSON: the same rows as `siwa audit --json`.
+    @Test func theReportRoutesAnswerFromTheAuditViews() async throws {
+        let setup = try await Setup.start()
+        defer { Task { await setup.server.stop() } }
+        let database = setup.server.database
+        let fixture = try await AdminFixtures.seed(database)
+        _ = try await setup.post("/admin/jobs/\(fixture.discarded)/retry", authorization: setup.bearer)
+
+        let audit = try await setup.get("/admin/audit?sub=admin.discarded.sub&action=job.*&limit=10", authorization: setup.bearer)
+        #expect(audit.status == 200, "\(audit.status) \(audit.text)")
+        let entries = try #require(audit.json["entries"] as? [[String: Any]])
+        #expect(entries.map { $0["action"] as? String } == ["job.retry", "job.enqueued"], "newest first: \(entries)")
+        #expect(entries.first?["actor"] as? String == "admin_key:ops-alice")
+        let since = try await setup.get("/admin/audit?action=notification.recorded&since=\(AuditReports.utcText(Date().addingTimeInterval(-3600)))",
+                                        authorization: setup.bearer)
+        #expect((since.json["entries"] as? [Any])?.isEmpty == false, "\(since.text)")
+
+        let history = try await setup.get("/admin/users/\(fixture.lateSub)/history", authorization: setup.bearer)
+        #expect(history.status == 200 && history.json["apple_sub"] as? String == fixture.lateSub, "\(history.text)")
+        #expect((history.json["history"] as? [[String: Any]])?.contains { $0["action"] as? String == "job.enqueued" } == true)
+
+        let summary = try await setup.get("/admin/summary?days=7", authorization: setup.bearer)
+        let days = try #require(summary.json["days"] as? [[String: Any]])
+        #expect(days.count == 7 && summary.json["purge_sla_hours"] as? Int == 72, "\(summary.text.prefix(400))")
+        let attention = try #require(summary.json["attention"] as? [[String: Any]])
+        #expect(Set(attention.compactMap { $0["job_id"] as? Int }) == [Int(fixture.late)], "the retried job left the list: \(attention)")
+
+        let verify = try await setup.get("/admin/audit/verify", authorization: setup.bearer)
+        #expect(verify.status == 200 && verify.json["ok"] as? Bool == true, "\(verify.text)")
+        let head = try #require(verify.json["head"] as? [String: Any])
+        let recorded = "\(head["seq"] as? Int ?? 0):\(head["hash"] as? String ?? "")"
+        let again = try await setup.get("/admin/audit/verify?head=\(recorded)", authorization: setup.bearer)
+        #expect(again.json["ok"] as? Bool == true, "\(again.text)")
+        let wrongHead = try await setup.get("/admin/audit/verify?head=\(head["seq"] as? Int ?? 0):\(String(repeating: "0", count: 64))",
+                                            authorization: setup.bearer)
+        #expect(wrongHead.json["ok"] as? Bool == false && wrongHead.json["broken_at"] as? Int == head["seq"] as? Int, "\(wrongHead.text)")
+    }
+
     @Test func badParametersAre400WithAReason() async throws {
         let setup = try await Setup.start()
         defer { Task { await setup.server.stop() } }
@@ -150,6 +188,15 @@ struct AdminHTTPTests {
             ("/admin/jobs?limit=ten", "limit must be a whole number"),
             ("/admin/jobs?bogus=1", "unknown parameter 'bogus'"),
             ("/admin/jobs?state=discarded&state=available", "given twice"),
+            ("/admin/audit?since=yesterday", "since must be an ISO 8601 time"),
+            ("/admin/audit?action=DROP%20TABLE", "action must be an action name"),
+            ("/admin/audit?limit=100000", "limit must be a whole number in 1...10000"),
+            ("/admin/audit?sub=%01", "sub must be an Apple sub"),
+            ("/admin/summary?days=0", "days must be a whole number"),
+            ("/admin/users/x/history?limit=-1", "limit must be a whole number"),
+            ("/admin/audit/verify?head=12", "head must be SEQ:HASH"),
+            ("/admin?days=abc", "days must be a whole number"),
+            ("/admin?notice=hacked&job=1", "notice must be"),
         ]
         for (path, reason) in cases {
             let answer = try await setup.get(path, authorization: setup.bearer)
