@@ -51,8 +51,8 @@ CREATE TRIGGER jobs_audit_widened
     EXECUTE FUNCTION siwa.audit_job_widened();
 
 -- The purges requested before this migration: those still queued from
--- their rows, the pruned ones from the audit rows that enqueued them
--- (marked `backfilled`).
+-- their rows, the pruned ones from the earliest audit row that enqueued
+-- them (one pass over the trail); marked `backfilled`.
 INSERT INTO siwa.audit_log (actor, action, apple_sub, details)
 SELECT 'migrate', 'job.enqueued', apple_sub,
        jsonb_strip_nulls(jsonb_build_object('job_id', job_id, 'kind', 'purge_user', 'event_type', event_type, 'scope', scope,
@@ -63,25 +63,21 @@ FROM (
     FROM siwa.jobs WHERE kind = 'purge_user'
     UNION ALL
     (SELECT DISTINCT ON (job_id) job_id, apple_sub, event_type, scope, requested_at
-    FROM (
-        SELECT a.seq, a.apple_sub, a.occurred_at AS requested_at,
-               coalesce((a.details->>'purge_job_id')::bigint, (a.details->>'sign_out_job_id')::bigint) AS job_id,
-               a.details->>'event_type' AS event_type,
-               CASE WHEN a.details->>'purge_job_id' IS NULL THEN 'tokens' END AS scope
-        FROM siwa.audit_log AS a WHERE a.action = 'notification.recorded'
-        UNION ALL
-        SELECT a.seq, a.apple_sub, a.occurred_at, (a.details->>'job_id')::bigint, 'app-deletion', NULL
-        FROM siwa.audit_log AS a WHERE a.action = 'user.deletion_requested' AND a.details->>'merged' = 'false'
-        UNION ALL
-        SELECT a.seq, a.apple_sub, a.occurred_at, (a.details->>'job_id')::bigint, 'token-invalid-grant',
-               CASE WHEN a.details->>'purge' = 'false' THEN 'tokens' END
-        FROM siwa.audit_log AS a WHERE a.action = 'token.invalid_grant'
-        UNION ALL
-        SELECT a.seq, a.apple_sub, a.occurred_at, (a.details->>'job_id')::bigint, NULL, NULL
-        FROM siwa.audit_log AS a WHERE a.action = 'job.rerun_enqueued'
-    ) AS requested
-    WHERE job_id IS NOT NULL AND NOT EXISTS (SELECT FROM siwa.jobs WHERE jobs.id = requested.job_id)
-    ORDER BY job_id, seq)
+     FROM (SELECT a.seq, a.apple_sub, a.occurred_at AS requested_at,
+                  CASE a.action WHEN 'notification.recorded'
+                                THEN coalesce(a.details->>'purge_job_id', a.details->>'sign_out_job_id')
+                                ELSE a.details->>'job_id' END::bigint AS job_id,
+                  CASE a.action WHEN 'notification.recorded' THEN a.details->>'event_type'
+                                WHEN 'user.deletion_requested' THEN 'app-deletion'
+                                WHEN 'token.invalid_grant' THEN 'token-invalid-grant' END AS event_type,
+                  CASE WHEN (a.action = 'notification.recorded' AND a.details->>'purge_job_id' IS NULL)
+                         OR (a.action = 'token.invalid_grant' AND a.details->>'purge' = 'false') THEN 'tokens' END AS scope
+           FROM siwa.audit_log AS a
+           WHERE a.action IN ('notification.recorded', 'user.deletion_requested', 'token.invalid_grant', 'job.rerun_enqueued')
+             -- a deletion merged into a pending job requested nothing new
+             AND (a.action <> 'user.deletion_requested' OR a.details->>'merged' = 'false')) AS requested
+     WHERE job_id IS NOT NULL AND NOT EXISTS (SELECT FROM siwa.jobs WHERE jobs.id = requested.job_id)
+     ORDER BY job_id, seq)
 ) AS earlier
 ORDER BY requested_at, job_id;
 

@@ -9,7 +9,8 @@ struct SIWACommand: AsyncParsableCommand {
             Receives Apple's server-to-server notifications, records them in PostgreSQL \
             and enqueues data-purge jobs, and signs users in for the app's backend, storing \
             Apple's tokens encrypted (`siwa serve`); runs those jobs, revoking the tokens \
-            first, and validates stored tokens daily (`siwa worker`). Settings come from SIWA_* environment \
+            first, and validates stored tokens daily (`siwa worker`); admins read the audit trail's answers \
+            with `siwa audit`. Settings come from SIWA_* environment \
             variables (see `siwa serve --help`, `siwa worker --help` and README.md).
             The end-to-end demo is a separate development tool, `siwa-demo` (`make demo`).
             """,

@@ -11,21 +11,27 @@ struct APIKeysTests {
     static let admin = "siwa_test_keys_admin"
 
     /// An admin login role in siwa_admin (cluster-wide, made once; made by
-    /// the superuser, as deploy/README.md has it). Two suites starting at
-    /// once may both try: the loser's duplicate is ignored.
+    /// the superuser, as deploy/README.md has it).
     static func adminURL(for database: TestDatabase) async throws -> String {
+        try await loginURL(admin, in: "siwa_admin", for: database)
+    }
+
+    /// A login role `user` (password: its name) in `group`, made by the
+    /// superuser if missing. Two suites starting at once may both try: the
+    /// loser's duplicate is ignored.
+    static func loginURL(_ user: String, in group: String, for database: TestDatabase) async throws -> String {
         try await JobsAuditTests.asSuperuser { client in
             try await client.query(PostgresQuery(unsafeSQL: """
                 DO $$
                 BEGIN
-                  IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = '\(admin)') THEN
-                    CREATE ROLE \(admin) LOGIN PASSWORD '\(admin)' IN ROLE siwa_admin;
+                  IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = '\(user)') THEN
+                    CREATE ROLE \(user) LOGIN PASSWORD '\(user)' IN ROLE \(group);
                   END IF;
                 EXCEPTION WHEN duplicate_object OR unique_violation THEN NULL;
                 END $$
                 """), logger: TestEnvironment.logger)
         }
-        return try LeastPrivilegeTests.url(of: database.configuration, user: admin)
+        return try LeastPrivilegeTests.url(of: database.configuration, user: user)
     }
 
     static var keyPattern: Regex<Substring> { /siwa_[a-z2-7]{12}_[A-Za-z0-9_-]{43}/ }

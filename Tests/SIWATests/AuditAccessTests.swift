@@ -21,17 +21,7 @@ struct AuditAccessTests {
 
     /// A person's login in siwa_auditor, as README.md shows (cluster-wide, made once).
     static func auditorURL(_ database: TestDatabase) async throws -> String {
-        try await JobsAuditTests.asSuperuser { client in
-            try await client.query(PostgresQuery(unsafeSQL: """
-                DO $$
-                BEGIN
-                  IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = '\(auditor)') THEN
-                    CREATE ROLE \(auditor) LOGIN PASSWORD '\(auditor)' IN ROLE siwa_auditor;
-                  END IF;
-                END $$
-                """), logger: TestEnvironment.logger)
-        }
-        return try LeastPrivilegeTests.url(of: database.configuration, user: auditor)
+        try await APIKeysTests.loginURL(auditor, in: "siwa_auditor", for: database)
     }
 
     @Test func theAuditorReadsTheAnswersAndNothingPersonal() async throws {
