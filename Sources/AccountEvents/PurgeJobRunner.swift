@@ -28,7 +28,9 @@ public enum JobRunOutcome: Sendable, Equatable {
 /// (when siwa holds any), the built-in step, then the plan's steps in
 /// order, skipping those an earlier attempt recorded as done. A token-only
 /// job (a sign-out) runs the revocation alone. Each step is
-/// recorded as it completes; the last record completes the job.
+/// recorded as it completes; the last record completes the job, and with
+/// receipts on (SIWA_RECEIPT_KEY_FILE) signs and stores the purge's deletion
+/// receipt in the same transaction (JobQueue).
 public struct PurgeJobRunner: Sendable {
     public static let kind = "purge_user"
 
@@ -58,7 +60,10 @@ public struct PurgeJobRunner: Sendable {
         }
         if job.tokensOnly {
             // A sign-out (consent revoked under `sign_out`): revoke and
-            // delete the tokens, keep the rest.
+            // delete the tokens, keep the rest. Not a purge, so no deletion
+            // receipt is signed for it (DeletionReceipts.issue skips
+            // args.scope 'tokens'); a deletion merged into it later makes it
+            // a whole purge, or a rerun that is one, and that gets a receipt.
             let step = JobStep(jobID: job.id, lease: job.lease, name: AppleTokenStore.revokeStepName, completesJob: true)
             return try await revokeTokens(job, sub: sub, as: step) ? .completed : .leaseLost
         }

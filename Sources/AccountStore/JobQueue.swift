@@ -68,11 +68,21 @@ public struct JobQueue: Sendable {
     /// Names this worker in its leases (`locked_by`) and in the audit trail.
     public let worker: String
     let logger: Logger
+    /// Signs a receipt for each purge as it completes (nil: receipts are off).
+    let receipts: (any ReceiptSigning)?
 
-    public init(client: PostgresClient, worker: String, logger: Logger) {
+    public init(client: PostgresClient, worker: String, logger: Logger, receipts: (any ReceiptSigning)? = nil) {
         self.client = client
         self.worker = worker
         self.logger = logger
+        self.receipts = receipts
+    }
+
+    /// The receipts of the purges among `jobIDs` that the transaction on
+    /// `connection` has just completed, written in it (DeletionReceipts.issue).
+    private func issueReceipts(for jobIDs: [Int64], on connection: PostgresConnection) async throws {
+        guard let receipts, !jobIDs.isEmpty else { return }
+        try await DeletionReceipts.issue(for: jobIDs, signer: receipts, on: connection, logger: logger)
     }
 
     /// One statement on a guarded connection, its rows decoded as `T`.
@@ -127,7 +137,9 @@ public struct JobQueue: Sendable {
     /// SQL elsewhere), completing the job if it was the last step. False if
     /// the lease was lost (the step will run again: at-least-once).
     public func recordStep(_ step: JobStep) async throws -> Bool {
-        try await client.withGuardedConnection { connection in try await record(step, on: connection) }
+        // The completion and its receipt go in one transaction.
+        if step.completesJob && receipts != nil { return try await inStepTransaction(step) { _ in } }
+        return try await client.withGuardedConnection { connection in try await record(step, on: connection) }
     }
 
     /// RecordStepStatement on `connection`: true if it matched (lease held, step new).
@@ -140,18 +152,24 @@ public struct JobQueue: Sendable {
     /// Completes a job that has no step left to run (its plan lost steps
     /// since they were recorded). False if the lease was lost.
     public func complete(_ job: ClaimedJob) async throws -> Bool {
-        try await count("""
-            WITH job AS (
-                UPDATE siwa.jobs SET state = 'completed', finalized_at = now(), locked_until = NULL
-                WHERE id = \(job.id) AND locked_by = \(job.lease) AND state = 'running'
-                RETURNING id, args->>'apple_sub' AS apple_sub, attempt
-            ), audit AS (
-                INSERT INTO siwa.audit_log (actor, action, apple_sub, details)
-                SELECT 'worker', 'job.completed', apple_sub, jsonb_build_object('job_id', id, 'attempt', attempt, 'worker', \(job.lease)::text)
-                FROM job
-            )
-            SELECT count(*) FROM job
-            """) == 1
+        try await client.withGuardedTransaction(logger: logger) { [logger] connection in
+            let rows = try await connection.query("""
+                WITH job AS (
+                    UPDATE siwa.jobs SET state = 'completed', finalized_at = now(), locked_until = NULL
+                    WHERE id = \(job.id) AND locked_by = \(job.lease) AND state = 'running'
+                    RETURNING id, args->>'apple_sub' AS apple_sub, attempt
+                ), audit AS (
+                    INSERT INTO siwa.audit_log (actor, action, apple_sub, details)
+                    SELECT 'worker', 'job.completed', apple_sub, jsonb_build_object('job_id', id, 'attempt', attempt, 'worker', \(job.lease)::text)
+                    FROM job
+                )
+                SELECT count(*) FROM job
+                """, logger: logger)
+            var completed = false
+            for try await count in rows.decode(Int.self) { completed = count == 1 }
+            if completed { try await issueReceipts(for: [job.id], on: connection) }
+            return completed
+        }
     }
 
     /// Runs `body` in one transaction on siwa's database together with the
@@ -159,12 +177,14 @@ public struct JobQueue: Sendable {
     /// effect exactly once. The record goes last, so the job row is locked
     /// only for a moment (the receiver may need it to mark a rerun); if the
     /// lease was lost meanwhile, the record matches nothing and the whole
-    /// transaction rolls back. Returns false then.
+    /// transaction rolls back. Returns false then. The last step's
+    /// transaction also completes the job and holds its receipt.
     public func inStepTransaction(_ step: JobStep, _ body: @escaping @Sendable (PostgresConnection) async throws -> Void) async throws -> Bool {
         do {
             try await client.withGuardedTransaction(logger: logger) { connection in
                 try await body(connection)
                 guard try await record(step, on: connection) else { throw LeaseLostDuringStep() }
+                if step.completesJob { try await issueReceipts(for: [step.jobID], on: connection) }
             }
             return true
         } catch is LeaseLostDuringStep {
@@ -201,6 +221,8 @@ public struct JobQueue: Sendable {
             }()), logger: logger)
             var done = Set<Int64>()
             for try await id in try await connection.execute(statement, logger: logger) { done.insert(id) }
+            try await issueReceipts(for: runs.indices.filter { completes[$0] && done.contains(runs[$0].id) }.map { runs[$0].id },
+                                    on: connection)
             return done
         }
     }

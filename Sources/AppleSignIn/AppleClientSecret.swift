@@ -33,14 +33,9 @@ public enum AppleClientSecret {
         try checkLifetime(lifetime)
         let iat = Int64(issuedAt.timeIntervalSince1970.rounded(.down))
         let claims = Claims(iss: key.teamID, iat: iat, exp: iat + lifetime.components.seconds, aud: audience, sub: clientID)
-        let encoder = JSONEncoder()
-        // Sorted keys give the exact header Apple's samples show: alg, then kid.
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         do {
-            let input = Base64URL.encode(try encoder.encode(Header(kid: key.keyID))) + "."
-                + Base64URL.encode(try encoder.encode(claims))
-            let signature = try key.privateKey.signature(for: Data(input.utf8))
-            return input + "." + Base64URL.encode(signature.rawRepresentation)
+            // Sorted keys give the exact header Apple's samples show: alg, then kid.
+            return try ES256JWS.sign(header: Header(kid: key.keyID), claims: claims, with: key.privateKey)
         } catch {
             throw AppleClientSecretError("could not sign the client secret for \(clientID) with key \(key.keyID)")
         }

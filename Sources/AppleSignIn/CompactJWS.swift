@@ -5,6 +5,9 @@ struct CompactJWS: Sendable {
     struct Header: Decodable, Sendable {
         let alg: String?
         let kid: String?
+        /// `typ` when it is a string (RFC 7515 §4.1.9 makes it optional and
+        /// advisory; nil for anything else, so no token is refused over it).
+        let typ: String?
         /// `crit` (RFC 7515 §4.1.11): the extensions the token says must be
         /// understood; nil when absent. Present, it must be a non-empty list
         /// of strings, else the header does not decode.
@@ -13,7 +16,7 @@ struct CompactJWS: Sendable {
         // from the configured JWKS URL, never from the token itself.
 
         enum CodingKeys: String, CodingKey {
-            case alg, kid
+            case alg, kid, typ
             case critical = "crit"
         }
 
@@ -21,6 +24,7 @@ struct CompactJWS: Sendable {
             let container = try decoder.container(keyedBy: CodingKeys.self)
             alg = try container.decodeIfPresent(String.self, forKey: .alg)
             kid = try container.decodeIfPresent(String.self, forKey: .kid)
+            typ = try? container.decodeIfPresent(String.self, forKey: .typ)
             if container.contains(.critical) {
                 let list = try? container.decode([String].self, forKey: .critical)
                 guard let list, !list.isEmpty else { throw CritError() }

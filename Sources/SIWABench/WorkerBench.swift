@@ -17,17 +17,22 @@ import SIWAServer
 ///   one job per transaction;
 /// - wake-up latency: one job at a time enqueued into an idle worker whose
 ///   polling is slowed to 30 s, so only NOTIFY can wake it; created_at ->
-///   attempted_at, both stamped by the database.
+///   attempted_at, both stamped by the database;
+/// - with BENCH_RECEIPTS=1, each round burns down as many jobs again with
+///   deletion receipts on (an ES256 signature and a row per purge, in the
+///   completing transaction), beside the burn-down without.
 enum WorkerBench {
     struct Report {
         var burnDown: [Double] = []
+        /// With deletion receipts signed (BENCH_RECEIPTS=1), else empty.
+        var burnDownWithReceipts: [Double] = []
         var ceiling: [Double] = []
         var wakeLatenciesMS: [Double] = []
     }
 
     /// Set-up and pgbench as the owner; the worker as the runtime role.
     static func run(database: BenchDatabase, rounds: Int, jobs: Int, concurrency: Int, pgbenchClients: Int,
-                    pgbenchSeconds: Int, latencySamples: Int, logger: Logger) async throws -> Report {
+                    pgbenchSeconds: Int, latencySamples: Int, receipts: Bool, logger: Logger) async throws -> Report {
         let databaseURL = database.ownerURL
         let workerURL = database.runtimeURL
         let configuration = try DatabaseConfiguration(url: databaseURL, maximumConnections: 4)
@@ -44,6 +49,14 @@ enum WorkerBench {
                 report.ceiling.append(ceiling)
                 say(String(format: "worker round %d: burn-down %.0f jobs/s | pgbench ceiling %.0f jobs/s | ratio %.2f",
                            round, rate, ceiling, rate / ceiling))
+                if receipts {
+                    try await reset(client, logger: logger)
+                    let signed = try await burnDown(jobs: jobs, round: round, databaseURL: workerURL, concurrency: concurrency,
+                                                    client: client, logger: logger, settings: try receiptSettings())
+                    report.burnDownWithReceipts.append(signed)
+                    say(String(format: "worker round %d: burn-down with receipts %.0f jobs/s (%.2f of the burn-down without)",
+                               round, signed, signed / rate))
+                }
             }
             try await reset(client, logger: logger)
             report.wakeLatenciesMS = try await wakeLatencies(samples: latencySamples, databaseURL: workerURL,
@@ -74,11 +87,19 @@ enum WorkerBench {
         try await client.query("ANALYZE siwa.jobs, siwa.users", logger: logger)
     }
 
+    /// The worker's receipt settings, with a fresh key in a temporary file.
+    static func receiptSettings() throws -> [String: String] {
+        let keyFile = FileManager.default.temporaryDirectory.appendingPathComponent("siwa-bench-receipt-\(UUID().uuidString).pem")
+        try Data(DeletionReceiptSigner.newKeyPEM().utf8).write(to: keyFile)
+        return ["SIWA_RECEIPT_KEY_FILE": keyFile.path, "SIWA_RECEIPT_ISSUER": "https://siwa-bench.invalid"]
+    }
+
     static func burnDown(jobs: Int, round: Int, databaseURL: String, concurrency: Int,
-                         client: PostgresClient, logger: Logger) async throws -> Double {
+                         client: PostgresClient, logger: Logger, settings: [String: String] = [:]) async throws -> Double {
         try await enqueue(jobs, prefix: "burn\(round)", client: client, logger: logger)
         let start = ContinuousClock.now
-        let worker = try startWorker(databaseURL: databaseURL, concurrency: concurrency, pollSeconds: 1, logger: logger)
+        let worker = try startWorker(databaseURL: databaseURL, concurrency: concurrency, pollSeconds: 1, logger: logger,
+                                     settings: settings)
         defer { Task { await worker.triggerGracefulShutdown() } }
         while try await completed(client, logger: logger) < jobs {
             try await Task.sleep(for: .milliseconds(20))
@@ -127,12 +148,13 @@ enum WorkerBench {
     }
 
     /// The in-process worker, as `siwa worker` builds it, without a plan.
-    static func startWorker(databaseURL: String, concurrency: Int, pollSeconds: Double, logger: Logger) throws -> ServiceGroup {
+    static func startWorker(databaseURL: String, concurrency: Int, pollSeconds: Double, logger: Logger,
+                            settings extra: [String: String] = [:]) throws -> ServiceGroup {
         let settings = try WorkerSettings(environment: SettingsReader([
             "SIWA_DATABASE_URL": databaseURL,
             "SIWA_WORKER_CONCURRENCY": String(concurrency),
             "SIWA_WORKER_POLL_SECONDS": String(pollSeconds),
-        ]))
+        ].merging(extra) { $1 }))
         let assembly = try WorkerAssembly(settings: settings, environment: [:], migrations: nil, logger: logger)
         let group = ServiceGroup(configuration: .init(services: assembly.services.map { .init(service: $0) }, logger: logger))
         Task { try await group.run() }

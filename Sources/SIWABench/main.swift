@@ -128,7 +128,8 @@ if runs("worker") {
     do {
         report = try await WorkerBench.run(database: database, rounds: rounds, jobs: jobs, concurrency: workerConcurrency,
                                            pgbenchClients: pgbenchClients, pgbenchSeconds: pgbenchSeconds,
-                                           latencySamples: setting("BENCH_WAKE_SAMPLES", 200), logger: logger)
+                                           latencySamples: setting("BENCH_WAKE_SAMPLES", 200),
+                                           receipts: setting("BENCH_RECEIPTS", 0) == 1, logger: logger)
     } catch {
         await database.drop()
         fail("\(error)")
@@ -144,6 +145,11 @@ if runs("worker") {
                median(report.ceiling), pgbenchClients))
     say(String(format: "ratio worker / ceiling       median %.2f   (target >= 0.8; rounds: %@)", median(ratios),
                ratios.map { String(format: "%.2f", $0) }.joined(separator: ", ")))
+    if !report.burnDownWithReceipts.isEmpty {
+        let shares = zip(report.burnDownWithReceipts, report.burnDown).map { $0 / $1 }
+        say(String(format: "burn-down with receipts      median %.0f jobs/s   (%.2f of the burn-down without, median of rounds: %@)",
+                   median(report.burnDownWithReceipts), median(shares), shares.map { String(format: "%.2f", $0) }.joined(separator: ", ")))
+    }
     say(String(format: "NOTIFY wake-up to claim      p50 %.1f ms   p99 %.1f ms   max %.1f ms   (%d idle samples, polling at 30 s; target p99 < 100 ms)",
                wake[wake.count / 2], wake[min(wake.count - 1, Int(Double(wake.count) * 0.99))], wake.last ?? 0, wake.count))
 }

@@ -1,4 +1,5 @@
 import AccountEvents
+import AppleSignIn
 import Foundation
 
 /// Everything `siwa serve` is configured with (declared in SettingsCatalog).
@@ -34,6 +35,9 @@ public struct ServerSettings: Sendable {
     public var tokenValidation: TokenValidationSettings
     /// nil: no admin listener (SIWA_ADMIN_HTTP_PORT=off).
     public var admin: AdminListenerSettings?
+    /// The deletion receipts' public keys (SIWA_RECEIPT_JWKS_FILE), served
+    /// at /.well-known/siwa-receipts.json; nil: that route answers 404.
+    public var receiptKeys: ES256KeySet?
 
     public init(environment env: SettingsReader) throws {
         typealias S = SettingsCatalog
@@ -60,6 +64,7 @@ public struct ServerSettings: Sendable {
         signIn = try SignInSettings.read(env)
         tokenValidation = try TokenValidationSettings(environment: env)
         admin = try AdminListenerSettings.read(env)
+        receiptKeys = try ReceiptSettings.publishedKeys(env)
         guard ingestWriters < databaseMaxConnections else {
             throw SettingError(S.ingestWriters.name, "must be below SIWA_DATABASE_MAX_CONNECTIONS (\(databaseMaxConnections))")
         }

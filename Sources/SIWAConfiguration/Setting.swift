@@ -24,6 +24,7 @@ public struct Setting: Sendable, Hashable {
     public enum Reader: String, Sendable, Hashable, CaseIterable {
         case serve, worker, migrate, jobs, audit, tokens
         case apiKeys = "api-keys"
+        case receipts
     }
 
     /// Where it goes in deploy/ (each unit reads only its own files, so the

@@ -8,7 +8,7 @@ public enum SettingsCatalog {
     public static let databaseURL = Setting(
         "SIWA_DATABASE_URL", .databaseURL, required: true,
         example: "postgres://siwa_app:CHANGE-ME@db.internal:5432/siwa?sslmode=verify-full&sslrootcert=/etc/siwa/db-ca.pem",
-        readers: [.serve, .worker, .migrate, .jobs, .audit, .apiKeys, .tokens], files: [.serve, .worker, .migrate], secret: true,
+        readers: [.serve, .worker, .migrate, .jobs, .audit, .apiKeys, .tokens, .receipts], files: [.serve, .worker, .migrate], secret: true,
         help: "the runtime role's connection, `postgres://USER:PASSWORD@HOST:PORT/DB[?sslmode=disable|prefer|require|verify-ca|verify-full&sslrootcert=FILE]`; `siwa migrate` grants this role its privileges",
         details: """
             The runtime role owns nothing; `siwa migrate` grants it what it needs. serve \
@@ -311,6 +311,40 @@ public enum SettingsCatalog {
             is still in the chain, which catches a cut tail or a chain rewritten from an edit on.
             """)
 
+    // MARK: Deletion receipts (the worker signs them; serve publishes the public keys)
+
+    public static let receiptKeyFile = Setting(
+        "SIWA_RECEIPT_KEY_FILE", .path, example: "/etc/siwa/receipt-key.pem", readers: [.worker, .receipts], files: [.worker],
+        help: "the key that signs deletion receipts (PKCS#8 PEM, P-256: `siwa receipts keygen`), the worker's alone; with SIWA_RECEIPT_ISSUER it turns receipts on, and without both the worker signs none and says so at start",
+        details: """
+            When a purge completes, the worker signs a receipt (a JWS, ES256) saying what \
+            was done and when, and stores it in siwa.deletion_receipts in the transaction \
+            that completes the purge: the evidence for App Review or for the person who \
+            asked for erasure (`siwa receipts show SUB`). Make the key with \
+            `(umask 077; siwa receipts keygen > /etc/siwa/receipt-key.pem)`, install it mode \
+            0600, owner root, and uncomment the LoadCredential= lines in \
+            siwa-worker.service, which give the worker a private copy and point this \
+            variable at it; then leave it unset here. siwa serve never gets it: it publishes \
+            the public keys only (SIWA_RECEIPT_JWKS_FILE). Keep a backup: receipts already \
+            signed stay verifiable with the public key set alone.
+            """)
+    public static let receiptIssuer = Setting(
+        "SIWA_RECEIPT_ISSUER", .text, example: "https://siwa.example.com", readers: [.worker, .receipts], files: [.worker],
+        help: "the receipts' `iss`: who vouches for the deletions, e.g. the URL where `/.well-known/siwa-receipts.json` is served",
+        details: """
+            Set with SIWA_RECEIPT_KEY_FILE (both or neither). Printable text, at most 200 \
+            characters; a URL lets a third party find the key set.
+            """)
+    public static let receiptJWKSFile = Setting(
+        "SIWA_RECEIPT_JWKS_FILE", .path, example: "/etc/siwa/receipt-keys.json", readers: [.serve, .receipts], files: [.serve],
+        help: "the receipts' public key set, as `siwa receipts jwks` prints it; serve publishes it at `/.well-known/siwa-receipts.json` (unset: 404)",
+        details: """
+            Public keys only, so it is no secret (mode 0644). Make it where the private key \
+            is: `siwa receipts jwks > receipt-keys.json`; after a key rotation keep the old \
+            keys in it (`siwa receipts jwks --include receipt-keys.json`), so receipts \
+            signed before still verify. serve reads it at start.
+            """)
+
     // MARK: Logging (every command)
 
     public static let logFormat = Setting(
@@ -369,6 +403,7 @@ public enum SettingsCatalog {
                         jobRetentionDays, workerPoll, workerShutdownGrace]),
         ("audit reports", [purgeSLAHours]),
         ("audit trail", [auditHeadLogMinutes]),
+        ("deletion receipts", [receiptKeyFile, receiptIssuer, receiptJWKSFile]),
         ("logging", [logFormat, logLevel]),
     ]
 

@@ -18,6 +18,8 @@ public struct WorkerSettings: Sendable {
     public var onConsentRevoked: ConsentRevokedPolicy
     /// How often the audit chain's head is logged.
     public var auditHeadLogMinutes: Int
+    /// nil: no deletion receipts are signed (the worker says so at start).
+    public var receipts: ReceiptSettings?
 
     /// SIWA_JOB_MAX_RUN_SECONDS, whose default is 900 s or the lease if
     /// longer (`siwa serve` reads it too, for `siwa_jobs_running_overdue`).
@@ -59,5 +61,6 @@ public struct WorkerSettings: Sendable {
         tokenValidation = try TokenValidationSettings(environment: env)
         onConsentRevoked = ConsentRevokedPolicy(rawValue: try env.choice(S.onConsentRevoked)) ?? .signOut
         auditHeadLogMinutes = try env.integer(S.auditHeadLogMinutes)
+        receipts = try ReceiptSettings.read(env)
     }
 }

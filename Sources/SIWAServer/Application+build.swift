@@ -22,6 +22,8 @@ public struct ServerDependencies: Sendable {
     public var floodDelay: Duration
     /// The `/v1` API, when sign-in is configured.
     public var signIn: SignInDependencies?
+    /// The deletion receipts' public keys (nil: their route answers 404).
+    public var receiptKeys: ES256KeySet?
 
     public init(receiver: NotificationReceiver, keys: AppleKeySet, queries: AccountQueries,
                 registry: PrometheusCollectorRegistry, metrics: any MetricsFactory, maxBodyBytes: Int,
@@ -42,6 +44,7 @@ public func buildRouter(_ dependencies: ServerDependencies, logger: Logger) -> R
                        metrics: dependencies.metrics, tarpit: FloodTarpit(delay: dependencies.floodDelay)).register(on: router)
     HealthRoutes(keys: dependencies.keys, queries: dependencies.queries,
                  registry: dependencies.registry, logger: logger).register(on: router)
+    ReceiptKeysRoute(keys: dependencies.receiptKeys).register(on: router)
     if let signIn = dependencies.signIn {
         UserRoutes(signIn: signIn.service, directory: signIn.directory, apiKeys: signIn.apiKeys,
                    maxBodyBytes: dependencies.maxBodyBytes, logger: logger).register(on: router)

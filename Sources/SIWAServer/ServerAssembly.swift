@@ -72,6 +72,7 @@ public enum ServerAssembly {
             registry: registry, metrics: metrics, maxBodyBytes: settings.maxBodyBytes,
             floodDelay: .milliseconds(Int64(settings.floodDelay * 1000))
         )
+        dependencies.receiptKeys = settings.receiptKeys
         if let access = appleAccess {
             let store = SignInStore(client: client, validationPeriodHours: settings.tokenValidation.periodHours ?? 24,
                                     logger: Logger(label: "siwa.sign-in"))
@@ -131,6 +132,10 @@ public enum ServerAssembly {
                 logger.info("Sign-in is on: /v1/sign-in, /v1/users/{sub}", metadata: ["apple": "\(appleAccess.apple.baseURL)"])
             } else {
                 logger.info("Sign-in is off (no /v1 routes): set SIWA_APPLE_TEAM_ID, SIWA_APPLE_KEY_ID, SIWA_APPLE_PRIVATE_KEY_FILE and SIWA_TOKEN_ENCRYPTION_KEYS_FILE to turn it on")
+            }
+            if let keys = settings.receiptKeys {
+                logger.info("Deletion receipt keys published at \(ReceiptKeysRoute.path)",
+                            metadata: ["kids": "\(keys.entries.map(\.keyID).joined(separator: ","))"])
             }
         }
         return app

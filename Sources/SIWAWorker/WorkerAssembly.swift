@@ -21,13 +21,14 @@ public struct WorkerAssembly: Sendable {
         // Everything that can refuse a setting first: past this point
         // HTTP clients exist, and each must be shut down, not dropped.
         let access = try settings.signIn.map(AppleAccess.init)
+        let receipts = try settings.receipts?.signer()
         let database = try DatabaseConfiguration(url: settings.databaseURL, maximumConnections: settings.databaseMaxConnections)
         let client = PostgresClient(configuration: database.postgresClientConfiguration,
                                     backgroundLogger: Logger(label: "siwa.postgres"))
         let plan = try Self.loadPlan(settings: settings, environment: environment)
         let external = Self.externalClients(plan)
         let webhookClient = Self.webhookClient()
-        let queue = JobQueue(client: client, worker: workerName, logger: Logger(label: "siwa.jobs"))
+        let queue = JobQueue(client: client, worker: workerName, logger: Logger(label: "siwa.jobs"), receipts: receipts)
         let revoker = access.map {
             TokenRevoker(apple: $0.apple, keyRing: $0.keyRing,
                          store: AppleTokenStore(client: client, queue: queue, logger: Logger(label: "siwa.tokens")),
@@ -51,6 +52,12 @@ public struct WorkerAssembly: Sendable {
             for warning in access?.warnings ?? [] { logger.warning("\(warning)") }
             logger.info(access == nil ? "Sign-in settings absent: Apple tokens are neither validated nor revoked"
                                       : "Apple tokens: revoked before each purge; validation \(settings.tokenValidation.describe)")
+            if let receipts {
+                logger.info("Deletion receipts: one signed for each completed purge",
+                            metadata: ["issuer": "\(receipts.issuer)", "kid": "\(receipts.keyID)"])
+            } else {
+                logger.notice("Deletion receipts are off: no receipt is signed for a completed purge (set SIWA_RECEIPT_KEY_FILE and SIWA_RECEIPT_ISSUER to sign them)")
+            }
         }
         let auditChain = AuditChainKeeper(sealer: AuditSealer(client: client, logger: Logger(label: "siwa.audit")),
                                           headLogInterval: .seconds(60 * settings.auditHeadLogMinutes),

@@ -14,6 +14,6 @@ struct SIWACommand: AsyncParsableCommand {
             variables (see `siwa serve --help`, `siwa worker --help` and README.md).
             The end-to-end demo is a separate development tool, `siwa-demo` (`make demo`).
             """,
-        subcommands: [Serve.self, Worker.self, Jobs.self, Audit.self, Tokens.self, APIKeys.self, Migrate.self, Verify.self, Settings.self]
+        subcommands: [Serve.self, Worker.self, Jobs.self, Audit.self, Tokens.self, APIKeys.self, Receipts.self, Migrate.self, Verify.self, Settings.self]
     )
 }

@@ -14,7 +14,8 @@ struct Serve: AsyncParsableCommand {
             Endpoints: POST /apple/notifications, GET /healthz, GET /readyz, GET /metrics; with the \
             sign-in settings (SIWA_APPLE_TEAM_ID, SIWA_APPLE_KEY_ID, SIWA_APPLE_PRIVATE_KEY_FILE, \
             SIWA_TOKEN_ENCRYPTION_KEYS_FILE) also POST /v1/sign-in, GET and DELETE /v1/users/{apple_sub}, \
-            each with `Authorization: Bearer KEY` (siwa api-keys create).
+            each with `Authorization: Bearer KEY` (siwa api-keys create); with SIWA_RECEIPT_JWKS_FILE \
+            also GET /.well-known/siwa-receipts.json (the deletion receipts' public keys).
             The admin listener, on an address and port of its own (SIWA_ADMIN_HTTP_HOST, \
             SIWA_ADMIN_HTTP_PORT: 127.0.0.1:8081 unless set; `off` turns it off): the page GET /admin \
             and its JSON routes, for admin keys only (siwa api-keys create NAME --scope admin), as \

@@ -16,7 +16,9 @@ struct Worker: AsyncParsableCommand {
             Claims purge_user jobs from siwa.jobs, runs the built-in step (erase siwa's own \
             personal data for the user, keep a tombstone) and then the purge plan's steps, \
             recording each step and the outcome in siwa.audit_log. Start as many workers as \
-            you like: a job runs in one of them at a time.
+            you like: a job runs in one of them at a time. With SIWA_RECEIPT_KEY_FILE and \
+            SIWA_RECEIPT_ISSUER each completed purge also gets a signed deletion receipt \
+            (siwa receipts --help), stored in the transaction that completes it.
             SIGTERM or SIGINT: stop claiming, let running jobs finish within the grace period, \
             release the rest for another worker.
 
@@ -28,8 +30,8 @@ struct Worker: AsyncParsableCommand {
 
             \(SettingsDocs.help(for: .worker))
 
-            Exit status 2: a bad setting, a bad purge plan (the message names the step), or a \
-            schema that is behind (run `siwa migrate`).
+            Exit status 2: a bad setting (a receipt key file that is no P-256 key among them), a \
+            bad purge plan (the message names the step), or a schema that is behind (run `siwa migrate`).
             """
     )
 

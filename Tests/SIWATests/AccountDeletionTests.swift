@@ -1,4 +1,6 @@
+import AccountEvents
 import AccountStore
+import AppleSignIn
 import AppleSimulator
 import Foundation
 import NIOHTTP1
@@ -16,11 +18,12 @@ struct AccountDeletionTests {
         var apple: AppleSimulator { signIn.apple }
         var database: TestDatabase { signIn.server.database }
 
-        static func start() async throws -> Setup {
-            let signIn = try await SignInTests.Setup.start()
+        /// - Parameters: server, worker: more settings for `siwa serve` and the workers.
+        static func start(server: [String: String] = [:], worker: [String: String] = [:]) async throws -> Setup {
+            let signIn = try await SignInTests.Setup.start(settings: server)
             let worker = try await WorkerHarness.start(
                 database: signIn.server.database,
-                settings: SignInFixture.settings(signIn.fixture, appleBaseURL: signIn.server.appleServer.baseURL))
+                settings: SignInFixture.settings(signIn.fixture, appleBaseURL: signIn.server.appleServer.baseURL).merging(worker) { $1 })
             return Setup(signIn: signIn, worker: worker)
         }
 
@@ -179,10 +182,12 @@ struct AccountDeletionTests {
 
     /// The token's key left the ring: siwa cannot revoke it, so the purge
     /// fails at its revocation and erases nothing, until an operator runs
-    /// `siwa tokens forget` (audited); then the purge completes.
+    /// `siwa tokens forget` (audited); then the purge completes, and its
+    /// deletion receipt says the revocation is the user's to do (manual).
     @Test func aTokenWhoseKeyIsLostBlocksThePurgeUntilForgotten() async throws {
-        let setup = try await Setup.start()
-        defer { Task { await setup.stop() } }
+        let keys = try await ReceiptFixture.make()
+        let setup = try await Setup.start(worker: keys.workerSettings)
+        defer { Task { await setup.stop(); keys.remove() } }
         let sub = "001.lost.0001"
         _ = try await setup.signedIn(sub)
         try setup.signIn.fixture.rewriteKeyRing([TokenKeyRing.newKeyLine(id: "k2")])
@@ -205,5 +210,9 @@ struct AccountDeletionTests {
         #expect(try await setup.worker.wait { try await setup.jobState(jobID) == ["completed"] }, "\(worker.log)")
         #expect(setup.apple.revokedTokens.isEmpty, "nothing was sent to Apple: the token could not be read")
         #expect(try await setup.database.strings("SELECT coalesce(email, 'erased') FROM siwa.users WHERE apple_sub = '\(sub)'") == ["erased"])
+        let receipt = try DeletionReceipt.verify(try #require(try await ReceiptFixture.receipts(in: setup.database, sub: sub).first),
+                                                 keys: try ES256KeySet.load(path: keys.jwksFile)).receipt
+        #expect(receipt.purge.appleTokenRevocation
+                == DeletionReceipt.Revocation(outcome: "manual", tokens: [], forgottenClientIDs: [SignInTests.client]))
     }
 }
