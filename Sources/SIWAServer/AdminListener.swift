@@ -11,6 +11,7 @@ public struct AdminDependencies: Sendable {
     public var apiKeys: APIKeyVerifier
     public var jobs: JobAdministration
     public var reports: AuditReports
+    public var receipts: DeletionReceipts
     public var chain: AuditChainVerifier
     public var metrics: any MetricsFactory
     public var authFailuresPerMinute: Int
@@ -20,6 +21,7 @@ public struct AdminDependencies: Sendable {
         apiKeys = APIKeyVerifier(client: client, logger: logger)
         jobs = JobAdministration(client: client, logger: logger)
         reports = AuditReports(client: client, logger: logger)
+        receipts = DeletionReceipts(client: client, logger: logger)
         chain = AuditChainVerifier(client: client, logger: logger)
         self.metrics = metrics
         self.authFailuresPerMinute = authFailuresPerMinute
@@ -37,7 +39,7 @@ public func buildAdminRouter(_ dependencies: AdminDependencies, logger: Logger) 
     let csrf = CSRFTokens()
     let chain = ChainStatus(verifier: dependencies.chain, logger: logger)
     AdminPage(reports: dependencies.reports, chain: chain, jobs: dependencies.jobs, csrf: csrf, logger: logger).register(on: admin)
-    AdminReportRoutes(reports: dependencies.reports, chain: chain, logger: logger).register(on: admin)
+    AdminReportRoutes(reports: dependencies.reports, receipts: dependencies.receipts, chain: chain, logger: logger).register(on: admin)
     AdminJobRoutes(jobs: dependencies.jobs, csrf: csrf, logger: logger).register(on: admin)
     return router
 }

@@ -6,9 +6,11 @@ import Logging
 /// The admins' questions as JSON, the same answers as `siwa audit --json`
 /// (`AuditReports`): `GET /admin/audit?sub=&action=&since=&limit=`,
 /// `GET /admin/users/{sub}/history?limit=`, `GET /admin/summary?days=`,
-/// `GET /admin/audit/verify?head=SEQ:HASH`.
+/// `GET /admin/audit/verify?head=SEQ:HASH`; and a user's deletion receipts,
+/// as `siwa receipts show` (`GET /admin/receipts/{sub}`).
 struct AdminReportRoutes: Sendable {
     let reports: AuditReports
+    let receipts: DeletionReceipts
     let chain: ChainStatus
     let logger: Logger
 
@@ -24,10 +26,14 @@ struct AdminReportRoutes: Sendable {
         admin.get("users/:sub/history") { request, context in
             await answer {
                 let query = try AdminQuery(request, allowed: ["limit"])
-                guard let sub = context.parameters.get("sub"), APIResponse.isPlausibleSub(sub) else {
-                    throw AdminQuery.Invalid(detail: "the path must name an Apple sub (printable ASCII, at most 255 bytes)")
-                }
-                return try await Self.encode(reports.user(appleSub: sub, limit: try query.integer("limit", in: 1...10_000, default: 1000)))
+                return try await Self.encode(reports.user(appleSub: try Self.pathSub(context),
+                                                          limit: try query.integer("limit", in: 1...10_000, default: 1000)))
+            }
+        }
+        admin.get("receipts/:sub") { request, context in
+            await answer {
+                _ = try AdminQuery(request, allowed: [])
+                return AdminResponse.json(["receipts": try await receipts.forUser(try Self.pathSub(context))])
             }
         }
         admin.get("summary") { request, _ in
@@ -48,6 +54,13 @@ struct AdminReportRoutes: Sendable {
                 return Self.verification(try await chain.verify(expectedHead: head))
             }
         }
+    }
+
+    static func pathSub(_ context: AdminRequestContext) throws(AdminQuery.Invalid) -> String {
+        guard let sub = context.parameters.get("sub"), APIResponse.isPlausibleSub(sub) else {
+            throw AdminQuery.Invalid(detail: "the path must name an Apple sub (printable ASCII, at most 255 bytes)")
+        }
+        return sub
     }
 
     /// An action (`job.retry`), or a prefix ending in `*` (`job.*`).

@@ -66,7 +66,8 @@ struct AdminQuery {
         for (name, value) in request.uri.queryParameters {
             let name = String(name)
             guard allowed.contains(name) else {
-                throw Invalid(detail: "unknown parameter '\(name.prefix(40))'; this route takes \(allowed.sorted().joined(separator: ", "))")
+                let takes = allowed.isEmpty ? "no parameter" : allowed.sorted().joined(separator: ", ")
+                throw Invalid(detail: "unknown parameter '\(name.prefix(40))'; this route takes \(takes)")
             }
             guard values[name] == nil else { throw Invalid(detail: "parameter '\(name)' given twice") }
             values[name] = String(value)

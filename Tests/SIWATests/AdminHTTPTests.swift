@@ -177,6 +177,19 @@ struct AdminHTTPTests {
         let wrongHead = try await setup.get("/admin/audit/verify?head=\(head["seq"] as? Int ?? 0):\(String(repeating: "0", count: 64))",
                                             authorization: setup.bearer)
         #expect(wrongHead.json["ok"] as? Bool == false && wrongHead.json["broken_at"] as? Int == head["seq"] as? Int, "\(wrongHead.text)")
+
+        // A user's deletion receipts, newest first, as stored (the worker signs them; DeletionReceiptTests check them).
+        try await database.withClient { client in
+            for (job, receipt, age) in [(900_001, "aa.bb.cc", 2), (900_002, "dd.ee.ff", 1)] {
+                try await client.query("""
+                    INSERT INTO siwa.deletion_receipts (job_id, apple_sub, jti, key_id, receipt, issued_at)
+                    VALUES (\(Int64(job)), 'purged.1.1', \(UUID().uuidString), 'kid', \(receipt), now() - make_interval(hours => \(Int32(age))))
+                    """, logger: TestEnvironment.logger)
+            }
+        }
+        let receipts = try await setup.get("/admin/receipts/purged.1.1", authorization: setup.bearer)
+        #expect(receipts.status == 200 && receipts.json["receipts"] as? [String] == ["dd.ee.ff", "aa.bb.cc"], "\(receipts.text)")
+        #expect(try await setup.get("/admin/receipts/nobody", authorization: setup.bearer).json["receipts"] as? [String] == [])
     }
 
     @Test func badParametersAre400WithAReason() async throws {
@@ -197,6 +210,7 @@ struct AdminHTTPTests {
             ("/admin/audit/verify?head=12", "head must be SEQ:HASH"),
             ("/admin?days=abc", "days must be a whole number"),
             ("/admin?notice=hacked&job=1", "notice must be"),
+            ("/admin/receipts/someone?all=1", "unknown parameter 'all'"),
         ]
         for (path, reason) in cases {
             let answer = try await setup.get(path, authorization: setup.bearer)
