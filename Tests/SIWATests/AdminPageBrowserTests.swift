@@ -140,12 +140,14 @@ enum AdminFixtures {
             // Seal the trail as a worker would, so the page shows a head.
             try await TestDatabase.withClient(try database.runtimeConfiguration) { runtime in
                 let sealer = AuditSealer(client: runtime, logger: TestEnvironment.logger)
-                _ = try await eventually(upTo: .seconds(30)) {
+                let sealed = try await eventually(upTo: .seconds(60)) {
                     try await sealer.seal()
                     return try await database.scalar("""
                         SELECT count(*)::int FROM siwa.audit_log AS l WHERE NOT EXISTS (SELECT FROM siwa.audit_chain AS c WHERE c.seq = l.seq)
                         """) == 0
                 }
+                // The sealer waits for every transaction older than its mark, on the whole cluster.
+                guard sealed else { throw TestSetupError("the trail was not sealed within 60 s: a transaction left open on the cluster?") }
             }
             return Seeded(discarded: discarded, late: late)
         }
