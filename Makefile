@@ -18,7 +18,7 @@ endif
 TESTDB := $(CURDIR)/scripts/testdb.sh
 SWIFT_TEST_FLAGS ?=
 
-.PHONY: build test demo try bench clean-db check-swift check-openssl
+.PHONY: build test demo try bench clean-db check-swift check-openssl check-chromium
 
 check-swift:
 	@command -v swift >/dev/null 2>&1 || { \
@@ -40,8 +40,21 @@ check-openssl:
 	    echo "error: openssl is not installed (the tests verify siwa's client secret with it): apt-get install openssl" >&2; exit 1; \
 	  fi; }
 
+# The admin page's test loads it in a real browser: Debian's chromium,
+# headless; installed with apt-get (as root) when missing. If it cannot be
+# installed, that one test is skipped and says why; the rest still run.
+check-chromium:
+	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "chromium not found; installing it with apt-get (the admin page's browser test)" >&2; \
+	    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium; } >&2 \
+	      || echo "warning: chromium could not be installed: the admin page's browser test will be skipped" >&2; \
+	  else \
+	    echo "warning: chromium is not installed (apt-get install chromium): the admin page's browser test will be skipped" >&2; \
+	  fi; }
+
 # swift build first: some tests run the siwa executable itself.
-test: check-swift check-openssl
+test: check-swift check-openssl check-chromium
 	swift build
 	test_url="$$($(TESTDB) start test)"; \
 	fault_url="$$($(TESTDB) start fault)"; \

@@ -33,6 +33,9 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-crypto.git", from: "4.5.2"),
         // Already in the graph through Hummingbird; reads siwa's settings.
         .package(url: "https://github.com/apple/swift-configuration.git", from: "1.4.0"),
+        // The admin listener: Basic and Bearer credentials, and the page's templates.
+        .package(url: "https://github.com/hummingbird-project/hummingbird-auth.git", from: "2.5.0"),
+        .package(url: "https://github.com/hummingbird-project/swift-mustache.git", from: "2.1.1"),
     ],
     targets: [
         .target(
@@ -89,6 +92,9 @@ let package = Package(
                 "AppleSignIn", "AccountStore", "AccountEvents", "SIWAConfiguration",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
+                .product(name: "HummingbirdAuth", package: "hummingbird-auth"),
+                .product(name: "Mustache", package: "swift-mustache"),
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),

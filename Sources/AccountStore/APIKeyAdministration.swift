@@ -7,6 +7,8 @@ public struct APIKeySummary: Sendable, Codable, Equatable {
     public let id: Int64
     public let name: String
     public let prefix: String
+    /// `app` (`/v1`) or `admin` (the admin listener).
+    public let scope: APIKeyScope
     public let createdAt: Date
     /// The database role that made it (`session_user`).
     public let createdBy: String
@@ -15,7 +17,7 @@ public struct APIKeySummary: Sendable, Codable, Equatable {
     public let lastUsedAt: Date?
 
     enum CodingKeys: String, CodingKey {
-        case id, name, prefix, createdAt, createdBy, revokedAt, revokedBy, lastUsedAt
+        case id, name, prefix, scope, createdAt, createdBy, revokedAt, revokedBy, lastUsedAt
     }
 
     /// Every field, null when unset (the synthesized encoding leaves unset
@@ -25,6 +27,7 @@ public struct APIKeySummary: Sendable, Codable, Equatable {
         try container.encode(id, forKey: .id)
         try container.encode(name, forKey: .name)
         try container.encode(prefix, forKey: .prefix)
+        try container.encode(scope, forKey: .scope)
         try container.encode(createdAt, forKey: .createdAt)
         try container.encode(createdBy, forKey: .createdBy)
         try container.encode(revokedAt, forKey: .revokedAt)
@@ -39,10 +42,10 @@ public struct APIKeyAdministrationError: Error, Sendable, Equatable, CustomStrin
 }
 
 /// `siwa api-keys`: make, list and revoke the keys the app's backend calls
-/// siwa with. Runs as an admin's own role (a member of `siwa_admin`); each
-/// change writes its audit row in the same statement, naming that role
-/// (`session_user`) as `db_user` and the login name only as a hint, as
-/// `JobAdministration` does.
+/// siwa with (scope `app`) and the admins' keys (scope `admin`). Runs as an
+/// admin's own role (a member of `siwa_admin`); each change writes its
+/// audit row in the same statement, naming that role (`session_user`) as
+/// `db_user` and the login name only as a hint, as `JobAdministration` does.
 public struct APIKeyAdministration: Sendable {
     let client: PostgresClient
     let logger: Logger
@@ -52,7 +55,7 @@ public struct APIKeyAdministration: Sendable {
         self.logger = logger
     }
 
-    static let columns = "id, name, prefix, created_at, created_by, revoked_at, revoked_by, last_used_at"
+    static let columns = "id, name, prefix, scope, created_at, created_by, revoked_at, revoked_by, last_used_at"
 
     /// The name rule of the table's CHECK: a letter or digit, then up to 62
     /// letters, digits, '.', '_' or '-'.
@@ -69,7 +72,7 @@ public struct APIKeyAdministration: Sendable {
     static let nameRule = "an API key name is 1 to 63 characters: a letter or digit, then letters, digits, '.', '_' or '-'"
 
     /// A new key named `name`: its text (shown once, never stored) and its row.
-    public func create(name: String, loginHint: String?) async throws -> (key: String, row: APIKeySummary) {
+    public func create(name: String, scope: APIKeyScope = .app, loginHint: String?) async throws -> (key: String, row: APIKeySummary) {
         guard Self.isValidName(name) else { throw APIKeyAdministrationError(description: Self.nameRule) }
         // A prefix that is taken already (60 random bits: practically
         // never) gets another try with a new key.
@@ -78,13 +81,13 @@ public struct APIKeyAdministration: Sendable {
             do {
                 let rows = try await client.guardedQuery("""
                     WITH key AS (
-                        INSERT INTO siwa.api_keys (name, prefix, secret_sha256, created_by)
-                        VALUES (\(name), \(key.prefix), \(key.secretSHA256), session_user)
+                        INSERT INTO siwa.api_keys (name, prefix, secret_sha256, scope, created_by)
+                        VALUES (\(name), \(key.prefix), \(key.secretSHA256), \(scope.rawValue), session_user)
                         RETURNING \(unescaped: Self.columns)
                     ), audit AS (
                         INSERT INTO siwa.audit_log (actor, action, details)
                         SELECT 'admin', 'api_key.created',
-                               jsonb_build_object('name', name, 'key_id', id, 'prefix', prefix,
+                               jsonb_build_object('name', name, 'key_id', id, 'prefix', prefix, 'scope', scope,
                                                   'db_user', session_user::text, 'login_hint', \(loginHint)::text)
                         FROM key
                     )
@@ -136,9 +139,10 @@ public struct APIKeyAdministration: Sendable {
 
     static func summaries(_ rows: [PostgresRow]) throws -> [APIKeySummary] {
         try rows.map { row in
-            let (id, name, prefix, createdAt, createdBy, revokedAt, revokedBy, lastUsedAt) =
-                try row.decode((Int64, String, String, Date, String, Date?, String?, Date?).self)
-            return APIKeySummary(id: id, name: name, prefix: prefix, createdAt: createdAt, createdBy: createdBy,
+            let (id, name, prefix, scope, createdAt, createdBy, revokedAt, revokedBy, lastUsedAt) =
+                try row.decode((Int64, String, String, String, Date, String, Date?, String?, Date?).self)
+            return APIKeySummary(id: id, name: name, prefix: prefix, scope: APIKeyScope(rawValue: scope) ?? .app,
+                                 createdAt: createdAt, createdBy: createdBy,
                                  revokedAt: revokedAt, revokedBy: revokedBy, lastUsedAt: lastUsedAt)
         }
     }

@@ -3,19 +3,30 @@ import Logging
 import PostgresNIO
 import Synchronization
 
+/// What a key opens (`siwa.api_keys.scope`): each scope is refused on the
+/// other's routes.
+public enum APIKeyScope: String, Sendable, Codable, CaseIterable {
+    /// The app's backend: `/v1` (sign-in, users, deletion). The default.
+    case app
+    /// An admin: the admin listener's `/admin` routes and page.
+    case admin
+}
+
 /// The API key a request was authenticated with.
 public struct APIKeyIdentity: Sendable, Equatable, Hashable {
     public let id: Int64
     public let name: String
+    public let scope: APIKeyScope
 
-    public init(id: Int64, name: String) {
+    public init(id: Int64, name: String, scope: APIKeyScope = .app) {
         self.id = id
         self.name = name
+        self.scope = scope
     }
 }
 
-/// Checks the bearer keys of `/v1` requests, in `siwa serve` as the
-/// runtime role.
+/// Checks the keys of `/v1` and `/admin` requests, in `siwa serve` as the
+/// runtime role. The caller checks the scope.
 ///
 /// Every request looks its key up: a revoked key stops working at once, on
 /// every instance. `last_used_at` is written at most once a minute per key
@@ -38,13 +49,13 @@ public struct APIKeyVerifier: Sendable {
     public func authenticate(bearer: String) async throws -> APIKeyIdentity? {
         guard let key = APIKeyFormat(parsing: bearer) else { return nil }
         let rows = try await client.guardedQuery("""
-            SELECT id, name, secret_sha256 FROM siwa.api_keys WHERE prefix = \(key.prefix) AND revoked_at IS NULL
+            SELECT id, name, scope, secret_sha256 FROM siwa.api_keys WHERE prefix = \(key.prefix) AND revoked_at IS NULL
             """, logger: logger)
         guard let row = rows.first else { return nil }
-        let (id, name, stored) = try row.decode((Int64, String, Data).self)
-        guard key.matches(storedSHA256: stored) else { return nil }
+        let (id, name, scope, stored) = try row.decode((Int64, String, String, Data).self)
+        guard key.matches(storedSHA256: stored), let scope = APIKeyScope(rawValue: scope) else { return nil }
         if usage.shouldNote(id) { noteUse(id) }
-        return APIKeyIdentity(id: id, name: name)
+        return APIKeyIdentity(id: id, name: name, scope: scope)
     }
 
     /// Off the request path. The WHERE keeps instances from rewriting a

@@ -28,14 +28,71 @@ public struct JobSummary: Sendable, Codable, Equatable {
     public let stepsDone: String
 }
 
-/// What an admin asked of a job, refused with a reason an operator can act on.
-public struct JobAdministrationError: Error, Sendable, CustomStringConvertible {
-    public let description: String
+extension JobSummary {
+    /// Jobs as JSON values (`siwa jobs --json`, `GET /admin/jobs`): snake
+    /// case keys, ISO 8601 times, and `errors` and `steps_done` as JSON
+    /// values rather than strings of JSON.
+    public static func jsonObjects(_ jobs: [JobSummary]) throws -> [[String: Any]] {
+        let encoder = JSONEncoder()
+        encoder.dateEncodingStrategy = .iso8601
+        encoder.keyEncodingStrategy = .convertToSnakeCase
+        let plain = try JSONSerialization.jsonObject(with: try encoder.encode(jobs)) as? [[String: Any]] ?? []
+        return plain.map { job in
+            var job = job
+            for key in ["errors", "steps_done"] {
+                if let text = job[key] as? String, let value = try? JSONSerialization.jsonObject(with: Data(text.utf8)) {
+                    job[key] = value
+                }
+            }
+            return job
+        }
+    }
 }
 
-/// `siwa jobs`: read the queue, and retry or cancel a job, each change
-/// written to the audit trail with the acting admin.
+/// What an admin asked of a job, refused with a reason an operator can act on.
+public struct JobAdministrationError: Error, Sendable, CustomStringConvertible {
+    public enum Kind: Sendable { case notFound, conflict }
+    public let description: String
+    /// For the admin listener's answer (404 or 409).
+    public let kind: Kind
+
+    public init(description: String, kind: Kind) {
+        self.description = description
+        self.kind = kind
+    }
+}
+
+/// Who retries or cancels a job, as the audit row names them.
+public enum JobActor: Sendable {
+    /// `siwa jobs`: an admin's own database role. Actor `admin`; the role
+    /// is `db_user` (and `admin`, the name older rows used), and the login
+    /// name the caller's environment tells is only `login_hint`.
+    case databaseRole(loginHint: String?)
+    /// The admin listener: actor `admin_key:NAME`, with `api_key` (the
+    /// name) and `api_key_id` in the details; `db_user` is then the
+    /// runtime role serve connects as.
+    case adminKey(APIKeyIdentity)
+
+    var auditActor: String {
+        switch self {
+        case .databaseRole: "admin"
+        case .adminKey(let key): "admin_key:" + key.name
+        }
+    }
+
+    var key: APIKeyIdentity? {
+        if case .adminKey(let key) = self { key } else { nil }
+    }
+
+    var loginHint: String? {
+        if case .databaseRole(let hint) = self { hint } else { nil }
+    }
+}
+
+/// `siwa jobs` and the admin listener: read the queue, and retry or cancel
+/// a job, each change written to the audit trail with the acting admin.
 ///
+/// For `siwa jobs`:
 /// Who acted is the database role the command logged in as
 /// (`session_user`): the one thing about the caller that an environment
 /// variable cannot change, as long as each admin has a role of their own
@@ -73,27 +130,24 @@ public struct JobAdministration: Sendable {
     /// Makes a job run again now: from `discarded`, `cancelled`, `retryable`
     /// or `available`. A job that used up its attempts gets one more (as
     /// River does); its error history stays.
-    /// - Parameter loginHint: the caller's login name as their environment
-    ///   tells it (audited as `login_hint`, never as the actor).
-    public func retry(id: Int64, loginHint: String?) async throws -> JobSummary {
-        try await change(id: id, loginHint: loginHint, action: "job.retry", allowedFrom: [.discarded, .cancelled, .retryable, .available], update: """
+    public func retry(id: Int64, by actor: JobActor) async throws -> JobSummary {
+        try await change(id: id, actor: actor, action: "job.retry", allowedFrom: [.discarded, .cancelled, .retryable, .available], update: """
             state = 'available', run_at = now(), finalized_at = NULL,
             max_attempts = greatest(max_attempts, attempt + 1)
             """)
     }
 
     /// Stops a job that has not started: from `available` or `retryable`.
-    public func cancel(id: Int64, loginHint: String?) async throws -> JobSummary {
-        try await change(id: id, loginHint: loginHint, action: "job.cancel", allowedFrom: [.available, .retryable], update: """
+    public func cancel(id: Int64, by actor: JobActor) async throws -> JobSummary {
+        try await change(id: id, actor: actor, action: "job.cancel", allowedFrom: [.available, .retryable], update: """
             state = 'cancelled', finalized_at = now()
             """)
     }
 
     /// The audit row's details: `job_id`, `new_state`, `db_user` (the
     /// database role that acted: `session_user`, which `SET ROLE` does not
-    /// change), `admin` (the same, under the name older rows used for the
-    /// login name) and `login_hint` (the untrusted login name, or null).
-    private func change(id: Int64, loginHint: String?, action: String, allowedFrom: [JobState], update: String) async throws -> JobSummary {
+    /// change), and the actor's own (`JobActor`).
+    private func change(id: Int64, actor: JobActor, action: String, allowedFrom: [JobState], update: String) async throws -> JobSummary {
         let allowed = allowedFrom.map(\.rawValue)
         do {
             let changed = try await client.withGuardedTransaction(logger: logger) { connection -> Bool in
@@ -104,9 +158,12 @@ public struct JobAdministration: Sendable {
                         RETURNING id, args->>'apple_sub' AS apple_sub, state
                     )
                     INSERT INTO siwa.audit_log (actor, action, apple_sub, details)
-                    SELECT 'admin', \(action), apple_sub,
-                           jsonb_build_object('job_id', id, 'new_state', state, 'db_user', session_user::text,
-                                              'admin', session_user::text, 'login_hint', \(loginHint)::text)
+                    SELECT \(actor.auditActor), \(action), apple_sub,
+                           jsonb_build_object('job_id', id, 'new_state', state, 'db_user', session_user::text)
+                           || CASE WHEN \(actor.key?.name)::text IS NULL
+                                   THEN jsonb_build_object('admin', session_user::text, 'login_hint', \(actor.loginHint)::text)
+                                   ELSE jsonb_build_object('api_key', \(actor.key?.name)::text, 'api_key_id', \(actor.key?.id)::bigint,
+                                                           'via', 'admin_http') END
                     FROM job
                     RETURNING seq
                     """, logger: logger)
@@ -115,15 +172,15 @@ public struct JobAdministration: Sendable {
                 return changed
             }
             guard let job = try await show(id: id) else {
-                throw JobAdministrationError(description: "no job with id \(id)")
+                throw JobAdministrationError(description: "no job with id \(id)", kind: .notFound)
             }
             guard changed else {
-                throw JobAdministrationError(description: "job \(id) is \(job.state.rawValue); only a job that is \(allowed.joined(separator: ", ")) can be changed this way")
+                throw JobAdministrationError(description: "job \(id) is \(job.state.rawValue); only a job that is \(allowed.joined(separator: ", ")) can be changed this way", kind: .conflict)
             }
             return job
         } catch let error as PSQLError {
             if error.serverInfo?[.sqlState] == "23505" {
-                throw JobAdministrationError(description: "another purge for the same Apple user is already pending; retry refused (see siwa jobs list)")
+                throw JobAdministrationError(description: "another purge for the same Apple user is already pending; retry refused (see siwa jobs list)", kind: .conflict)
             }
             throw error
         }

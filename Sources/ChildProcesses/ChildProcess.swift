@@ -19,10 +19,14 @@ public final class ChildProcess: Sendable {
     /// - Parameters:
     ///   - executable: a path, or a bare name looked up in PATH.
     ///   - outputFile: where stdout and stderr go (appended); /dev/null if nil.
-    public init(executable: String, arguments: [String], environment: [String: String], outputFile: String? = nil) throws {
+    ///   - descriptors: more open files the child gets, each as the number
+    ///     `child` (e.g. chromium's DevTools pipe on 3 and 4).
+    public init(executable: String, arguments: [String], environment: [String: String], outputFile: String? = nil,
+                descriptors: [(child: Int32, parent: Int32)] = []) throws {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
+        for descriptor in descriptors { posix_spawn_file_actions_adddup2(&actions, descriptor.parent, descriptor.child) }
         posix_spawn_file_actions_addopen(&actions, 1, outputFile ?? "/dev/null", O_WRONLY | O_CREAT | O_APPEND, 0o600)
         posix_spawn_file_actions_adddup2(&actions, 1, 2)
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)

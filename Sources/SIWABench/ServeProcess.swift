@@ -23,6 +23,8 @@ struct ServeProcess {
         environment.merge([
             "SIWA_DATABASE_URL": databaseURL, "SIWA_HTTP_PORT": String(port), "SIWA_APPLE_CLIENT_IDS": clientID,
             "SIWA_APPLE_JWKS_URL": jwksURL, "SIWA_LOG_FORMAT": "json",
+            // Several serve processes at once: none takes the admin port.
+            "SIWA_ADMIN_HTTP_PORT": "off",
         ]) { $1 }
         // Tuning and log settings from the caller's environment, for experiments.
         for name in ["SIWA_DATABASE_MAX_CONNECTIONS", "SIWA_INGEST_WRITERS", "SIWA_INGEST_MAX_BATCH", "SIWA_LOG_LEVEL", "SIWA_LOG_FORMAT"] {

@@ -33,6 +33,8 @@ public struct ServerSettings: Sendable {
     public var signIn: SignInSettings?
     /// When a stored refresh token is first due for validation.
     public var tokenValidation: TokenValidationSettings
+    /// nil: no admin listener (SIWA_ADMIN_HTTP_PORT=off).
+    public var admin: AdminListenerSettings?
     /// The deletion receipts' public keys (SIWA_RECEIPT_JWKS_FILE), served
     /// at /.well-known/siwa-receipts.json; nil: that route answers 404.
     public var receiptKeys: ES256KeySet?
@@ -61,10 +63,31 @@ public struct ServerSettings: Sendable {
         log = try LogSettings(environment: env)
         signIn = try SignInSettings.read(env)
         tokenValidation = try TokenValidationSettings(environment: env)
+        admin = try AdminListenerSettings.read(env)
         receiptKeys = try ReceiptSettings.publishedKeys(env)
         guard ingestWriters < databaseMaxConnections else {
             throw SettingError(S.ingestWriters.name, "must be below SIWA_DATABASE_MAX_CONNECTIONS (\(databaseMaxConnections))")
         }
+    }
+}
+
+/// The admin listener (`/admin`), apart from the public one.
+public struct AdminListenerSettings: Sendable {
+    public var host: String
+    /// 0: any free port.
+    public var port: Int
+    public var authFailuresPerMinute: Int
+
+    /// nil when SIWA_ADMIN_HTTP_PORT is `off`.
+    static func read(_ env: SettingsReader) throws -> AdminListenerSettings? {
+        typealias S = SettingsCatalog
+        let portText = try env.text(S.adminHTTPPort)
+        if portText.lowercased() == "off" { return nil }
+        guard let port = Int(portText), (0...65535).contains(port) else {
+            throw SettingError(S.adminHTTPPort.name, "expected off or a whole number in 0...65535, got '\(portText.prefix(40))'")
+        }
+        return AdminListenerSettings(host: try env.text(S.adminHTTPHost), port: port,
+                                     authFailuresPerMinute: try env.integer(S.adminAuthFailuresPerMinute))
     }
 }
 

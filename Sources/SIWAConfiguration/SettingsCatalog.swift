@@ -360,6 +360,34 @@ public enum SettingsCatalog {
 
     /// The settings by topic, in the order the docs list them; the env
     /// files have a `# ---- title --` line for each.
+    // MARK: Admin listener (siwa serve)
+
+    public static let adminHTTPHost = Setting(
+        "SIWA_ADMIN_HTTP_HOST", .text, default: "127.0.0.1", readers: [.serve], files: [.serve],
+        help: "the admin listener's address (`/admin`: the admins' JSON routes and page, opened by admin keys only); keep it on loopback and reach it through an ssh tunnel",
+        details: """
+            A listener of its own, apart from SIWA_HTTP_PORT: the public port that Apple \
+            reaches has no /admin route at all. From an admin's machine: \
+            `ssh -N -L 8081:127.0.0.1:8081 siwa-host`, then open http://127.0.0.1:8081/admin \
+            with an admin key (`siwa api-keys create NAME --scope admin`) as the password.
+            """)
+    public static let adminHTTPPort = Setting(
+        "SIWA_ADMIN_HTTP_PORT", .text, default: "8081", readers: [.serve], files: [.serve],
+        help: "the admin listener's port; `off`: no admin listener; 0: any free port (logged)",
+        details: """
+            Two serve processes on one host need two ports, or `off` for all but one.
+            """)
+    public static let adminAuthFailuresPerMinute = Setting(
+        "SIWA_ADMIN_AUTH_FAILURES_PER_MINUTE", .integer(1...10_000), default: "10", readers: [.serve], files: [.serve],
+        help: "failed admin authentications (a wrong or revoked key, an app key) allowed per source address per minute; past it the address is answered 429 with Retry-After until the minute is over",
+        details: """
+            Counted in /metrics: siwa_admin_auth_failures_total{reason} and \
+            siwa_admin_auth_refused_total (the 429s). A request without credentials (a \
+            browser's first) is counted (reason missing) but not held against the address. The table of addresses has a fixed size \
+            (4096), so a flood from many addresses costs no memory. Behind an ssh tunnel every \
+            admin comes from 127.0.0.1 and shares one count.
+            """)
+
     public static let sections: [(title: String, settings: [Setting])] = [
         ("database", [databaseURL, migrateDatabaseURL, databaseMaxConnections, migrationsDir]),
         ("notifications and HTTP", [appleClientIDs, httpHost, httpPort, httpIdleTimeout, maxBodyBytes]),
@@ -367,6 +395,7 @@ public enum SettingsCatalog {
         ("ingest (group commit)", [ingestWriters, ingestMaxBatch, ingestTimeout]),
         ("account events", [onConsentRevoked]),
         ("refused deliveries", [rejectionsPerMinute, floodDelay, rejectionRetentionDays]),
+        ("admin listener", [adminHTTPHost, adminHTTPPort, adminAuthFailuresPerMinute]),
         ("sign-in and Apple's tokens", [appleTeamID, appleKeyID, applePrivateKeyFile, tokenEncryptionKeysFile,
                                         appleBaseURL, clientSecretTTL, appleRequestTimeout, refreshValidationHours,
                                         appleRequestsPerSecond]),

@@ -162,7 +162,11 @@ struct Demo {
 
     /// `siwa serve` as a child process: the production binary, so the demo shows the real thing.
     func spawnServe(port: Int, environment: [String: String]) throws -> ChildProcess {
-        try spawn("serve", environment: environment.merging(["SIWA_HTTP_PORT": String(port), "SIWA_HTTP_HOST": "127.0.0.1"]) { $1 })
+        try spawn("serve", environment: environment.merging([
+            "SIWA_HTTP_PORT": String(port), "SIWA_HTTP_HOST": "127.0.0.1",
+            // The demo must not collide with a siwa already on 8081.
+            "SIWA_ADMIN_HTTP_PORT": "off",
+        ]) { $1 })
     }
 
     /// `siwa command`, its logs on our stderr unless `outputFile` says otherwise.

@@ -22,9 +22,13 @@ public struct APIKeyContext: ChildRequestContext, APIKeyAuthenticatedContext {
     }
 }
 
-/// Lets a request through only with a live API key in
+/// Lets a request through only with a live API key of the `app` scope in
 /// `Authorization: Bearer KEY`, and hands the route its identity
 /// (`context.apiKey`).
+///
+/// An admin key (scope `admin`) is 403 `{"error":"forbidden"}` here: it
+/// opens the admin listener only, so an admin's key cannot sign users in
+/// or delete them, as the app's key cannot read the audit trail.
 ///
 /// A missing, malformed, unknown, revoked or wrong key: 401
 /// `{"error":"unauthorized"}` with `WWW-Authenticate: Bearer` (the same
@@ -48,6 +52,11 @@ public struct APIKeyMiddleware<Context: APIKeyAuthenticatedContext>: RouterMiddl
             return Self.unavailable()
         }
         guard let identity else { return Self.unauthorized() }
+        guard identity.scope == .app else {
+            context.logger.notice("an admin API key was refused on /v1", metadata: ["api_key": "\(identity.name)"])
+            return JSONResponse.error(.forbidden, reason: "forbidden",
+                                      detail: "this is an admin key: /v1 takes an app key (siwa api-keys create NAME --scope app)")
+        }
         var context = context
         context.apiKey = identity
         context.logger[metadataKey: "api_key"] = "\(identity.name)"

@@ -20,7 +20,8 @@ public enum ServerAssembly {
         registry: PrometheusCollectorRegistry = PrometheusCollectorRegistry(),
         migrations: Migrator? = nil,
         logger: Logger,
-        onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
+        onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in },
+        onAdminRunning: @escaping @Sendable (Int) async -> Void = { _ in }
     ) throws -> Application<RouterResponder<BasicRequestContext>> {
         // Everything that can refuse a setting first: past this point
         // HTTP clients exist, and each must be shut down, not dropped.
@@ -80,6 +81,26 @@ public enum ServerAssembly {
             dependencies.signIn = SignInDependencies(service: service, directory: directory,
                                                      apiKeys: APIKeyVerifier(client: client, logger: Logger(label: "siwa.api-keys")))
         }
+        // The admin listener has a pool of its own, as the rejections do: an
+        // admin's long read (the chain's verification walks the whole log)
+        // must not take the connections notifications need.
+        var adminServices: [any Service] = []
+        if let admin = settings.admin {
+            var adminDatabase = database
+            adminDatabase.maximumConnections = 2
+            let adminClient = PostgresClient(configuration: adminDatabase.postgresClientConfiguration,
+                                             backgroundLogger: Logger(label: "siwa.postgres"))
+            let adminLogger = Logger(label: "siwa.admin")
+            let dependencies = AdminDependencies(client: adminClient, metrics: metrics,
+                                                 authFailuresPerMinute: admin.authFailuresPerMinute, logger: adminLogger)
+            adminServices = [adminClient, buildAdminApplication(
+                host: admin.host, port: admin.port, dependencies: dependencies,
+                idleTimeout: .milliseconds(Int64(settings.httpIdleTimeout * 1000)), logger: adminLogger
+            ) { port in
+                adminLogger.info("Admin listener", metadata: ["address": "\(admin.host):\(port)"])
+                await onAdminRunning(port)
+            }]
+        }
         var app = buildApplication(
             host: settings.host, port: settings.port, dependencies: dependencies,
             idleTimeout: .milliseconds(Int64(settings.httpIdleTimeout * 1000)),
@@ -91,7 +112,7 @@ public enum ServerAssembly {
                 WriterService(writer: inbox),
                 WriterService(writer: rejections),
                 KeyRefreshService(keys: keys, interval: .milliseconds(Int64(settings.jwksRefreshInterval * 1000))),
-            ],
+            ] + adminServices,
             logger: logger,
             onServerRunning: onServerRunning
         )
@@ -102,6 +123,7 @@ public enum ServerAssembly {
             // Refuse to serve against a schema that is behind or was edited.
             if let migrator { try await migrator.checkUpToDate(client: client, logger: logger) }
             try await RuntimeRole.warnIfPrivileged(client: client, logger: logger)
+            if settings.admin == nil { logger.info("The admin listener is off (SIWA_ADMIN_HTTP_PORT=off)") }
             if let appleAccess = access {
                 for warning in appleAccess.warnings { logger.warning("\(warning)") }
                 logger.info("Sign-in is on: /v1/sign-in, /v1/users/{sub}", metadata: ["apple": "\(appleAccess.apple.baseURL)"])

@@ -10,6 +10,9 @@ struct APIKeys: AsyncParsableCommand {
         The app's backend calls siwa's /v1 endpoints with the key in a header: \
         `Authorization: Bearer siwa_<prefix>_<secret>`. siwa stores only the SHA-256 of the secret, \
         so a lost key cannot be shown again: revoke it and create another.
+        A key has a scope: `app` (the default) opens /v1 only; `admin` opens the admin listener \
+        (SIWA_ADMIN_HTTP_PORT: /admin, its JSON routes and page) only. Give each admin a key of \
+        their own: the audit trail names the key for what it changed.
         """
 
     static let configuration = CommandConfiguration(
@@ -31,6 +34,9 @@ struct APIKeys: AsyncParsableCommand {
         @Argument(help: "A name for the key, e.g. the backend that uses it (a letter or digit, then up to 62 of A-Z a-z 0-9 . _ -).")
         var name: String
 
+        @Option(help: "app: the app's backend, /v1 (sign-in, users, deletion); admin: the admin listener (/admin).")
+        var scope: APIKeyScope = .app
+
         func validate() throws {
             guard APIKeyAdministration.isValidName(name) else {
                 throw ValidationError("NAME must be 1 to 63 characters: a letter or digit, then letters, digits, '.', '_' or '-'")
@@ -38,12 +44,24 @@ struct APIKeys: AsyncParsableCommand {
         }
 
         func run() async throws {
-            let name = name
-            let (key, row) = await APIKeysDatabase.run { try await $0.create(name: name, loginHint: JobsConnection.loginHint) }
-            FileHandle.standardError.write(Data("""
-                Created API key '\(row.name)' (id \(row.id), prefix \(row.prefix)) as database role \(row.createdBy).
+            let name = name, scope = scope
+            let (key, row) = await APIKeysDatabase.run { try await $0.create(name: name, scope: scope, loginHint: JobsConnection.loginHint) }
+            let use = switch row.scope {
+            case .app:
+                """
                 The app's backend sends it as `Authorization: Bearer <key>`. It is shown only now: siwa keeps only a hash.
                 Put it in the backend's secret store; revoke it with `siwa api-keys revoke \(row.name)`.
+                """
+            case .admin:
+                """
+                It opens the admin listener only (SIWA_ADMIN_HTTP_PORT): `Authorization: Bearer <key>`, or in a browser \
+                any user name with the key as the password. It is shown only now: siwa keeps only a hash.
+                Revoke it with `siwa api-keys revoke \(row.name)`.
+                """
+            }
+            FileHandle.standardError.write(Data("""
+                Created \(row.scope.rawValue) API key '\(row.name)' (id \(row.id), prefix \(row.prefix)) as database role \(row.createdBy).
+                \(use)
 
                 """.utf8))
             print(key)
@@ -86,6 +104,8 @@ struct APIKeys: AsyncParsableCommand {
     }
 }
 
+extension APIKeyScope: ExpressibleByArgument {}
+
 enum APIKeysDatabase {
     static func run<T: Sendable>(_ body: @escaping @Sendable (APIKeyAdministration) async throws -> T) async -> T {
         await CommandDatabase.run(label: "siwa.api-keys", refusing: APIKeyAdministrationError.self) { client, logger in
@@ -105,10 +125,10 @@ enum APIKeysOutput {
 
     static func table(_ keys: [APIKeySummary]) -> String {
         let dates = ISO8601DateFormatter()
-        var rows = [["NAME", "PREFIX", "CREATED", "CREATED BY", "LAST USED", "REVOKED"]]
+        var rows = [["NAME", "SCOPE", "PREFIX", "CREATED", "CREATED BY", "LAST USED", "REVOKED"]]
         for key in keys {
             let revoked = key.revokedAt.map { "\(dates.string(from: $0)) by \(key.revokedBy ?? "?")" } ?? "-"
-            rows.append([key.name, key.prefix, dates.string(from: key.createdAt), key.createdBy,
+            rows.append([key.name, key.scope.rawValue, key.prefix, dates.string(from: key.createdAt), key.createdBy,
                          key.lastUsedAt.map(dates.string(from:)) ?? "-", revoked])
         }
         let widths = rows[0].indices.map { column in rows.map { $0[column].count }.max() ?? 0 }

@@ -5,8 +5,9 @@ import Foundation
 struct Audit: AsyncParsableCommand {
     static let usage = """
         Needs SIWA_DATABASE_URL: your own database role, a member of siwa_auditor (read-only) or \
-        siwa_admin. They read the views of sql/010_audit_views.sql and the audit trail, which hold \
-        no email address, name or token. Times are UTC, ISO 8601.
+        siwa_admin, not the service's. They read the views of sql/010_audit_views.sql, the audit \
+        trail and its hash chain (siwa.audit_chain), which hold no email address, name or token. \
+        Times are UTC, ISO 8601.
         """
 
     static let configuration = CommandConfiguration(

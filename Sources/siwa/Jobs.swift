@@ -74,7 +74,7 @@ struct Jobs: AsyncParsableCommand {
         var id: Int64
 
         func run() async throws {
-            let job = try await JobsConnection.run { try await $0.retry(id: id, loginHint: JobsConnection.loginHint) }
+            let job = try await JobsConnection.run { try await $0.retry(id: id, by: .databaseRole(loginHint: JobsConnection.loginHint)) }
             print("job \(job.id) is \(job.state.rawValue) (attempt \(job.attempt) of \(job.maxAttempts) done)")
         }
     }
@@ -86,7 +86,7 @@ struct Jobs: AsyncParsableCommand {
         var id: Int64
 
         func run() async throws {
-            let job = try await JobsConnection.run { try await $0.cancel(id: id, loginHint: JobsConnection.loginHint) }
+            let job = try await JobsConnection.run { try await $0.cancel(id: id, by: .databaseRole(loginHint: JobsConnection.loginHint)) }
             print("job \(job.id) is \(job.state.rawValue)")
         }
     }
@@ -129,27 +129,11 @@ enum JobsOutput {
     /// Jobs as JSON, with `errors` and `steps_done` as JSON values rather
     /// than strings of JSON.
     static func json(_ jobs: [JobSummary]) throws -> String {
-        try text(of: try objects(jobs))
+        try text(of: try JobSummary.jsonObjects(jobs))
     }
 
     static func json(_ job: JobSummary) throws -> String {
-        try text(of: try objects([job])[0])
-    }
-
-    private static func objects(_ jobs: [JobSummary]) throws -> [[String: Any]] {
-        let encoder = JSONEncoder()
-        encoder.dateEncodingStrategy = .iso8601
-        encoder.keyEncodingStrategy = .convertToSnakeCase
-        let plain = try JSONSerialization.jsonObject(with: try encoder.encode(jobs)) as? [[String: Any]] ?? []
-        return plain.map { job in
-            var job = job
-            for key in ["errors", "steps_done"] {
-                if let text = job[key] as? String, let value = try? JSONSerialization.jsonObject(with: Data(text.utf8)) {
-                    job[key] = value
-                }
-            }
-            return job
-        }
+        try text(of: try JobSummary.jsonObjects([job])[0])
     }
 
     private static func text(of object: Any) throws -> String {

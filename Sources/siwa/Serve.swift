@@ -16,6 +16,10 @@ struct Serve: AsyncParsableCommand {
             SIWA_TOKEN_ENCRYPTION_KEYS_FILE) also POST /v1/sign-in, GET and DELETE /v1/users/{apple_sub}, \
             each with `Authorization: Bearer KEY` (siwa api-keys create); with SIWA_RECEIPT_JWKS_FILE \
             also GET /.well-known/siwa-receipts.json (the deletion receipts' public keys).
+            The admin listener, on an address and port of its own (SIWA_ADMIN_HTTP_HOST, \
+            SIWA_ADMIN_HTTP_PORT: 127.0.0.1:8081 unless set; `off` turns it off): the page GET /admin \
+            and its JSON routes, for admin keys only (siwa api-keys create NAME --scope admin), as \
+            `Authorization: Bearer KEY` or, in a browser, HTTP Basic with the key as the password.
             SIGTERM or SIGINT drains in-flight requests, then exits.
 
             TLS to PostgreSQL (SIWA_DATABASE_URL's sslmode): disable; prefer (default: TLS if \

@@ -63,6 +63,20 @@ struct APIKeyMiddlewareTests {
         }
     }
 
+    /// An admin key opens the admin listener only: 403 on /v1.
+    @Test func anAdminKeyIsForbiddenOnV1() async throws {
+        let database = try await TestDatabase.create()
+        let (key, _) = try await TestDatabase.withClient(database.configuration) { client in
+            try await APIKeyAdministration(client: client, logger: TestEnvironment.logger).create(name: "ops", scope: .admin, loginHint: nil)
+        }
+        try await TestDatabase.withClient(try database.runtimeConfiguration) { client in
+            try await Self.withServer(verifier: APIKeyVerifier(client: client, logger: TestEnvironment.logger)) { url in
+                let answer = try await Self.get(url, authorization: "Bearer \(key)")
+                #expect(answer.status == 403 && answer.reason == "forbidden", "\(answer.status) \(answer.text)")
+            }
+        }
+    }
+
     @Test func aDatabaseErrorWhileCheckingIs503NotA500() async throws {
         // The runtime role on a database without siwa's schema: the lookup fails.
         let database = try await TestDatabase.create()

@@ -78,7 +78,8 @@ struct APIKeysTests {
         let listed = try #require(try JSONSerialization.jsonObject(with: Data(json.output.utf8)) as? [[String: Any]])
         #expect(listed.count == 1 && listed[0]["name"] as? String == "backend" && listed[0]["prefix"] as? String == prefix)
         #expect(listed[0]["created_by"] as? String == Self.admin)
-        #expect(Set(listed[0].keys) == ["id", "name", "prefix", "created_at", "created_by", "revoked_at", "revoked_by", "last_used_at"])
+        #expect(listed[0]["scope"] as? String == "app")
+        #expect(Set(listed[0].keys) == ["id", "name", "prefix", "scope", "created_at", "created_by", "revoked_at", "revoked_by", "last_used_at"])
         #expect(!json.output.contains(secret) && !json.output.contains(hash) && !json.output.contains("sha256"), "\(json.output)")
 
         // The verifier, as serve runs it.
@@ -130,6 +131,27 @@ struct APIKeysTests {
         let badName = try await runSIWA(["api-keys", "create", "-bad name"], environment: environment)
         #expect(badName.status != 0 && !badName.output.contains("siwa_"), "\(badName.output)")
         #expect(try await database.scalar("SELECT count(*) FROM siwa.audit_log WHERE action LIKE 'api_key.%'") == 3)
+    }
+
+    /// `--scope admin`: the key says so in the list, the audit row and to the verifier.
+    @Test func anAdminKeyHasTheAdminScope() async throws {
+        let database = try await TestDatabase.create()
+        let environment = ["SIWA_DATABASE_URL": try await Self.adminURL(for: database)]
+        let created = try await runSIWA(["api-keys", "create", "ops-bob", "--scope", "admin"], environment: environment)
+        #expect(created.status == 0 && created.output.contains("Created admin API key 'ops-bob'"), "\(created.output)")
+        #expect(created.output.contains("admin listener"), "\(created.output)")
+        let key = String(try #require(created.output.split(separator: "\n").last))
+        let table = try await runSIWA(["api-keys", "list"], environment: environment)
+        #expect(table.output.contains("SCOPE") && table.output.contains("ops-bob  admin"), "\(table.output)")
+        let prefix = String(key.dropFirst(5).prefix(12))
+        let audit = try await Self.audit(database, action: "api_key.created", keyID: try await identityID(database, prefix))
+        #expect(audit["scope"] == "admin", "\(audit)")
+        try await TestDatabase.withClient(try database.runtimeConfiguration) { client in
+            let identity = try await APIKeyVerifier(client: client, logger: TestEnvironment.logger).authenticate(bearer: key)
+            #expect(identity?.scope == .admin && identity?.name == "ops-bob")
+        }
+        let badScope = try await runSIWA(["api-keys", "create", "ops-eve", "--scope", "root"], environment: environment)
+        #expect(badScope.status != 0 && badScope.output.contains("--scope"), "\(badScope.output)")
     }
 
     func identityID(_ database: TestDatabase, _ prefix: String) async throws -> Int64 {

@@ -22,7 +22,8 @@ struct AuditChainTests {
         try await Self.runMixedWorkload(harness)
 
         let total = try await database.scalar("SELECT count(*) FROM siwa.audit_log")
-        #expect(try await database.strings("SELECT DISTINCT actor FROM siwa.audit_log ORDER BY 1") == ["admin", "apple", "worker"])
+        // `queue`: the job.enqueued rows of the audit views' trigger (sql/010).
+        #expect(try await database.strings("SELECT DISTINCT actor FROM siwa.audit_log ORDER BY 1") == ["admin", "apple", "queue", "worker"])
 
         // The auditor's own role verifies it, and reads the same head `siwa audit head` prints.
         let head = try await runSIWA(["audit", "head"], environment: ["SIWA_DATABASE_URL": auditorURL])

@@ -99,6 +99,25 @@ struct SettingsTests {
         #expect(worker.output.contains("SIWA_PURGE_PLAN") && worker.output.contains("SIWA_JOB_MAX_RUN_SECONDS"))
     }
 
+    /// The admin listener: on by default, on loopback port 8081; `off`
+    /// turns it off; anything else is one line naming the setting.
+    @Test func theAdminListenerIsOnLoopbackByDefaultAndOffWithOff() throws {
+        let base = ["SIWA_DATABASE_URL": "postgres://u@h/d", "SIWA_APPLE_CLIENT_IDS": "a"]
+        let admin = try #require(try ServerSettings(environment: SettingsReader(base)).admin)
+        #expect(admin.host == "127.0.0.1" && admin.port == 8081 && admin.authFailuresPerMinute == 10)
+        for off in ["off", "OFF", " off "] {
+            #expect(try ServerSettings(environment: SettingsReader(base.merging(["SIWA_ADMIN_HTTP_PORT": off]) { $1 })).admin == nil)
+        }
+        #expect(try ServerSettings(environment: SettingsReader(base.merging(["SIWA_ADMIN_HTTP_PORT": "0"]) { $1 })).admin?.port == 0)
+        for bad in ["eighty", "70000", "-1", "no"] {
+            #expect {
+                try ServerSettings(environment: SettingsReader(base.merging(["SIWA_ADMIN_HTTP_PORT": bad]) { $1 }))
+            } throws: { error in
+                "\(error)" == "SIWA_ADMIN_HTTP_PORT: expected off or a whole number in 0...65535, got '\(bad)'"
+            }
+        }
+    }
+
     /// Sign-in is all four settings or none; a malformed one stops start-up
     /// with one line naming it.
     @Test func signInSettingsAreAllOrNone() throws {

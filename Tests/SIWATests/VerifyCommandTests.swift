@@ -42,6 +42,8 @@ struct ProcessResult {
 func runSIWA(_ arguments: [String], environment: [String: String] = [:]) async throws -> ProcessResult {
     var env = ProcessInfo.processInfo.environment
     env.removeValue(forKey: "SIWA_APPLE_CLIENT_IDS")
+    // Off unless the test asks: tests running at once would all take 8081.
+    env["SIWA_ADMIN_HTTP_PORT"] = "off"
     for (key, value) in environment { env[key] = value }
     let outputFile = FileManager.default.temporaryDirectory.appendingPathComponent("siwa-run-\(UUID().uuidString)").path
     defer { try? FileManager.default.removeItem(atPath: outputFile) }

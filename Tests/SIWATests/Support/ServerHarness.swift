@@ -28,13 +28,18 @@ final class ServerHarness: Sendable {
     let appleServer: RunningServer
     let database: TestDatabase
     let port: Int
+    /// The admin listener's port, when the settings turn it on
+    /// (`SIWA_ADMIN_HTTP_PORT`; off unless a test sets it, e.g. to 0).
+    let adminPort: Int?
     private let task: Task<Void, any Error>
 
-    private init(simulator: AppleSimulator, appleServer: RunningServer, database: TestDatabase, port: Int, task: Task<Void, any Error>) {
+    private init(simulator: AppleSimulator, appleServer: RunningServer, database: TestDatabase, port: Int, adminPort: Int?,
+                 task: Task<Void, any Error>) {
         self.simulator = simulator
         self.appleServer = appleServer
         self.database = database
         self.port = port
+        self.adminPort = adminPort
         self.task = task
     }
 
@@ -50,6 +55,7 @@ final class ServerHarness: Sendable {
         var values = [
             "SIWA_DATABASE_URL": database.url,
             "SIWA_HTTP_PORT": "0",
+            "SIWA_ADMIN_HTTP_PORT": "off",
             "SIWA_APPLE_CLIENT_IDS": clientID,
             "SIWA_APPLE_JWKS_URL": appleServer.baseURL + "/auth/keys",
         ]
@@ -59,17 +65,20 @@ final class ServerHarness: Sendable {
         }
         values.merge(extra) { $1 }
         let settings = try ServerSettings(environment: SettingsReader(values))
-        let port = OneShot<Int>()
+        let port = OneShot<Int>(), adminPort = OneShot<Int>()
         let app = try ServerAssembly.makeApplication(
             settings: settings,
             migrations: try Migrator(directory: TestEnvironment.repositoryRoot.appendingPathComponent("sql")),
-            logger: Logger(label: "siwa.test-server")
-        ) { bound in port.complete(.success(bound)) }
+            logger: Logger(label: "siwa.test-server"),
+            onServerRunning: { bound in port.complete(.success(bound)) },
+            onAdminRunning: { bound in adminPort.complete(.success(bound)) }
+        )
         let task = Task {
             try await ServiceGroup(services: [app], gracefulShutdownSignals: [], logger: Logger(label: "test")).run()
         }
         let harness = ServerHarness(simulator: simulator, appleServer: appleServer, database: database,
-                                    port: try await port.wait(), task: task)
+                                    port: try await port.wait(), adminPort: settings.admin == nil ? nil : try await adminPort.wait(),
+                                    task: task)
         if waitUntilReady { try await harness.waitUntilKeysLoaded() }
         return harness
     }

@@ -1,0 +1,74 @@
+import AccountStore
+import Foundation
+import Hummingbird
+import Logging
+
+/// `GET /admin`: the one page. Server-rendered from the templates, no
+/// script: the charts of the last days, what needs attention with its
+/// retry and cancel buttons, a user's history, the audit chain's state.
+struct AdminPage: Sendable {
+    let reports: AuditReports
+    let chain: ChainStatus
+    let jobs: JobAdministration
+    let csrf: CSRFTokens
+    let logger: Logger
+
+    static let dayChoices = [7, 14, 30, 90]
+    static let historyLimit = 500
+
+    func register(on admin: RouterGroup<AdminRequestContext>) {
+        admin.get { request, context in await show(request, context) }
+    }
+
+    private func show(_ request: Request, _ context: AdminRequestContext) async -> Response {
+        guard let identity = context.identity else { return AdminAuthMiddleware.unauthorized() }
+        let days: Int, notice: AdminPageModel.Notice?, sub: String?
+        do {
+            let query = try AdminQuery(request, allowed: ["days", "sub", "notice", "job"])
+            days = try query.integer("days", in: 1...AuditReports.maximumDays, default: 14)
+            notice = try await self.notice(query)
+            do {
+                sub = try query.sub()
+            } catch {
+                // A typo in the search box: the page again, saying why.
+                return await render(identity, days: days, sub: nil, status: .badRequest,
+                                    notice: .init(text: error.detail, isError: true))
+            }
+        } catch let invalid as AdminQuery.Invalid {
+            return AdminResponse.badParameter(invalid.detail)
+        } catch {
+            return AdminResponse.unavailable(error, logger: logger)
+        }
+        return await render(identity, days: days, sub: sub, status: .ok, notice: notice)
+    }
+
+    private func render(_ identity: AdminIdentity, days: Int, sub: String?, status: HTTPResponse.Status,
+                        notice: AdminPageModel.Notice?) async -> Response {
+        do {
+            async let summary = reports.summary(days: days)
+            async let chainState = chain.current()
+            var history: UserReport?
+            if let sub { history = try await reports.user(appleSub: sub, limit: Self.historyLimit) }
+            let model = AdminPageModel(
+                keyName: identity.key.name, csrf: csrf.token(for: identity.key), now: Date(), days: days,
+                summary: try await summary, history: history, chain: await chainState, notice: notice)
+            return AdminResponse.html(AdminTemplates.library.render(model, withTemplate: "page") ?? "", status: status)
+        } catch {
+            return AdminResponse.unavailable(error, logger: logger)
+        }
+    }
+
+    /// After a form's POST: what became of the job.
+    private func notice(_ query: AdminQuery) async throws -> AdminPageModel.Notice? {
+        guard let kind = query.text("notice") else { return nil }
+        let id = try query.integer("job", in: 1...Int(Int64.max), default: 0)
+        guard ["retried", "cancelled", "refused"].contains(kind), id > 0 else {
+            throw AdminQuery.Invalid(detail: "notice must be retried, cancelled or refused, with job")
+        }
+        guard let job = try await jobs.show(id: Int64(id)) else { return .init(text: "No job \(id).", isError: true) }
+        if kind == "refused" {
+            return .init(text: "Job \(id) was not changed: it is \(job.state.rawValue).", isError: true)
+        }
+        return .init(text: "Job \(id) \(kind): it is \(job.state.rawValue) now.", isError: false)
+    }
+}

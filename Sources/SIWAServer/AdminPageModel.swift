@@ -1,0 +1,89 @@
+import AccountStore
+import Foundation
+
+/// What the page's template shows, built from the reports' rows: every
+/// value already text, so the template only places and escapes.
+struct AdminPageModel {
+    struct Notice { let text: String; let isError: Bool }
+    struct DayChoice { let days: Int; let href: String; let selected: Bool }
+    struct Attention {
+        let jobID: Int64, sub: String, historyHref: String, state: String, attempt: Int, since: String, lastError: String
+        let canRetry: Bool, canCancel: Bool
+    }
+    struct HistoryRow { let at, source, action, details: String }
+    struct History { let sub: String; let rows: [HistoryRow]; let hasRows: Bool }
+
+    let keyName: String
+    let csrf: String
+    let generatedAt: String
+    let days: Int
+    let dayChoices: [DayChoice]
+    let search: String
+    let notice: Notice?
+    let chain: ChainStatus.View
+    let notifications: Chart
+    let latency: Chart
+    let refusals: Chart
+    let slaHours: Int
+    let attention: [Attention]
+    let hasAttention: Bool
+    let attentionCount: Int
+    let history: History?
+
+    init(keyName: String, csrf: String, now: Date, days: Int, summary: AuditSummary, history: UserReport?,
+         chain: ChainStatus.View, notice: Notice?) {
+        self.keyName = keyName
+        self.csrf = csrf
+        generatedAt = AdminResponse.timestamp(now)
+        self.days = days
+        let sub = history?.appleSub
+        dayChoices = (AdminPage.dayChoices + (AdminPage.dayChoices.contains(days) ? [] : [days])).sorted().map {
+            DayChoice(days: $0, href: Self.href(days: $0, sub: sub), selected: $0 == days)
+        }
+        search = sub ?? ""
+        self.notice = notice
+        self.chain = chain
+        let labels = summary.days.map(\.day)
+        notifications = AdminCharts.stackedBars(title: "Notifications per day by type", days: labels,
+                                                series: Self.series(summary.days.map(\.notificationsByType)))
+        refusals = AdminCharts.stackedBars(title: "Refusals per day by reason", days: labels,
+                                           series: Self.series(summary.days.map(\.rejectionsByReason)))
+        latency = AdminCharts.latency(title: "Purge latency per day, p50 and p95, hours", days: labels,
+                                      p50: summary.days.map { $0.purgeP50Seconds.map { $0 / 3600 } },
+                                      p95: summary.days.map { $0.purgeP95Seconds.map { $0 / 3600 } },
+                                      slaHours: Double(summary.purgeSLAHours))
+        slaHours = summary.purgeSLAHours
+        attention = summary.attention.map { item in
+            let state = JobState(rawValue: item.state)
+            return Attention(jobID: item.jobID, sub: item.appleSub ?? "-",
+                             historyHref: item.appleSub.map { Self.href(days: days, sub: $0) + "#history" } ?? "#",
+                             state: item.state, attempt: item.attempt, since: AdminResponse.timestamp(item.since),
+                             lastError: item.lastError ?? "",
+                             canRetry: [.discarded, .cancelled, .retryable, .available].contains(state),
+                             canCancel: [.available, .retryable].contains(state))
+        }
+        hasAttention = !attention.isEmpty
+        attentionCount = attention.count
+        self.history = history.map { report in
+            let rows = report.history.map {
+                HistoryRow(at: AdminResponse.timestamp($0.at), source: $0.source, action: $0.action, details: $0.details.compactText)
+            }
+            return History(sub: report.appleSub, rows: rows, hasRows: !rows.isEmpty)
+        }
+    }
+
+    /// Per-day maps to one series per key, a value per day.
+    static func series(_ days: [[String: Int]]) -> [String: [Int]] {
+        var series: [String: [Int]] = [:]
+        for key in Set(days.flatMap(\.keys)) { series[key] = days.map { $0[key] ?? 0 } }
+        return series
+    }
+
+    /// The page's own link, the sub percent-encoded but for RFC 3986's
+    /// unreserved characters (so '+', '&' and '#' stay its own).
+    static func href(days: Int, sub: String?) -> String {
+        "/admin?days=\(days)" + (sub.map { "&sub=" + ($0.addingPercentEncoding(withAllowedCharacters: unreserved) ?? "") } ?? "")
+    }
+
+    static let unreserved = CharacterSet(charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
+}

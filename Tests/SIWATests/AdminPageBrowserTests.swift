@@ -1,0 +1,155 @@
+import AccountStore
+import Foundation
+import PostgresNIO
+import Testing
+
+/// The admin page in a real browser (Debian's chromium, headless, driven
+/// over the DevTools protocol): it loads with the admin key, both charts
+/// draw marks, the stylesheet applies under the page's CSP, the page fits a
+/// phone's width, the search box opens a user's history, and a retry
+/// button really retries the job. Screenshots at a laptop's and a phone's
+/// width are kept in .build/test-artifacts/.
+@Suite("Admin page in a browser")
+struct AdminPageBrowserTests {
+    static let artifacts = TestEnvironment.repositoryRoot.appendingPathComponent(".build/test-artifacts")
+
+    @Test(.enabled(if: HeadlessChromium.executable != nil,
+                   "chromium is not installed and could not be (make test installs it with apt-get when run as root)"))
+    func thePageLoadsDrawsItsChartsAndItsRetryButtonRetries() async throws {
+        let setup = try await AdminHTTPTests.Setup.start()
+        defer { Task { await setup.server.stop() } }
+        let database = setup.server.database
+        let fixture = try await AdminFixtures.seed(database)
+        let browser = try HeadlessChromium()
+        defer { Task { await browser.stop() } }
+        let page = try await DevToolsPage.open(browser)
+        // The key as a browser sends it after its login prompt: Basic, any user name.
+        try await page.call("Network.setExtraHTTPHeaders", ["headers": ["Authorization": AdminHTTPTests.Setup.basic(setup.adminKey)]])
+        try await page.call("Emulation.setDeviceMetricsOverride", ["width": 1280, "height": 900, "deviceScaleFactor": 1, "mobile": false])
+        try await page.navigate(setup.adminURL + "/admin")
+
+        #expect(try await page.evaluate("document.title") as? String == "siwa admin")
+        #expect(try await page.evaluate("document.querySelector('header .who strong').textContent") as? String == "ops-alice")
+        // Both charts have drawn marks with data: bars with a height, lines with points.
+        let bars = try await page.evaluate("""
+            [...document.querySelectorAll('#notifications-chart svg rect')].filter(r => r.getBBox().height > 0).length
+            """) as? Int ?? 0
+        #expect(bars >= 14, "one bar segment per day and type at least: \(bars)")
+        let refusalBars = try await page.evaluate("document.querySelectorAll('#refusals-chart svg rect').length") as? Int ?? 0
+        #expect(refusalBars > 0)
+        let lines = try await page.evaluate("""
+            [...document.querySelectorAll('#latency-chart svg path:not([stroke-dasharray])')]
+              .map(p => (p.getAttribute('d').match(/[ML]/g) || []).length)
+            """) as? [Int] ?? []
+        #expect(lines.count == 2 && lines.allSatisfy { $0 >= 10 }, "p50 and p95, a point per day with purges: \(lines)")
+        #expect(try await page.evaluate("document.querySelectorAll('#latency-chart svg circle').length") as? Int ?? 0 >= 20)
+        #expect(try await page.evaluate("document.querySelectorAll('#latency-chart svg path[stroke-dasharray]').length") as? Int == 1,
+                "the SLA line")
+        // The stylesheet applied: its hash is in the Content-Security-Policy.
+        #expect(try await page.evaluate("getComputedStyle(document.body).backgroundColor") as? String == "rgb(249, 250, 251)")
+        #expect(try await page.evaluate("document.scripts.length") as? Int == 0)
+        let chain = try await page.evaluate("document.getElementById('chain-state').textContent") as? String ?? ""
+        #expect(chain.hasPrefix("verified: "), "\(chain)")
+        #expect(try await page.evaluate("document.querySelectorAll('#attention tr[data-job]').length") as? Int == 2)
+
+        // The search box opens a user's history.
+        page.forgetEvents()
+        _ = try await page.evaluate("""
+            document.querySelector('#search input[name=sub]').value = '\(fixture.lateSub)';
+            document.querySelector('#search form').submit()
+            """)
+        _ = try await page.event("Page.loadEventFired")
+        let actions = try await page.evaluate("[...document.querySelectorAll('#history tbody tr td:nth-child(3)')].map(td => td.textContent)")
+            as? [String] ?? []
+        #expect(actions.contains("job.enqueued"), "\(actions)")
+
+        // Readable on a laptop and on a phone (the history open): kept, and nothing wider than the phone's screen.
+        try FileManager.default.createDirectory(at: Self.artifacts, withIntermediateDirectories: true)
+        for (name, width, mobile) in [("admin-laptop.png", 1280, false), ("admin-phone.png", 390, true)] {
+            let png = try await page.screenshot(width: width, mobile: mobile)
+            let file = Self.artifacts.appendingPathComponent(name)
+            try png.write(to: file)
+            print("admin page screenshot (\(width) px wide): \(file.path)")
+            #expect(png.count > 10_000)
+            let overflow = try await page.evaluate("document.documentElement.scrollWidth - window.innerWidth") as? Int ?? -1
+            #expect(overflow == 0, "\(name): the page is \(overflow) px wider than the screen")
+        }
+        try await page.call("Emulation.setDeviceMetricsOverride", ["width": 1280, "height": 900, "deviceScaleFactor": 1, "mobile": false])
+
+        // The retry button: a real form POST with the page's CSRF token, then back to the page.
+        page.forgetEvents()
+        _ = try await page.evaluate("document.querySelector('#attention tr[data-job=\"\(fixture.discarded)\"] button.retry').click()")
+        _ = try await page.event("Page.loadEventFired")
+        let notice = try await page.evaluate("document.getElementById('notice').textContent") as? String ?? ""
+        #expect(notice == "Job \(fixture.discarded) retried: it is available now.", "\(notice)")
+        #expect(try await database.strings("SELECT state FROM siwa.jobs WHERE id = \(fixture.discarded)") == ["available"])
+        let audit = try await AdminHTTPTests.audit(database, action: "job.retry")
+        #expect(audit["actor"] == "admin_key:ops-alice" && audit["job_id"] == String(fixture.discarded), "\(audit)")
+    }
+}
+
+/// Two weeks of activity, written as the owner: notifications of four
+/// types and refusals of three reasons on each day, purges completed on
+/// most days with their latency (one day's p95 past the SLA), a discarded
+/// job, a purge pending past the SLA; the audit chain sealed.
+enum AdminFixtures {
+    struct Seeded {
+        let discarded: Int64
+        let late: Int64
+        let lateSub = "admin.late.sub"
+    }
+
+    static func seed(_ database: TestDatabase) async throws -> Seeded {
+        try await database.withClient { client in
+            for sql in [
+                """
+                INSERT INTO siwa.audit_log (occurred_at, actor, action, apple_sub, details)
+                SELECT now() - make_interval(days => d, mins => i), 'apple', 'notification.recorded', 'seed.' || d || '.' || i,
+                       jsonb_build_object('event_type',
+                           (ARRAY['email-disabled', 'email-enabled', 'consent-revoked', 'account-delete'])[1 + i % 4])
+                FROM generate_series(0, 13) AS d, generate_series(1, 4 + d % 5) AS i
+                """,
+                """
+                INSERT INTO siwa.rejected_notifications (received_at, reason, detail, body_sha256, body_bytes)
+                SELECT now() - make_interval(days => d, mins => i), (ARRAY['bad_signature', 'malformed_body', 'wrong_aud'])[1 + i % 3],
+                       'seeded', md5(d || '.' || i), 10
+                FROM generate_series(0, 13) AS d, generate_series(1, 1 + d % 4) AS i
+                """,
+                """
+                WITH job AS (
+                    INSERT INTO siwa.jobs (kind, args, state, attempt, created_at, finalized_at)
+                    SELECT 'purge_user', jsonb_build_object('apple_sub', 'purged.' || d || '.' || i, 'event_type', 'account-delete'),
+                           'completed', 1, now() - make_interval(days => d, hours => 1 + i * 6 + d + CASE WHEN d = 6 THEN 55 ELSE 0 END),
+                           now() - make_interval(days => d)
+                    FROM generate_series(1, 13) AS d, generate_series(1, 4) AS i WHERE d NOT IN (4, 9)
+                    RETURNING id, args->>'apple_sub' AS sub, finalized_at
+                )
+                INSERT INTO siwa.audit_log (occurred_at, actor, action, apple_sub, details)
+                SELECT finalized_at, 'worker', 'job.completed', sub, jsonb_build_object('job_id', id) FROM job
+                """,
+            ] {
+                try await client.query(PostgresQuery(unsafeSQL: sql), logger: TestEnvironment.logger)
+            }
+            let late = try await client.query("""
+                INSERT INTO siwa.jobs (kind, args, created_at, run_at)
+                VALUES ('purge_user', '{"apple_sub": "admin.late.sub", "event_type": "account-delete"}',
+                        now() - interval '100 hours', now() + interval '1 day')
+                RETURNING id
+                """, logger: TestEnvironment.logger).collect().first?.decode(Int64.self) ?? 0
+            let discarded = try await JobsAuditTests.discardedJob(in: database, sub: "admin.discarded.sub")
+            // Seal the trail as a worker would, so the page shows a head.
+            try await TestDatabase.withClient(try database.runtimeConfiguration) { runtime in
+                let sealer = AuditSealer(client: runtime, logger: TestEnvironment.logger)
+                let sealed = try await eventually(upTo: .seconds(60)) {
+                    try await sealer.seal()
+                    return try await database.scalar("""
+                        SELECT count(*)::int FROM siwa.audit_log AS l WHERE NOT EXISTS (SELECT FROM siwa.audit_chain AS c WHERE c.seq = l.seq)
+                        """) == 0
+                }
+                // The sealer waits for every transaction older than its mark, on the whole cluster.
+                guard sealed else { throw TestSetupError("the trail was not sealed within 60 s: a transaction left open on the cluster?") }
+            }
+            return Seeded(discarded: discarded, late: late)
+        }
+    }
+}
