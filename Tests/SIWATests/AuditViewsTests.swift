@@ -56,12 +56,15 @@ struct AuditViewsTests {
 
         let report = try await Self.reports(database) { try await $0.user(appleSub: sub, limit: 1000) }
         let steps = Self.steps(report)
+        // Within the transaction that records a notification, siwa.enqueue_purge
+        // (sql/008) enqueues the job before the notification's own audit row is
+        // written: job.enqueued comes first.
         #expect(Self.inOrder([
             "audit user.signed_in",
             "notification email-disabled", "audit notification.recorded",
-            "notification consent-revoked", "audit notification.recorded", "audit job.enqueued", "audit job.claimed",
+            "notification consent-revoked", "audit job.enqueued", "audit notification.recorded", "audit job.claimed",
             "audit token.revoked", "audit job.completed",
-            "notification account-delete", "audit notification.recorded", "audit job.enqueued", "audit job.claimed",
+            "notification account-delete", "audit job.enqueued", "audit notification.recorded", "audit job.claimed",
             "audit job.step_completed", "audit job.retry_scheduled", "audit job.claimed", "audit job.step_completed",
             "audit job.completed", "job job.completed",
         ], in: steps), "\(steps)")
