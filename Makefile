@@ -18,7 +18,7 @@ endif
 TESTDB := $(CURDIR)/scripts/testdb.sh
 SWIFT_TEST_FLAGS ?=
 
-.PHONY: build test demo try bench clean-db check-swift check-openssl check-chromium
+.PHONY: build test demo try bench clean-db check-swift check-openssl check-chromium check-alerts
 
 check-swift:
 	@command -v swift >/dev/null 2>&1 || { \
@@ -53,8 +53,26 @@ check-chromium:
 	    echo "warning: chromium is not installed (apt-get install chromium): the admin page's browser test will be skipped" >&2; \
 	  fi; }
 
+# The Prometheus alert rules (deploy/prometheus/alerts.yml): checked and run
+# against their test series with promtool, from Debian's prometheus package
+# (installed with apt-get, as root, when missing; if it cannot be, a warning
+# and the check is skipped).
+check-alerts:
+	@command -v promtool >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "promtool not found; installing Debian's prometheus package with apt-get (the alert rules' tests)" >&2; \
+	    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends prometheus; } >&2 \
+	      || echo "warning: prometheus could not be installed: the alert rules are not checked" >&2; \
+	  else \
+	    echo "warning: promtool is not installed (apt-get install prometheus): the alert rules are not checked" >&2; \
+	  fi; }
+	@if command -v promtool >/dev/null 2>&1; then \
+	  promtool check rules deploy/prometheus/alerts.yml && \
+	  promtool test rules deploy/prometheus/alerts.test.yml; \
+	fi
+
 # swift build first: some tests run the siwa executable itself.
-test: check-swift check-openssl check-chromium
+test: check-swift check-openssl check-chromium check-alerts
 	swift build
 	test_url="$$($(TESTDB) start test)"; \
 	fault_url="$$($(TESTDB) start fault)"; \

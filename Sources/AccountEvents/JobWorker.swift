@@ -32,6 +32,7 @@ public final class JobWorker: Service, Sendable {
     let queue: JobQueue
     let runner: PurgeJobRunner
     let options: Options
+    let metrics: JobMetrics
     let logger: Logger
     /// Runs before the first claim (the schema check); an error stops the worker.
     let prepare: @Sendable () async throws -> Void
@@ -39,9 +40,10 @@ public final class JobWorker: Service, Sendable {
     private let running = RunningJobs()
     private let stopping = Atomic<Bool>(false)
 
-    public init(client: PostgresClient, queue: JobQueue, runner: PurgeJobRunner, options: Options, logger: Logger,
-                prepare: @escaping @Sendable () async throws -> Void = {}) {
+    public init(client: PostgresClient, queue: JobQueue, runner: PurgeJobRunner, options: Options,
+                metrics: JobMetrics = .disabled, logger: Logger, prepare: @escaping @Sendable () async throws -> Void = {}) {
         self.prepare = prepare
+        self.metrics = metrics
         self.client = client
         self.queue = queue
         self.runner = runner
@@ -78,6 +80,7 @@ public final class JobWorker: Service, Sendable {
                     let jobs = try await queue.claim(limit: free, kind: PurgeJobRunner.kind, leaseSeconds: options.leaseSeconds)
                     if failures > 0 { logger.notice("Database reachable again; claiming jobs") }
                     failures = 0
+                    metrics.claimed(jobs)
                     for job in await runner.runBuiltInStep(for: jobs) { start(job) }
                     logger.trace("Claimed", metadata: ["jobs": "\(jobs.count)", "free": "\(free)"])
                     if jobs.count == free { continue }
@@ -111,6 +114,7 @@ public final class JobWorker: Service, Sendable {
         do {
             switch try await runWithinMaxRunTime(job) {
             case .completed:
+                metrics.completed(kind: job.kind)
                 logger.info("Job completed", metadata: metadata)
             case .leaseLost:
                 logger.warning("Lease lost; another worker will finish the job", metadata: metadata)
@@ -126,6 +130,11 @@ public final class JobWorker: Service, Sendable {
                 var details = metadata
                 details["step"] = "\(failure.step ?? "-")"
                 details["error"] = "\(failure.summary)"
+                switch outcome {
+                case .retryable: metrics.retried(kind: job.kind)
+                case .discarded: metrics.discarded(kind: job.kind)
+                case .leaseLost: break
+                }
                 switch outcome {
                 case .retryable: logger.warning("Job failed; will retry", metadata: details.merging(["in_seconds": "\(Int(delay.rounded(.up)))"]) { $1 })
                 case .discarded: logger.error("Job discarded after its last attempt", metadata: details)
@@ -208,6 +217,7 @@ public final class JobWorker: Service, Sendable {
             do {
                 let lost = try await queue.extendLeases(runs, leaseSeconds: options.leaseSeconds)
                 for run in runs where lost.contains(run.lease) && running.cancel(run.lease) != nil {
+                    metrics.leaseLost()
                     logger.warning("Lease lost; stopping the job here", metadata: ["job": "\(run.id)"])
                 }
             } catch {
@@ -226,8 +236,9 @@ public final class JobWorker: Service, Sendable {
         while !Task.isCancelled {
             do {
                 let rescued = try await queue.rescueExpiredLeases(maxAttempts: options.maxAttempts)
-                if rescued > 0 {
-                    logger.notice("Rescued jobs whose worker stopped", metadata: ["jobs": "\(rescued)"])
+                if !rescued.isEmpty {
+                    metrics.rescued(rescued)
+                    logger.notice("Rescued jobs whose worker stopped", metadata: ["jobs": "\(rescued.reduce(0) { $0 + $1.rescued })"])
                     wakeup.signal()
                 }
                 if clock.now - lastPrune >= pruneInterval {

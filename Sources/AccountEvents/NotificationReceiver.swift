@@ -3,6 +3,7 @@ import AppleSignIn
 import Foundation
 import Logging
 import Metrics
+import Tracing
 
 /// Why a notification body was refused: the body itself, or its token.
 public enum Rejection: Error, Sendable, Equatable {
@@ -72,7 +73,7 @@ public struct NotificationReceiver: Sendable {
     public func receive(token: String, body: Data) async -> ReceiveResult {
         let notification: AppleNotification
         do {
-            notification = try await verifier.verify(token)
+            notification = try await withSpan("siwa.notification.verify") { _ in try await verifier.verify(token) }
         } catch let failure as VerificationFailure {
             return reject(.token(failure), body: body)
         } catch {
@@ -83,7 +84,10 @@ public struct NotificationReceiver: Sendable {
 
         let type = Self.metricType(notification.event.type)
         do {
-            let outcome = try await inbox.record(router.entry(for: notification))
+            let outcome = try await withSpan("siwa.notification.record") { span in
+                span.attributes["siwa.notification.type"] = type
+                return try await inbox.record(router.entry(for: notification))
+            }
             let label = outcome == .duplicate ? "duplicate" : "recorded"
             count(outcome: label, type: type)
             logger.info("Notification \(label)", metadata: ["jti": "\(notification.jti)", "type": "\(type)"])

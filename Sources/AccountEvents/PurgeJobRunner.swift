@@ -3,6 +3,7 @@ import AppleSignIn
 import Foundation
 import Logging
 import PostgresNIO
+import Tracing
 
 /// A plan step failed; the job is retried (or discarded when `permanent`).
 public struct StepFailure: Error, Sendable, CustomStringConvertible {
@@ -42,15 +43,17 @@ public struct PurgeJobRunner: Sendable {
     /// nil when the worker has no sign-in settings: a user with stored
     /// tokens then cannot be purged (the step fails and says why).
     let revoker: TokenRevoker?
+    let metrics: JobMetrics
     let logger: Logger
 
     public init(plan: PurgePlan, queue: JobQueue, externalDatabases: [String: PostgresClient],
-                webhooks: WebhookDelivery, revoker: TokenRevoker? = nil, logger: Logger) {
+                webhooks: WebhookDelivery, revoker: TokenRevoker? = nil, metrics: JobMetrics = .disabled, logger: Logger) {
         self.plan = plan
         self.queue = queue
         self.externalDatabases = externalDatabases
         self.webhooks = webhooks
         self.revoker = revoker
+        self.metrics = metrics
         self.logger = logger
     }
 
@@ -65,11 +68,11 @@ public struct PurgeJobRunner: Sendable {
             // args.scope 'tokens'); a deletion merged into it later makes it
             // a whole purge, or a rerun that is one, and that gets a receipt.
             let step = JobStep(jobID: job.id, lease: job.lease, name: AppleTokenStore.revokeStepName, completesJob: true)
-            return try await revokeTokens(job, sub: sub, as: step) ? .completed : .leaseLost
+            return try await measured(step, job: job) { try await revokeTokens(job, sub: sub, as: step) } ? .completed : .leaseLost
         }
         if job.holdsTokens && !job.stepsDone.contains(AppleTokenStore.revokeStepName) {
             let step = JobStep(jobID: job.id, lease: job.lease, name: AppleTokenStore.revokeStepName, completesJob: false)
-            guard try await revokeTokens(job, sub: sub, as: step) else { return .leaseLost }
+            guard try await measured(step, job: job, { try await revokeTokens(job, sub: sub, as: step) }) else { return .leaseLost }
         }
         let names = plan.allStepNames
         let remaining = names.indices.filter { !job.stepsDone.contains(names[$0]) }
@@ -81,16 +84,34 @@ public struct PurgeJobRunner: Sendable {
         for index in remaining {
             try Task.checkCancellation()
             let step = JobStep(jobID: job.id, lease: job.lease, name: names[index], completesJob: index == lastRemaining)
-            let held: Bool
-            if index == 0 {
-                held = try await eraseSiwaData(step)
-            } else {
-                held = try await perform(plan.steps[index - 1], as: step, job: job, sub: sub)
+            let held = try await measured(step, job: job) {
+                if index == 0 { return try await eraseSiwaData(step) }
+                return try await perform(plan.steps[index - 1], as: step, job: job, sub: sub)
             }
             guard held else { return .leaseLost }
             logger.debug("Step completed", metadata: ["job": "\(job.id)", "step": "\(step.name)"])
         }
         return .completed
+    }
+
+    /// One step of one job: a span (`siwa.job.step`, when a tracer is
+    /// bootstrapped; else a no-op) and its duration by step and outcome.
+    private func measured(_ step: JobStep, job: ClaimedJob, _ body: () async throws -> Bool) async throws -> Bool {
+        let start = ContinuousClock.now
+        do {
+            let held = try await withSpan("siwa.job.step", ofKind: .internal) { span in
+                span.attributes["siwa.job.id"] = Int(job.id)
+                span.attributes["siwa.job.kind"] = job.kind
+                span.attributes["siwa.job.attempt"] = job.attempt
+                span.attributes["siwa.job.step"] = step.name
+                return try await body()
+            }
+            metrics.step(step.name, failed: false, seconds: ContinuousClock.now - start)
+            return held
+        } catch {
+            metrics.step(step.name, failed: true, seconds: ContinuousClock.now - start)
+            throw error
+        }
     }
 
     private func revokeTokens(_ job: ClaimedJob, sub: String, as step: JobStep) async throws -> Bool {
@@ -125,8 +146,14 @@ public struct PurgeJobRunner: Sendable {
         let lastStep = plan.steps.isEmpty
         let completes = batch.map { job in lastStep || plan.steps.allSatisfy { job.stepsDone.contains($0.name) } }
         let done: Set<Int64>
+        let start = ContinuousClock.now
         do {
-            done = try await queue.erasePersonalData(batch.map { ($0.id, $0.lease) }, completes: completes)
+            done = try await withSpan("siwa.job.step", ofKind: .internal) { span in
+                span.attributes["siwa.job.step"] = builtIn
+                span.attributes["siwa.job.batch"] = batch.count
+                return try await queue.erasePersonalData(batch.map { ($0.id, $0.lease) }, completes: completes)
+            }
+            metrics.step(builtIn, failed: false, seconds: ContinuousClock.now - start)
         } catch {
             logger.debug("Built-in step for the batch failed; running the jobs one by one",
                          metadata: ["jobs": "\(batch.count)", "error": "\(Self.failure(builtIn, error).summary)"])
@@ -141,6 +168,7 @@ public struct PurgeJobRunner: Sendable {
             // Not done: the lease was lost (the job was rescued); leave it.
             guard done.contains(job.id) else { continue }
             if completes[index] {
+                metrics.completed(kind: job.kind)
                 logger.info("Job completed", metadata: ["job": "\(job.id)", "attempt": "\(job.attempt)"])
             } else {
                 unfinished.append(job.recording(builtIn))
@@ -183,6 +211,7 @@ public struct PurgeJobRunner: Sendable {
             do {
                 try await webhooks.deliver(to: target, id: Self.webhookID(job: job, step: step.name), body: body)
             } catch let failure as WebhookFailure {
+                metrics.webhookFailed(step: step.name, statusClass: failure.statusClass.rawValue)
                 throw StepFailure(step: step.name, detail: failure.description, summary: failure.description, permanent: false)
             }
             return try await queue.recordStep(step)

@@ -42,6 +42,22 @@ public struct WebhookSecretError: Error, Sendable, CustomStringConvertible {
 /// host and what happened, never the body (it holds the Apple sub and ids
 /// only, but the rule is simpler kept whole).
 public struct WebhookFailure: Error, Sendable, CustomStringConvertible {
+    /// What went wrong, as a metric label (a bounded set).
+    public enum StatusClass: String, Sendable, CaseIterable {
+        case redirection = "3xx", clientError = "4xx", serverError = "5xx", other = "other"
+        case timeout, unreachable
+
+        init(status: UInt) {
+            switch status {
+            case 300..<400: self = .redirection
+            case 400..<500: self = .clientError
+            case 500..<600: self = .serverError
+            default: self = .other
+            }
+        }
+    }
+
+    public let statusClass: StatusClass
     public let description: String
 }
 
@@ -90,17 +106,17 @@ public struct WebhookDelivery: Sendable {
                 return response.status.code
             }
         } catch is TimeLimitExceeded {
-            throw WebhookFailure(description: "timed out: \(host) did not answer within \(seconds.formattedSeconds) s")
+            throw WebhookFailure(statusClass: .timeout, description: "timed out: \(host) did not answer within \(seconds.formattedSeconds) s")
         } catch let error as HTTPClientError where error == .deadlineExceeded {
-            throw WebhookFailure(description: "timed out: \(host) did not answer within \(seconds.formattedSeconds) s")
+            throw WebhookFailure(statusClass: .timeout, description: "timed out: \(host) did not answer within \(seconds.formattedSeconds) s")
         } catch is CancellationError {
             throw CancellationError()
         } catch {
             if Task.isCancelled { throw CancellationError() }
-            throw WebhookFailure(description: "could not reach \(host) (\(type(of: error)): \(Self.short(error)))")
+            throw WebhookFailure(statusClass: .unreachable, description: "could not reach \(host) (\(type(of: error)): \(Self.short(error)))")
         }
         guard (200..<300).contains(Int(status)) else {
-            throw WebhookFailure(description: "\(host) answered HTTP \(status)")
+            throw WebhookFailure(statusClass: .init(status: status), description: "\(host) answered HTTP \(status)")
         }
         return Int(status)
     }

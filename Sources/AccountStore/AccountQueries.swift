@@ -22,7 +22,8 @@ public struct AccountQueries: Sendable {
     }
 
     /// The purge queue at a glance, for `/metrics`: jobs per state, how
-    /// long the oldest runnable job has been waiting (0 if none), and the
+    /// long the oldest runnable job has been waiting (0 if none), the
+    /// oldest unfinished purge's age beside the purge SLA, and the
     /// running jobs that are overdue: attempted longer ago than the worker's
     /// maximum run time, or holding a lease that has expired (a worker that
     /// is stuck or gone, until a rescue).
@@ -33,14 +34,26 @@ public struct AccountQueries: Sendable {
                        coalesce(extract(epoch FROM now() - min(run_at) FILTER (
                            WHERE state IN ('available', 'retryable') AND run_at <= now())), 0)::float8,
                        count(*) FILTER (WHERE state = 'running' AND (
-                           attempted_at < now() - make_interval(secs => \(jobMaxRunSeconds)::float8) OR locked_until < now()))::bigint
+                           attempted_at < now() - make_interval(secs => \(jobMaxRunSeconds)::float8) OR locked_until < now()))::bigint,
+                       coalesce(extract(epoch FROM now() - min(attempted_at) FILTER (WHERE state = 'running')), 0)::float8
                 FROM siwa.jobs GROUP BY state
                 """, logger: logger)
             var snapshot = QueueSnapshot(jobsByState: [:], oldestRunnableSeconds: 0, runningOverdue: 0)
-            for try await (state, count, oldest, overdue) in rows.decode((String, Int64, Double, Int64).self) {
+            for try await (state, count, oldest, overdue, running) in rows.decode((String, Int64, Double, Int64, Double).self) {
                 snapshot.jobsByState[state] = Int(count)
                 snapshot.oldestRunnableSeconds = max(snapshot.oldestRunnableSeconds, oldest)
                 snapshot.runningOverdue += Int(overdue)
+                snapshot.oldestRunningSeconds = max(snapshot.oldestRunningSeconds, running)
+            }
+            // Purges (not other kinds) against the SLA siwa.attention applies (SIWA_PURGE_SLA_HOURS, as migrated).
+            let purges = try await connection.query("""
+                SELECT coalesce(extract(epoch FROM now() - min(created_at)), 0)::float8,
+                       (SELECT purge_sla_hours FROM siwa.report_settings)::float8 * 3600
+                FROM siwa.jobs WHERE kind = 'purge_user' AND state IN ('available', 'running', 'retryable')
+                """, logger: logger)
+            for try await (oldest, sla) in purges.decode((Double, Double?).self) {
+                snapshot.oldestPendingPurgeSeconds = oldest
+                snapshot.purgeSLASeconds = sla
             }
             return snapshot
         }
@@ -52,4 +65,10 @@ public struct QueueSnapshot: Sendable {
     public var oldestRunnableSeconds: Double
     /// Running jobs past the maximum run time or with an expired lease.
     public var runningOverdue: Int
+    /// How long ago the oldest running job's current attempt began (0: none running).
+    public var oldestRunningSeconds: Double = 0
+    /// How long ago the oldest unfinished purge was enqueued (0: none).
+    public var oldestPendingPurgeSeconds: Double = 0
+    /// SIWA_PURGE_SLA_HOURS as `siwa migrate` recorded it, in seconds.
+    public var purgeSLASeconds: Double?
 }

@@ -48,6 +48,14 @@ public struct ClaimedJob: Sendable, Equatable {
     }
 }
 
+/// Jobs of one kind whose expired leases one rescue pass took back.
+public struct RescuedJobs: Sendable, Equatable {
+    public let kind: String
+    public let rescued: Int
+    /// Of those, the ones that had used their last attempt.
+    public let discarded: Int
+}
+
 /// What became of a failed attempt.
 public enum FailureOutcome: String, Sendable {
     case retryable
@@ -286,8 +294,9 @@ public struct JobQueue: Sendable {
     /// Jobs whose lease ran out (their worker died or lost the database) go
     /// back to `retryable` at once, or `discarded` if that was their last
     /// attempt. Any worker may run this; SKIP LOCKED keeps two from colliding.
-    public func rescueExpiredLeases(maxAttempts: Int) async throws -> Int {
-        return try await count("""
+    /// Returns what was rescued, by kind (nothing rescued: empty).
+    public func rescueExpiredLeases(maxAttempts: Int) async throws -> [RescuedJobs] {
+        let query: PostgresQuery = """
             WITH expired AS (
                 SELECT id FROM siwa.jobs WHERE state = 'running' AND locked_until < now()
                 ORDER BY locked_until LIMIT 1000 FOR UPDATE SKIP LOCKED
@@ -301,15 +310,22 @@ public struct JobQueue: Sendable {
                         'error', 'lease expired: the worker stopped or lost the database before finishing')),
                     locked_by = NULL, locked_until = NULL
                 FROM expired WHERE j.id = expired.id
-                RETURNING j.id, j.state, j.attempt, j.args->>'apple_sub' AS apple_sub
+                RETURNING j.id, j.kind, j.state, j.attempt, j.args->>'apple_sub' AS apple_sub
             ), audit AS (
                 INSERT INTO siwa.audit_log (actor, action, apple_sub, details)
                 SELECT 'worker', CASE WHEN state = 'discarded' THEN 'job.discarded' ELSE 'job.rescued' END, apple_sub,
                        jsonb_build_object('job_id', id, 'attempt', attempt, 'error', 'lease expired', 'worker', \(worker)::text)
                 FROM job
             )
-            SELECT count(*) FROM job
-            """)
+            SELECT kind, count(*)::bigint, (count(*) FILTER (WHERE state = 'discarded'))::bigint FROM job GROUP BY kind
+            """
+        return try await client.withGuardedConnection { [logger] connection in
+            var rescued: [RescuedJobs] = []
+            for try await (kind, count, discarded) in try await connection.query(query, logger: logger).decode((String, Int64, Int64).self) {
+                rescued.append(RescuedJobs(kind: kind, rescued: Int(count), discarded: Int(discarded)))
+            }
+            return rescued
+        }
     }
 
     /// Deletes completed and cancelled jobs finalized more than

@@ -11,7 +11,8 @@ struct WorkerProcess {
     static func start(databaseURL: String, settings: [String: String]) throws -> WorkerProcess {
         let logFile = FileManager.default.temporaryDirectory.appendingPathComponent("siwa-bench-worker-\(getpid())-\(UUID().uuidString.prefix(8)).log").path
         var environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("SIWA_") }
-        environment.merge(["SIWA_DATABASE_URL": databaseURL, "SIWA_LOG_FORMAT": "json"]) { $1 }
+        // The metrics listener off: bench runs must not depend on port 9091 being free.
+        environment.merge(["SIWA_DATABASE_URL": databaseURL, "SIWA_LOG_FORMAT": "json", "SIWA_WORKER_METRICS_PORT": "off"]) { $1 }
         for name in ["SIWA_LOG_LEVEL", "SIWA_LOG_FORMAT"] {
             if let value = ProcessInfo.processInfo.environment[name] { environment[name] = value }
         }

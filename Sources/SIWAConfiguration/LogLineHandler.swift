@@ -4,6 +4,7 @@ import Glibc
 import Darwin
 #endif
 import AppleSignIn
+import Foundation
 import Logging
 import Synchronization
 
@@ -15,6 +16,12 @@ import Synchronization
 /// - `text`: `2026-11-22T12:34:56.789Z info siwa.serve: Listening address=…`,
 ///   metadata in key order after the message.
 ///
+/// Under systemd (`priorityPrefix`: stderr is the journal's stream) each line
+/// starts with its syslog priority, `<3>` to `<7>` (sd-daemon(3)), which
+/// journald strips and records, so `journalctl -p warning` works. Metadata
+/// comes from the logger, then swift-log's metadata provider (the request
+/// a line is about: `RequestLogContext`), then the call, later ones winning.
+///
 /// Written by hand because it runs once per notification: Foundation's
 /// JSONSerialization and ISO8601DateFormatter (an ICU formatter per call)
 /// cost more CPU than verifying the notification and halved `make bench`;
@@ -23,17 +30,22 @@ import Synchronization
 public struct LogLineHandler: LogHandler {
     public var metadata: Logger.Metadata = [:]
     public var logLevel: Logger.Level = .info
+    public var metadataProvider: Logger.MetadataProvider?
     let label: String
     let format: LogSettings.Format
     let fileDescriptor: Int32
+    let priorityPrefix: Bool
     /// Lines from concurrent tasks must not interleave on the way out.
     private static let output = Mutex(())
     private static let reservedKeys: Set<String> = ["ts", "level", "logger", "msg"]
 
-    public init(label: String, format: LogSettings.Format, fileDescriptor: Int32 = STDERR_FILENO) {
+    public init(label: String, format: LogSettings.Format, fileDescriptor: Int32 = STDERR_FILENO,
+                priorityPrefix: Bool = false, metadataProvider: Logger.MetadataProvider? = nil) {
         self.label = label
         self.format = format
         self.fileDescriptor = fileDescriptor
+        self.priorityPrefix = priorityPrefix
+        self.metadataProvider = metadataProvider
     }
 
     public subscript(metadataKey key: String) -> Logger.Metadata.Value? {
@@ -42,10 +54,13 @@ public struct LogLineHandler: LogHandler {
     }
 
     public func log(event: LogEvent) {
-        let merged = event.metadata.map { metadata.merging($0) { $1 } } ?? metadata
+        var merged = metadata
+        if let provided = metadataProvider?.get(), !provided.isEmpty { merged.merge(provided) { $1 } }
+        if let explicit = event.metadata { merged.merge(explicit) { $1 } }
         let fields = merged.sorted(by: { $0.key < $1.key })
         var line: [UInt8] = []
         line.reserveCapacity(256)
+        if priorityPrefix { Self.appendPriority(event.level, to: &line) }
         switch format {
         case .json: jsonLine(event, fields, into: &line)
         case .text: textLine(event, fields, into: &line)
@@ -102,6 +117,21 @@ public struct LogLineHandler: LogHandler {
             line.append(UInt8(ascii: "="))
             Self.appendSingleLine(value.description, to: &line)
         }
+    }
+
+    /// `<N>`: the syslog priority journald reads off the front of a line.
+    static func appendPriority(_ level: Logger.Level, to line: inout [UInt8]) {
+        let priority: UInt8 = switch level {
+        case .critical: 2
+        case .error: 3
+        case .warning: 4
+        case .notice: 5
+        case .info: 6
+        case .debug, .trace: 7
+        }
+        line.append(UInt8(ascii: "<"))
+        line.append(UInt8(ascii: "0") + priority)
+        line.append(UInt8(ascii: ">"))
     }
 
     static func appendSingleLine(_ text: String, to line: inout [UInt8]) {
@@ -172,13 +202,45 @@ public struct LogLineHandler: LogHandler {
 }
 
 public enum LoggingSetup {
-    /// Once per process, before anything logs.
-    public static func bootstrap(_ settings: LogSettings) {
+    /// Once per process, before anything logs. The lines get the syslog
+    /// priority prefix when stderr is the journal (`JournalStream`).
+    public static func bootstrap(_ settings: LogSettings,
+                                 environment: [String: String] = ProcessInfo.processInfo.environment) {
         let level = Logger.Level(rawValue: settings.level) ?? .info
-        LoggingSystem.bootstrap { label in
-            var handler = LogLineHandler(label: label, format: settings.format)
+        let journal = JournalStream.isConnected(STDERR_FILENO, environment: environment)
+        LoggingSystem.bootstrap({ label, provider in
+            var handler = LogLineHandler(label: label, format: settings.format, priorityPrefix: journal, metadataProvider: provider)
             handler.logLevel = level
             return handler
-        }
+        }, metadataProvider: RequestLogContext.metadataProvider)
+    }
+}
+
+/// systemd's `JOURNAL_STREAM=DEVICE:INODE` names the stream it connected a
+/// service's stdout or stderr to (sd-daemon(3)): a descriptor is the journal
+/// when its device and inode are those. Compared, not merely present, so a
+/// command run from a service's shell with its stderr sent elsewhere writes
+/// plain lines.
+public enum JournalStream {
+    public static func isConnected(_ descriptor: Int32, environment: [String: String]) -> Bool {
+        guard let value = environment["JOURNAL_STREAM"] else { return false }
+        let parts = value.split(separator: ":")
+        guard parts.count == 2, let device = UInt64(parts[0]), let inode = UInt64(parts[1]) else { return false }
+        var status = stat()
+        guard fstat(descriptor, &status) == 0 else { return false }
+        return UInt64(status.st_dev) == device && UInt64(status.st_ino) == inode
+    }
+}
+
+/// The request a log line is about: the notification route sets it (a
+/// task-local) while it handles one, and swift-log's metadata provider,
+/// bootstrapped in `LoggingSetup`, adds it as `request_id` to every line
+/// logged in that task, whichever logger writes it.
+public enum RequestLogContext {
+    @TaskLocal public static var requestID: Logger.MetadataValue?
+
+    public static let metadataProvider = Logger.MetadataProvider {
+        guard let id = requestID else { return [:] }
+        return ["request_id": id]
     }
 }

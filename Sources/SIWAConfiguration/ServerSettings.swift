@@ -81,11 +81,7 @@ public struct AdminListenerSettings: Sendable {
     /// nil when SIWA_ADMIN_HTTP_PORT is `off`.
     static func read(_ env: SettingsReader) throws -> AdminListenerSettings? {
         typealias S = SettingsCatalog
-        let portText = try env.text(S.adminHTTPPort)
-        if portText.lowercased() == "off" { return nil }
-        guard let port = Int(portText), (0...65535).contains(port) else {
-            throw SettingError(S.adminHTTPPort.name, "expected off or a whole number in 0...65535, got '\(portText.prefix(40))'")
-        }
+        guard let port = try env.listenerPort(S.adminHTTPPort) else { return nil }
         return AdminListenerSettings(host: try env.text(S.adminHTTPHost), port: port,
                                      authFailuresPerMinute: try env.integer(S.adminAuthFailuresPerMinute))
     }

@@ -388,6 +388,23 @@ public enum SettingsCatalog {
             admin comes from 127.0.0.1 and shares one count.
             """)
 
+    // MARK: The worker's health and metrics listener (siwa worker)
+
+    public static let workerMetricsHost = Setting(
+        "SIWA_WORKER_METRICS_HOST", .text, default: "127.0.0.1", readers: [.worker], files: [.worker],
+        help: "the worker's listener address: `/healthz`, `/readyz` (its database reachable) and `/metrics` (Prometheus text); keep it on loopback",
+        details: """
+            Scrape it from Prometheus on the same host (or through an ssh tunnel): it has \
+            no authentication, and nothing but these three routes.
+            """)
+    public static let workerMetricsPort = Setting(
+        "SIWA_WORKER_METRICS_PORT", .text, default: "9091", readers: [.worker], files: [.worker],
+        help: "the worker's listener port; `off`: no listener; 0: any free port (logged)",
+        details: """
+            Two workers on one host need two ports, or `off` for all but one (each reports \
+            its own counters, so scrape them all).
+            """)
+
     public static let sections: [(title: String, settings: [Setting])] = [
         ("database", [databaseURL, migrateDatabaseURL, databaseMaxConnections, migrationsDir]),
         ("notifications and HTTP", [appleClientIDs, httpHost, httpPort, httpIdleTimeout, maxBodyBytes]),
@@ -401,6 +418,7 @@ public enum SettingsCatalog {
                                         appleRequestsPerSecond]),
         ("purge jobs", [purgePlan, workerConcurrency, jobLease, jobMaxRun, jobRetryBase, jobMaxAttempts,
                         jobRetentionDays, workerPoll, workerShutdownGrace]),
+        ("worker metrics listener", [workerMetricsHost, workerMetricsPort]),
         ("audit reports", [purgeSLAHours]),
         ("deletion receipts", [receiptKeyFile, receiptIssuer, receiptJWKSFile]),
         ("audit chain", [auditHeadLogMinutes]),

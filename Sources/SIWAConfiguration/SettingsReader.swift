@@ -93,6 +93,16 @@ public struct SettingsReader: Sendable {
         return text
     }
 
+    /// A listener's port: nil for `off` (no listener), 0 for any free port.
+    public func listenerPort(_ setting: Setting) throws -> Int? {
+        let text = try self.text(setting)
+        if text.lowercased() == "off" { return nil }
+        guard let port = Int(text), (0...65535).contains(port) else {
+            throw SettingError(setting.name, "expected off or a whole number in 0...65535, got '\(text.prefix(40))'")
+        }
+        return port
+    }
+
     /// A required comma list with at least one entry.
     public func list(_ setting: Setting) throws -> [String] {
         let items = try required(setting).split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }

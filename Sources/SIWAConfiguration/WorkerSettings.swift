@@ -20,6 +20,8 @@ public struct WorkerSettings: Sendable {
     public var receipts: ReceiptSettings?
     /// How often the audit chain's head is logged.
     public var auditHeadLogMinutes: Int
+    /// nil: no health and metrics listener (SIWA_WORKER_METRICS_PORT=off).
+    public var metricsListener: ListenerAddress?
 
     /// SIWA_JOB_MAX_RUN_SECONDS, whose default is 900 s or the lease if
     /// longer (`siwa serve` reads it too, for `siwa_jobs_running_overdue`).
@@ -62,5 +64,18 @@ public struct WorkerSettings: Sendable {
         onConsentRevoked = ConsentRevokedPolicy(rawValue: try env.choice(S.onConsentRevoked)) ?? .signOut
         receipts = try ReceiptSettings.read(env)
         auditHeadLogMinutes = try env.integer(S.auditHeadLogMinutes)
+        metricsListener = try env.listenerPort(S.workerMetricsPort).map { ListenerAddress(host: try env.text(S.workerMetricsHost), port: $0) }
+    }
+}
+
+/// Where a listener of siwa's binds.
+public struct ListenerAddress: Sendable, Equatable {
+    public var host: String
+    /// 0: any free port.
+    public var port: Int
+
+    public init(host: String, port: Int) {
+        self.host = host
+        self.port = port
     }
 }

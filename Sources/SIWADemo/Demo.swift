@@ -175,6 +175,8 @@ struct Demo {
     func spawn(_ command: String, arguments: [String] = [], environment: [String: String],
                outputFile: String = "/dev/stderr") throws -> ChildProcess {
         var env = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("SIWA_") }
+        // The demo's workers must not collide with a siwa worker already on 9091 (nor with each other).
+        if command == "worker" { env["SIWA_WORKER_METRICS_PORT"] = "off" }
         env.merge(environment) { $1 }
         return try ChildProcess(executable: siwa, arguments: [command] + arguments, environment: env, outputFile: outputFile)
     }

@@ -42,8 +42,8 @@ public func buildRouter(_ dependencies: ServerDependencies, logger: Logger) -> R
     let router = Router(context: BasicRequestContext.self)
     NotificationRoutes(receiver: dependencies.receiver, maxBodyBytes: dependencies.maxBodyBytes,
                        metrics: dependencies.metrics, tarpit: FloodTarpit(delay: dependencies.floodDelay)).register(on: router)
-    HealthRoutes(keys: dependencies.keys, queries: dependencies.queries,
-                 registry: dependencies.registry, logger: logger).register(on: router)
+    HealthRoutes(keys: dependencies.keys, queries: dependencies.queries, registry: dependencies.registry,
+                 queueGauges: [.backlog], logger: logger).register(on: router)
     ReceiptKeysRoute(keys: dependencies.receiptKeys).register(on: router)
     if let signIn = dependencies.signIn {
         UserRoutes(signIn: signIn.service, directory: signIn.directory, apiKeys: signIn.apiKeys,

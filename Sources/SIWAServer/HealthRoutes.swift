@@ -5,15 +5,29 @@ import Hummingbird
 import Logging
 import Prometheus
 
-/// `/healthz` (the process answers), `/readyz` (database reachable and
-/// Apple's keys loaded), `/metrics` (Prometheus text).
+/// `/healthz` (the process answers), `/readyz` (database reachable and, in
+/// `siwa serve`, Apple's keys loaded), `/metrics` (Prometheus text). Served
+/// by `siwa serve` on its listener and by `siwa worker` on its own
+/// (`buildWorkerListener`).
 struct HealthRoutes: Sendable {
-    let keys: AppleKeySet
+    /// The purge queue's gauges, read at scrape time; each process exports
+    /// its own, so that no series comes from both.
+    enum QueueGauge: Sendable {
+        /// `siwa_jobs{state}`, `siwa_jobs_oldest_runnable_seconds`, `siwa_jobs_running_overdue`,
+        /// `siwa_purges_oldest_pending_seconds` and `siwa_purge_sla_seconds` (serve).
+        case backlog
+        /// `siwa_jobs_oldest_running_seconds` (the worker).
+        case oldestRunning
+    }
+
+    /// nil in the worker, which loads no Apple keys.
+    let keys: AppleKeySet?
     let queries: AccountQueries
     let registry: PrometheusCollectorRegistry
+    let queueGauges: Set<QueueGauge>
     let logger: Logger
 
-    func register(on router: Router<BasicRequestContext>) {
+    func register<Context: RequestContext>(on router: Router<Context>) {
         router.get("/healthz") { _, _ in JSONResponse.make(.ok, ["status": "ok"]) }
         router.get("/readyz") { _, _ in await readiness() }
         router.get("/metrics") { _, _ in
@@ -25,30 +39,58 @@ struct HealthRoutes: Sendable {
     }
 
     /// The purge queue, read at scrape time (one small query; skipped if the
-    /// database does not answer within a second, so /metrics never hangs):
-    /// `siwa_jobs{state}`, `siwa_jobs_oldest_runnable_seconds` and
-    /// `siwa_jobs_running_overdue`. Alert on `siwa_jobs{state="discarded"} > 0`,
-    /// on a growing oldest age, and on overdue running jobs (a worker stuck
-    /// or gone).
+    /// database does not answer within a second, so /metrics never hangs,
+    /// and `siwa_database_reachable` is then 0). Alert on
+    /// `siwa_jobs{state="discarded"} > 0`, on a growing oldest age, and on
+    /// overdue running jobs (a worker stuck or gone): deploy/prometheus/alerts.yml.
     func refreshQueueGauges() async {
-        guard let snapshot = await withDeadline(.seconds(1), { try await queries.queueSnapshot(logger: logger) }) else { return }
-        let jobs = MetricNameDescriptor(namespace: "siwa", metricName: "jobs", unitName: "",
-                                        helpText: "Purge jobs in siwa.jobs by state")
-        for state in JobState.allCases {
-            registry.makeGauge(descriptor: jobs, labels: [("state", state.rawValue)])
-                .set(Double(snapshot.jobsByState[state.rawValue] ?? 0))
-        }
-        registry.makeGauge(descriptor: MetricNameDescriptor(namespace: "siwa", metricName: "jobs_oldest_runnable", unitName: "seconds",
-                                                            helpText: "How long the oldest runnable purge job has waited (0: none)"))
-            .set(snapshot.oldestRunnableSeconds)
+        let snapshot = await withDeadline(.seconds(1), { try await queries.queueSnapshot(logger: logger) })
         registry.makeGauge(descriptor: MetricNameDescriptor(
-            namespace: "siwa", metricName: "jobs_running_overdue", unitName: "",
-            helpText: "Running purge jobs attempted longer ago than SIWA_JOB_MAX_RUN_SECONDS, or whose lease expired"))
-            .set(Double(snapshot.runningOverdue))
+            namespace: "siwa", metricName: "database_reachable", unitName: "",
+            helpText: "1 if the database answered this scrape's query within a second, else 0"))
+            .set(snapshot == nil ? 0 : 1)
+        guard let snapshot else { return }
+        if queueGauges.contains(.backlog) {
+            let jobs = MetricNameDescriptor(namespace: "siwa", metricName: "jobs", unitName: "",
+                                            helpText: "Purge jobs in siwa.jobs by state")
+            for state in JobState.allCases {
+                registry.makeGauge(descriptor: jobs, labels: [("state", state.rawValue)])
+                    .set(Double(snapshot.jobsByState[state.rawValue] ?? 0))
+            }
+            registry.makeGauge(descriptor: MetricNameDescriptor(namespace: "siwa", metricName: "jobs_oldest_runnable", unitName: "seconds",
+                                                                helpText: "How long the oldest runnable purge job has waited (0: none)"))
+                .set(snapshot.oldestRunnableSeconds)
+            registry.makeGauge(descriptor: MetricNameDescriptor(
+                namespace: "siwa", metricName: "jobs_running_overdue", unitName: "",
+                helpText: "Running purge jobs attempted longer ago than SIWA_JOB_MAX_RUN_SECONDS, or whose lease expired"))
+                .set(Double(snapshot.runningOverdue))
+            registry.makeGauge(descriptor: MetricNameDescriptor(
+                namespace: "siwa", metricName: "purges_oldest_pending", unitName: "seconds",
+                helpText: "How long ago the oldest unfinished purge (available, retryable or running) was requested (0: none)"))
+                .set(snapshot.oldestPendingPurgeSeconds)
+            if let sla = snapshot.purgeSLASeconds {
+                registry.makeGauge(descriptor: MetricNameDescriptor(
+                    namespace: "siwa", metricName: "purge_sla", unitName: "seconds",
+                    helpText: "SIWA_PURGE_SLA_HOURS as siwa migrate recorded it (siwa.report_settings), in seconds"))
+                    .set(sla)
+            }
+        }
+        if queueGauges.contains(.oldestRunning) {
+            registry.makeGauge(descriptor: MetricNameDescriptor(
+                namespace: "siwa", metricName: "jobs_oldest_running", unitName: "seconds",
+                helpText: "How long ago the oldest running job's current attempt began, in any worker (0: none running)"))
+                .set(snapshot.oldestRunningSeconds)
+        }
     }
 
     func readiness() async -> Response {
         let database = await withDeadline(.seconds(2)) { try await queries.ping(logger: logger) } != nil
+        guard let keys else {
+            return JSONResponse.make(database ? .ok : .serviceUnavailable, [
+                "status": database ? "ready" : "not_ready",
+                "database": database ? "ok" : "unreachable",
+            ])
+        }
         let keysLoaded = keys.isLoaded
         let ready = database && keysLoaded
         return JSONResponse.make(ready ? .ok : .serviceUnavailable, [

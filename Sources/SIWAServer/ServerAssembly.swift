@@ -17,7 +17,7 @@ import ServiceLifecycle
 public enum ServerAssembly {
     public static func makeApplication(
         settings: ServerSettings,
-        registry: PrometheusCollectorRegistry = PrometheusCollectorRegistry(),
+        registry: PrometheusCollectorRegistry = SIWAMetrics.makeRegistry(),
         migrations: Migrator? = nil,
         logger: Logger,
         onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in },
@@ -32,7 +32,7 @@ public enum ServerAssembly {
         let database = configuration
         let client = PostgresClient(configuration: database.postgresClientConfiguration,
                                     backgroundLogger: Logger(label: "siwa.postgres"))
-        let metrics = PrometheusMetricsFactory(registry: registry)
+        let metrics = SIWAMetrics.factory(for: registry)
         // Keys are fetched with a client of their own that follows no
         // redirect (HTTPClient.shared follows up to 20); the service below
         // shuts it down after the key refresh has stopped.

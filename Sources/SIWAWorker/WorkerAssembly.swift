@@ -16,8 +16,11 @@ public struct WorkerAssembly: Sendable {
     public let plan: PurgePlan
 
     /// Throws `PurgePlanError` (bad plan), `SettingError`, `DatabaseConfigurationError`.
+    /// - Parameter metrics: where the job counters, step histograms and token
+    ///   validations are recorded (`siwa worker`: its /metrics registry).
     public init(settings: WorkerSettings, environment: [String: String], migrations: Migrator?,
-                workerName: String = WorkerAssembly.defaultWorkerName(), logger: Logger) throws {
+                workerName: String = WorkerAssembly.defaultWorkerName(), metrics: any MetricsFactory = MetricsSystem.factory,
+                logger: Logger) throws {
         // Everything that can refuse a setting first: past this point
         // HTTP clients exist, and each must be shut down, not dropped.
         let access = try settings.signIn.map(AppleAccess.init)
@@ -37,17 +40,20 @@ public struct WorkerAssembly: Sendable {
                          store: AppleTokenStore(client: client, queue: queue, logger: Logger(label: "siwa.tokens")),
                          logger: Logger(label: "siwa.tokens"))
         }
+        let jobMetrics = JobMetrics(factory: metrics, steps: [AppleTokenStore.revokeStepName] + plan.allStepNames)
         let runner = PurgeJobRunner(plan: plan, queue: queue, externalDatabases: external,
-                                    webhooks: WebhookDelivery(http: webhookClient), revoker: revoker, logger: Logger(label: "siwa.purge"))
+                                    webhooks: WebhookDelivery(http: webhookClient), revoker: revoker, metrics: jobMetrics,
+                                    logger: Logger(label: "siwa.purge"))
         var validation: [any Service] = []
         if let access, let hours = settings.tokenValidation.periodHours {
             validation = [TokenValidator(
                 queue: TokenValidationQueue(client: client, periodHours: hours, logger: Logger(label: "siwa.tokens")),
                 apple: access.apple, keyRing: access.keyRing, consentPolicy: settings.onConsentRevoked,
                 requestsPerSecond: settings.tokenValidation.requestsPerSecond, logger: Logger(label: "siwa.tokens"),
-                metrics: MetricsSystem.factory)]
+                metrics: metrics)]
         }
-        let worker = JobWorker(client: client, queue: queue, runner: runner, options: settings.worker, logger: logger) {
+        let worker = JobWorker(client: client, queue: queue, runner: runner, options: settings.worker, metrics: jobMetrics,
+                               logger: logger) {
             logger.info("Database", metadata: ["database": "\(database.redactedDescription)", "tls": "\(database.tlsDescription)"])
             // Refuse to work against a schema that is behind or was edited.
             if let migrations { try await migrations.checkUpToDate(client: client, logger: logger) }

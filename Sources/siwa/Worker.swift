@@ -6,6 +6,7 @@ import ArgumentParser
 import Foundation
 import Logging
 import PostgresNIO
+import Prometheus
 import ServiceLifecycle
 import SIWAServer
 
@@ -21,6 +22,10 @@ struct Worker: AsyncParsableCommand {
             (siwa receipts --help), stored in the transaction that completes it.
             SIGTERM or SIGINT: stop claiming, let running jobs finish within the grace period, \
             release the rest for another worker.
+            GET /healthz, /readyz and /metrics on a listener of its own (SIWA_WORKER_METRICS_HOST, \
+            SIWA_WORKER_METRICS_PORT: 127.0.0.1:9091 unless set; `off` turns it off): the jobs \
+            claimed, completed, retried, discarded and rescued by kind, step durations, webhook \
+            failures, lost leases and the oldest running job's age, for Prometheus.
 
             --check-plan tries the purge plan without running it, then exits: every SQL \
             statement is PREPAREd on its database inside a transaction that is rolled back, and \
@@ -46,14 +51,18 @@ struct Worker: AsyncParsableCommand {
         let logger = Logger(label: "siwa.worker")
         if checkPlan { await Self.checkPlan(settings: settings, environment: environment, logger: logger) }
         let migrator = Startup.settings { try Migrator(directory: Migrator.defaultDirectory()) }
+        let registry = SIWAMetrics.makeRegistry()
         let assembly = Startup.settings {
-            try WorkerAssembly(settings: settings, environment: environment, migrations: migrator, logger: logger)
+            try WorkerAssembly(settings: settings, environment: environment, migrations: migrator,
+                               metrics: SIWAMetrics.factory(for: registry), logger: logger)
         }
+        let listener = Startup.settings { try Self.listener(settings: settings, registry: registry, logger: logger) }
         Startup.warnUnknownSettings(SettingsReader(environment), also: assembly.plan.environmentNames)
         // After every setting is checked: TLS refusing to connect stops start-up here.
         await Startup.checkTLS(Startup.settings { try DatabaseConfiguration(url: settings.databaseURL) })
         logger.info("Purge plan", metadata: ["plan": "\(WorkerAssembly.describe(assembly.plan))"])
-        let group = ServiceGroup(configuration: .init(services: assembly.services.map { .init(service: $0) },
+        let services = listener + assembly.services
+        let group = ServiceGroup(configuration: .init(services: services.map { .init(service: $0) },
                                                       gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         do {
             try await group.run()
@@ -61,6 +70,21 @@ struct Worker: AsyncParsableCommand {
             Startup.fail("\(error)")
         } catch let error as PSQLError {
             Startup.databaseFailure(error, url: settings.databaseURL)
+        }
+    }
+
+    /// The health and metrics listener's services (none when it is off),
+    /// first in the group: they stop last, so a draining worker can still be scraped.
+    static func listener(settings: WorkerSettings, registry: PrometheusCollectorRegistry, logger: Logger) throws -> [any Service] {
+        guard let address = settings.metricsListener else {
+            logger.info("The metrics listener is off (SIWA_WORKER_METRICS_PORT=off)")
+            return []
+        }
+        let listenerLogger = Logger(label: "siwa.worker.metrics")
+        return try WorkerListener.services(host: address.host, port: address.port, databaseURL: settings.databaseURL,
+                                           jobMaxRunSeconds: settings.worker.maxRunSeconds, registry: registry,
+                                           logger: listenerLogger) { port in
+            listenerLogger.info("Metrics listener: /healthz, /readyz, /metrics", metadata: ["address": "\(address.host):\(port)"])
         }
     }
 

@@ -42,8 +42,9 @@ struct ProcessResult {
 func runSIWA(_ arguments: [String], environment: [String: String] = [:]) async throws -> ProcessResult {
     var env = ProcessInfo.processInfo.environment
     env.removeValue(forKey: "SIWA_APPLE_CLIENT_IDS")
-    // Off unless the test asks: tests running at once would all take 8081.
+    // Off unless the test asks: tests running at once would all take 8081 (workers 9091).
     env["SIWA_ADMIN_HTTP_PORT"] = "off"
+    env["SIWA_WORKER_METRICS_PORT"] = "off"
     for (key, value) in environment { env[key] = value }
     let outputFile = FileManager.default.temporaryDirectory.appendingPathComponent("siwa-run-\(UUID().uuidString)").path
     defer { try? FileManager.default.removeItem(atPath: outputFile) }

@@ -15,8 +15,10 @@ final class SIWAProcess: Sendable {
     init(port: Int = 0, environment: [String: String], arguments: [String] = ["serve"]) throws {
         self.port = port
         var env = ProcessInfo.processInfo.environment
-        // Off unless the test asks: two serve processes on one host would both take 8081.
+        // Off unless the test asks: two serve processes on one host would
+        // both take 8081, two workers 9091.
         env["SIWA_ADMIN_HTTP_PORT"] = "off"
+        env["SIWA_WORKER_METRICS_PORT"] = "off"
         for (key, value) in environment { env[key] = value }
         if port != 0 {
             env["SIWA_HTTP_PORT"] = String(port)
