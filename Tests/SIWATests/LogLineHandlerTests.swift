@@ -9,12 +9,16 @@ import Testing
 @Suite("Log lines")
 struct LogLineHandlerTests {
     /// What a handler writes, through a temporary file.
-    func output(_ format: LogSettings.Format, _ body: (Logger) -> Void) throws -> String {
+    func output(_ format: LogSettings.Format, priorityPrefix: Bool = false, metadataProvider: Logger.MetadataProvider? = nil,
+                _ body: (Logger) -> Void) throws -> String {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("siwa-log-\(UUID().uuidString)").path
         let descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
         try #require(descriptor >= 0)
         defer { unlink(path) }
-        var logger = Logger(label: "siwa.test") { label in LogLineHandler(label: label, format: format, fileDescriptor: descriptor) }
+        var logger = Logger(label: "siwa.test") { label in
+            LogLineHandler(label: label, format: format, fileDescriptor: descriptor, priorityPrefix: priorityPrefix,
+                           metadataProvider: metadataProvider)
+        }
         logger[metadataKey: "worker"] = "w1"
         body(logger)
         close(descriptor)
@@ -24,8 +28,8 @@ struct LogLineHandlerTests {
     }
 
     /// JSON lines, parsed.
-    func lines(_ body: (Logger) -> Void) throws -> [[String: Any]] {
-        try output(.json, body).split(separator: "\n").map { line in
+    func lines(provider: Logger.MetadataProvider? = nil, _ body: (Logger) -> Void) throws -> [[String: Any]] {
+        try output(.json, metadataProvider: provider, body).split(separator: "\n").map { line in
             try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any], "\(line)")
         }
     }
@@ -75,6 +79,66 @@ struct LogLineHandlerTests {
         formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
         let parsed = try #require(formatter.date(from: stamp))
         #expect(parsed >= before.addingTimeInterval(-0.002) && parsed <= after.addingTimeInterval(0.002), "\(stamp)")
+    }
+
+    /// Under systemd each line starts with its syslog priority, which
+    /// journald strips and records (`journalctl -p warning`).
+    @Test func journalLinesStartWithTheirPriority() throws {
+        for format in [LogSettings.Format.text, .json] {
+            let text = try output(format, priorityPrefix: true) { logger in
+                var everything = logger
+                everything.logLevel = .trace
+                everything.trace("t")
+                everything.debug("d")
+                everything.info("i")
+                everything.notice("n")
+                everything.warning("w")
+                everything.error("e")
+                everything.critical("c")
+            }
+            let prefixes = text.split(separator: "\n").map { String($0.prefix(3)) }
+            #expect(prefixes == ["<7>", "<7>", "<6>", "<5>", "<4>", "<3>", "<2>"], "\(text)")
+            if format == .json {
+                // What journald keeps, past the prefix, is still one JSON object.
+                for line in text.split(separator: "\n") {
+                    #expect((try? JSONSerialization.jsonObject(with: Data(line.dropFirst(3).utf8))) is [String: Any], "\(line)")
+                }
+            }
+        }
+        #expect(try output(.text) { $0.warning("plain") }.first?.isNumber == true, "no prefix outside the journal")
+    }
+
+    /// `JOURNAL_STREAM` counts only when it names the descriptor's own
+    /// device and inode (sd-daemon(3)).
+    @Test func theJournalIsRecognisedByDeviceAndInode() throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("siwa-journal-\(UUID().uuidString)").path
+        let descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        try #require(descriptor >= 0)
+        defer {
+            close(descriptor)
+            unlink(path)
+        }
+        var status = stat()
+        try #require(fstat(descriptor, &status) == 0)
+        #expect(JournalStream.isConnected(descriptor, environment: ["JOURNAL_STREAM": "\(status.st_dev):\(status.st_ino)"]))
+        #expect(!JournalStream.isConnected(descriptor, environment: ["JOURNAL_STREAM": "\(status.st_dev):\(status.st_ino + 1)"]))
+        #expect(!JournalStream.isConnected(descriptor, environment: ["JOURNAL_STREAM": "junk"]))
+        #expect(!JournalStream.isConnected(descriptor, environment: [:]))
+    }
+
+    /// swift-log's metadata provider is honoured: the request a line is
+    /// about (RequestLogContext) is in it, whichever logger writes it; the
+    /// call's own metadata wins over the provider's.
+    @Test func metadataProvidersAreHonoured() throws {
+        let logged = try RequestLogContext.$requestID.withValue("req-1") {
+            try lines(provider: RequestLogContext.metadataProvider) { logger in
+                logger.info("about the request")
+                logger.info("overridden", metadata: ["request_id": "explicit"])
+            }
+        }
+        let outside = try lines(provider: RequestLogContext.metadataProvider) { $0.info("no request") }
+        #expect(logged.map { $0["request_id"] as? String } == ["req-1", "explicit"])
+        #expect(outside.first?["request_id"] == nil)
     }
 
     @Test func levelFilterApplies() throws {

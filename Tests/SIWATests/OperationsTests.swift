@@ -55,4 +55,35 @@ struct OperationsTests {
             #expect((try? JSONSerialization.jsonObject(with: Data(line.utf8))) is [String: Any], "\(line)")
         }
     }
+
+    /// Each line about a notification carries the request id of the
+    /// delivery it is about (swift-log's metadata provider), one per
+    /// delivery: recorded, duplicate, rejected and malformed alike.
+    @Test func everyLineAboutANotificationCarriesItsRequestID() async throws {
+        let database = try await TestDatabase.create()
+        let apple = try AppleSimulator()
+        let appleServer = try await apple.start()
+        defer { Task { await appleServer.stop() } }
+        let siwa = try SIWAProcess(port: try freePort(), environment: [
+            "SIWA_DATABASE_URL": database.url, "SIWA_APPLE_CLIENT_IDS": ServerHarness.clientID,
+            "SIWA_APPLE_JWKS_URL": appleServer.baseURL + "/auth/keys", "SIWA_LOG_LEVEL": "debug", "SIWA_LOG_FORMAT": "json",
+        ])
+        try await siwa.waitUntilReady()
+        let url = "http://127.0.0.1:\(siwa.port)/apple/notifications"
+        let good = try apple.notification(type: "email-disabled", sub: "rid.sub", audience: ServerHarness.clientID)
+        let forged = try apple.notification(type: "email-disabled", sub: "rid.sub", audience: ServerHarness.clientID,
+                                            key: try apple.unpublishedKey())
+        let bodies = [AppleSimulator.body(for: good), AppleSimulator.body(for: good), AppleSimulator.body(for: forged), Data("{".utf8)]
+        for body in bodies {
+            _ = try await HTTPAnswer.send(method: .POST, url: url, body: body, headers: [("Content-Type", "application/json")])
+        }
+        #expect(await siwa.terminate() == 0)
+        let lines = siwa.log.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+        let aboutNotifications = lines.filter { $0["logger"] as? String == "siwa.notifications" }
+        #expect(aboutNotifications.count >= bodies.count, "\(siwa.log.suffix(3000))")
+        let ids = aboutNotifications.compactMap { $0["request_id"] as? String }
+        #expect(ids.count == aboutNotifications.count, "a line about a notification without its request id: \(aboutNotifications)")
+        #expect(Set(ids).count == bodies.count, "one request id per delivery: \(ids)")
+        #expect(!lines.contains { $0["request_id"] != nil && $0["logger"] as? String == "siwa.serve" }, "no request id outside a request")
+    }
 }

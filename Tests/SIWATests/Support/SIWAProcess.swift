@@ -12,7 +12,9 @@ final class SIWAProcess: Sendable {
     let logFile: String
 
     /// `port` 0: a command that does not listen (`siwa worker`).
-    init(port: Int = 0, environment: [String: String], arguments: [String] = ["serve"]) throws {
+    /// `journal`: its output file stands for the journal's stream, as
+    /// systemd announces one: `JOURNAL_STREAM` names the file's device and inode.
+    init(port: Int = 0, environment: [String: String], arguments: [String] = ["serve"], journal: Bool = false) throws {
         self.port = port
         var env = ProcessInfo.processInfo.environment
         // Off unless the test asks: two serve processes on one host would
@@ -25,6 +27,13 @@ final class SIWAProcess: Sendable {
             env["SIWA_HTTP_HOST"] = "127.0.0.1"
         }
         logFile = FileManager.default.temporaryDirectory.appendingPathComponent("siwa-\(UUID().uuidString).log").path
+        if journal {
+            // The child appends to this very file (same inode).
+            guard FileManager.default.createFile(atPath: logFile, contents: nil) else { throw TestSetupError("cannot create \(logFile)") }
+            var status = stat()
+            guard stat(logFile, &status) == 0 else { throw TestSetupError("cannot stat \(logFile)") }
+            env["JOURNAL_STREAM"] = "\(status.st_dev):\(status.st_ino)"
+        }
         child = try ChildProcess(executable: try TestEnvironment.siwaBinary.path, arguments: arguments,
                                  environment: env, outputFile: logFile)
     }

@@ -85,8 +85,8 @@ final class WorkerHarness: Sendable {
     }
 
     /// A `siwa worker` process (it starts working at once).
-    func startWorker(_ extra: [String: String] = [:]) throws -> SIWAProcess {
-        try SIWAProcess(environment: settings.merging(extra) { $1 }, arguments: ["worker"])
+    func startWorker(_ extra: [String: String] = [:], journal: Bool = false) throws -> SIWAProcess {
+        try SIWAProcess(environment: settings.merging(extra) { $1 }, arguments: ["worker"], journal: journal)
     }
 
     /// Enqueues purges by hand, the way an operator can: only kind and args.
