@@ -1,4 +1,4 @@
-// swift-tools-version:6.0
+// swift-tools-version:6.1
 import PackageDescription
 
 // One layer per target; a target imports only the layers below it.
@@ -33,6 +33,9 @@ let package = Package(
         // Already in the graph through Hummingbird and postgres-nio: spans on
         // the notification path and the job steps (a no-op unless a tracer is bootstrapped).
         .package(url: "https://github.com/apple/swift-distributed-tracing.git", from: "1.7.3"),
+        // The spans' OTLP exporter, when OTEL_EXPORTER_OTLP_ENDPOINT is set: OTLP/HTTP
+        // only (its OTLPGRPC trait, on by default, would build gRPC into siwa).
+        .package(url: "https://github.com/swift-otel/swift-otel.git", from: "1.6.0", traits: ["OTLPHTTP"]),
         .package(url: "https://github.com/apple/swift-crypto.git", from: "4.5.2"),
         // Already in the graph through Hummingbird; reads siwa's settings.
         .package(url: "https://github.com/apple/swift-configuration.git", from: "1.4.0"),
@@ -131,6 +134,8 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
+                .product(name: "OTel", package: "swift-otel"),
             ]
         ),
         // `make demo`: runs the siwa binary against the Apple simulator in a

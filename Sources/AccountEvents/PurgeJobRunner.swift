@@ -57,7 +57,18 @@ public struct PurgeJobRunner: Sendable {
         self.logger = logger
     }
 
+    /// One attempt at the job, as a span (`siwa.job`, a no-op unless a
+    /// tracer is bootstrapped) holding its steps' spans.
     public func run(_ job: ClaimedJob) async throws -> JobRunOutcome {
+        try await withSpan("siwa.job", ofKind: .consumer) { span in
+            span.attributes["siwa.job.id"] = Int(job.id)
+            span.attributes["siwa.job.kind"] = job.kind
+            span.attributes["siwa.job.attempt"] = job.attempt
+            return try await runSteps(job)
+        }
+    }
+
+    private func runSteps(_ job: ClaimedJob) async throws -> JobRunOutcome {
         guard let sub = job.appleSub, !sub.isEmpty else {
             throw StepFailure(step: nil, detail: "args has no apple_sub", summary: "args has no apple_sub", permanent: true)
         }
@@ -101,8 +112,6 @@ public struct PurgeJobRunner: Sendable {
         do {
             let held = try await withSpan("siwa.job.step", ofKind: .internal) { span in
                 span.attributes["siwa.job.id"] = Int(job.id)
-                span.attributes["siwa.job.kind"] = job.kind
-                span.attributes["siwa.job.attempt"] = job.attempt
                 span.attributes["siwa.job.step"] = step.name
                 return try await body()
             }

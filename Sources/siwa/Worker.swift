@@ -61,7 +61,9 @@ struct Worker: AsyncParsableCommand {
         // After every setting is checked: TLS refusing to connect stops start-up here.
         await Startup.checkTLS(Startup.settings { try DatabaseConfiguration(url: settings.databaseURL) })
         logger.info("Purge plan", metadata: ["plan": "\(WorkerAssembly.describe(assembly.plan))"])
-        let services = listener + assembly.services
+        // Tracing first, so that it stops last (the draining jobs' spans are exported).
+        let tracing = TracingSetup.bootstrap(serviceName: "siwa-worker", environment: environment)
+        let services = (tracing.map { [$0] } ?? []) + listener + assembly.services
         let group = ServiceGroup(configuration: .init(services: services.map { .init(service: $0) },
                                                       gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         do {

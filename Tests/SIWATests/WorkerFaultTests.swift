@@ -44,18 +44,31 @@ extension FaultTests {
     }
 
     /// PostgreSQL restarted while the worker runs: it recovers by itself and
-    /// finishes the jobs.
+    /// finishes the jobs. Meanwhile its /readyz says the database is
+    /// unreachable (503), and /metrics still answers, with
+    /// siwa_database_reachable 0.
     @Test func workerRecoversFromDatabaseRestart() async throws {
         let database = try await TestDatabase.create(serverURL: try TestEnvironment.faultDatabaseURL)
         let harness = try await WorkerHarness.start(database: database, slowSQL: 0.05, settings: ["SIWA_WORKER_CONCURRENCY": "4"])
         defer { Task { await harness.stop() } }
         let subs = (0..<200).map { "pgr.\($0)" }
         try await harness.enqueue(subs: subs)
-        let worker = try harness.startWorker()
+        let port = try freePort()
+        let worker = try harness.startWorker(["SIWA_WORKER_METRICS_PORT": String(port)])
+        let readyz = "http://127.0.0.1:\(port)/readyz"
         try await harness.wait(upTo: .seconds(60)) { try await harness.count(state: "completed") >= 20 }
+        #expect(try await HTTPAnswer.send(method: .GET, url: readyz, body: nil, headers: []).status == 200)
         try await pgScript("stop", "fault")
-        try await Task.sleep(for: .seconds(2))
+        let notReady = try await eventually(upTo: .seconds(10)) {
+            let answer = try await HTTPAnswer.send(method: .GET, url: readyz, body: nil, headers: [], timeout: .seconds(5))
+            return answer.status == 503 && String(decoding: answer.body, as: UTF8.self) == #"{"status":"not_ready","database":"unreachable"}"#
+        }
+        #expect(notReady)
+        #expect(try await PrometheusText.scrape("http://127.0.0.1:\(port)").value("siwa_database_reachable") == 0)
         try await pgScript("start", "fault")
+        #expect(try await eventually(upTo: .seconds(30)) {
+            try await HTTPAnswer.send(method: .GET, url: readyz, body: nil, headers: [], timeout: .seconds(5)).status == 200
+        })
         let done = try await harness.wait(upTo: .seconds(120)) { try await harness.count(state: "completed") == subs.count }
         #expect(done, "\(worker.log.suffix(3000))")
         #expect(try await harness.count(state: "running") == 0)
