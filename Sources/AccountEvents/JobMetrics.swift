@@ -68,9 +68,8 @@ public final class JobMetrics: Sendable {
 
     public func webhookFailed(step: String, statusClass: String) {
         let key = "\(step) \(statusClass)"
-        if let counter = webhookCounters.withLock({ $0[key] }) { return counter.increment() }
-        let counter = Counter(label: "siwa_worker_webhook_failures_total",
-                              dimensions: [("step", step), ("status_class", statusClass)], factory: factory)
+        let counter = webhookCounters.withLock({ $0[key] }) ?? Counter(
+            label: "siwa_worker_webhook_failures_total", dimensions: [("step", step), ("status_class", statusClass)], factory: factory)
         webhookCounters.withLock { $0[key] = counter }
         counter.increment()
     }

@@ -29,7 +29,8 @@ struct WorkerMetricsTests {
         let worker = try harness.startWorker(["SIWA_WORKER_METRICS_PORT": String(port)], journal: true)
         let base = "http://127.0.0.1:\(port)"
         let settled = try await harness.wait {
-            try await harness.count(state: "completed") == 4 && harness.count(state: "discarded") == 1
+            guard try await harness.count(state: "completed") == 4 else { return false }
+            return try await harness.count(state: "discarded") == 1
         }
         #expect(settled, "\(worker.log.suffix(3000))")
 
