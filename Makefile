@@ -71,15 +71,28 @@ check-alerts:
 	  promtool test rules deploy/prometheus/alerts.test.yml; \
 	fi
 
+# At most this many tests run at once. The suite starts real siwa
+# processes, PostgreSQL databases and a browser; on a 2-core machine an
+# unbounded run (every test at once) turns deadlines into flakes.
+TEST_PARALLELISM ?= 8
+
 # swift build first: some tests run the siwa executable itself.
+# Each run marks the processes its tests start (SIWA_TEST_RUN_MARKER);
+# whatever is still running afterwards, e.g. after a crash, is stopped.
 test: check-swift check-openssl check-chromium check-alerts
 	swift build
 	test_url="$$($(TESTDB) start test)"; \
 	fault_url="$$($(TESTDB) start fault)"; \
+	marker="run-$$$$-$$(date +%s)"; \
+	status=0; \
+	SIWA_TEST_RUN_MARKER="$$marker" \
+	SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH="$(TEST_PARALLELISM)" \
 	SIWA_TEST_DATABASE_URL="$$test_url" \
 	SIWA_TEST_FAULT_DATABASE_URL="$$fault_url" \
 	SIWA_TEST_PG_SCRIPT="$(TESTDB)" \
-	swift test $(SWIFT_TEST_FLAGS)
+	swift test $(SWIFT_TEST_FLAGS) || status=$$?; \
+	scripts/reap-children.sh "$$marker"; \
+	exit $$status
 
 # siwa-demo (development only) makes, uses and drops a database of its own
 # on the demo cluster: migrate as the owner `siwa`, serve and worker as the

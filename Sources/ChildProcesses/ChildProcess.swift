@@ -12,7 +12,23 @@ import Glibc
 /// starts with no blocked signals: Swift's worker threads block some, a
 /// spawned child inherits that mask, and pgbench then never sees the SIGALRM
 /// that ends a `-T` run.
+///
+/// The child gets only stdin, stdout, stderr and the `descriptors` asked
+/// for: every other descriptor is closed in it. Without that, a test's
+/// child inherited the test process's PostgreSQL sockets (NIO opens them
+/// without close-on-exec), and when the test process crashed the orphaned
+/// child kept a transaction of the test's open, "idle in transaction",
+/// which held back the cluster's xmin and so the audit sealer of every
+/// other database on it.
+///
+/// A child also gets `SIWA_TEST_RUN_MARKER` from this process's
+/// environment when set: `make test` sets it, and after `swift test`
+/// (even one that crashed) kills every process still carrying it
+/// (`scripts/reap-children.sh`), so no `siwa` outlives the run.
 public final class ChildProcess: Sendable {
+    /// The environment variable `make test` marks its run's children with.
+    public static let runMarkerVariable = "SIWA_TEST_RUN_MARKER"
+
     public let pid: pid_t
     private let exitStatus = Mutex<Int32?>(nil)
 
@@ -30,6 +46,8 @@ public final class ChildProcess: Sendable {
         posix_spawn_file_actions_addopen(&actions, 1, outputFile ?? "/dev/null", O_WRONLY | O_CREAT | O_APPEND, 0o600)
         posix_spawn_file_actions_adddup2(&actions, 1, 2)
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        // Everything above the last descriptor the child asked for.
+        Self.closeFrom(&actions, (descriptors.map(\.child).max() ?? 2) + 1)
 
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
@@ -39,6 +57,10 @@ public final class ChildProcess: Sendable {
         posix_spawnattr_setsigmask(&attributes, &noSignals)
         posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK))
 
+        var environment = environment
+        if let marker = ProcessInfo.processInfo.environment[Self.runMarkerVariable] {
+            environment[Self.runMarkerVariable] = marker
+        }
         let words: [String] = [executable] + arguments
         let argv: [UnsafeMutablePointer<CChar>?] = words.map { strdup($0) } + [nil]
         let envp: [UnsafeMutablePointer<CChar>?] = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
@@ -47,6 +69,14 @@ public final class ChildProcess: Sendable {
         let result = posix_spawnp(&pid, executable, &actions, &attributes, argv, envp)
         guard result == 0 else { throw ChildProcessError(description: "cannot start \(executable) (error \(result))") }
         self.pid = pid
+    }
+
+    /// glibc's posix_spawn_file_actions_addclosefrom_np (2.34 and later),
+    /// which Swift's Glibc module does not import: found at run time.
+    private static func closeFrom(_ actions: inout posix_spawn_file_actions_t, _ lowest: Int32) {
+        typealias AddCloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32
+        guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "posix_spawn_file_actions_addclosefrom_np") else { return }
+        _ = unsafeBitCast(symbol, to: AddCloseFrom.self)(&actions, lowest)
     }
 
     /// Exit status once the child has exited (128 + signal if killed), else nil.

@@ -1,4 +1,5 @@
 import AccountStore
+import AppleSimulator
 import Foundation
 import Hummingbird
 import Logging
@@ -20,13 +21,15 @@ struct APIKeyMiddlewareTests {
         router.group("v1", context: APIKeyContext.self)
             .add(middleware: APIKeyMiddleware(verifier: verifier))
             .get("whoami") { _, context in "\(context.apiKey?.id ?? 0) \(context.apiKey?.name ?? "none")" }
-        let port = OneShot<Int>()
-        let app = Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)),
-                              onServerRunning: { channel in port.complete(.success(channel.localAddress?.port ?? 0)) },
-                              logger: Logger(label: "siwa.test-api-keys"))
-        let task = Task { try await ServiceGroup(services: [app], gracefulShutdownSignals: [], logger: Logger(label: "test")).run() }
-        defer { task.cancel() }
-        try await body("http://127.0.0.1:\(try await port.wait())/v1/whoami")
+        // Stopped gracefully (RunningServer.stop), never by cancelling its task.
+        let server = try await RunningServer.start(router: router, port: 0, logger: Logger(label: "siwa.test-api-keys"))
+        do {
+            try await body("http://127.0.0.1:\(server.port)/v1/whoami")
+            await server.stop()
+        } catch {
+            await server.stop()
+            throw error
+        }
     }
 
     static func get(_ url: String, authorization: String?) async throws -> HTTPAnswer {

@@ -31,15 +31,17 @@ final class ServerHarness: Sendable {
     /// The admin listener's port, when the settings turn it on
     /// (`SIWA_ADMIN_HTTP_PORT`; off unless a test sets it, e.g. to 0).
     let adminPort: Int?
+    private let group: ServiceGroup
     private let task: Task<Void, any Error>
 
     private init(simulator: AppleSimulator, appleServer: RunningServer, database: TestDatabase, port: Int, adminPort: Int?,
-                 task: Task<Void, any Error>) {
+                 group: ServiceGroup, task: Task<Void, any Error>) {
         self.simulator = simulator
         self.appleServer = appleServer
         self.database = database
         self.port = port
         self.adminPort = adminPort
+        self.group = group
         self.task = task
     }
 
@@ -73,19 +75,30 @@ final class ServerHarness: Sendable {
             onServerRunning: { bound in port.complete(.success(bound)) },
             onAdminRunning: { bound in adminPort.complete(.success(bound)) }
         )
-        let task = Task {
-            try await ServiceGroup(services: [app], gracefulShutdownSignals: [], logger: Logger(label: "test")).run()
-        }
+        let group = ServiceGroup(services: [app], gracefulShutdownSignals: [], logger: Logger(label: "test"))
+        let task = Task { try await group.run() }
         let harness = ServerHarness(simulator: simulator, appleServer: appleServer, database: database,
                                     port: try await port.wait(), adminPort: settings.admin == nil ? nil : try await adminPort.wait(),
-                                    task: task)
+                                    group: group, task: task)
         if waitUntilReady { try await harness.waitUntilKeysLoaded() }
         return harness
     }
 
+    /// A graceful shutdown, as production's SIGTERM does. Not a cancel: a
+    /// connection accepted just as the serving task is cancelled is never
+    /// handed to Hummingbird, and NIO traps on its unfinished writer
+    /// ("Deinited NIOAsyncWriter without calling finish()", swift-nio#3481),
+    /// which crashed the whole test process. Cancelled only if the graceful
+    /// shutdown has not ended after 30 s.
     func stop() async {
-        task.cancel()
+        await group.triggerGracefulShutdown()
+        let task = self.task
+        let deadline = Task {
+            try await Task.sleep(for: .seconds(30))
+            task.cancel()
+        }
         _ = try? await task.value
+        deadline.cancel()
         await appleServer.stop()
     }
 
