@@ -40,8 +40,12 @@ struct WorkerMetricsTests {
         #expect(ready.status == 200)
         #expect(String(decoding: ready.body, as: UTF8.self) == #"{"status":"ready","database":"ok"}"#)
 
-        let metrics = try await PrometheusText.scrape(base)
         let kind = ["kind": "purge_user"]
+        // The last completion is counted just after its commit.
+        #expect(try await eventually(upTo: .seconds(5)) {
+            try await PrometheusText.scrape(base).value("siwa_worker_jobs_completed_total", kind) == 4
+        })
+        let metrics = try await PrometheusText.scrape(base)
         #expect(metrics.value("siwa_worker_jobs_completed_total", kind) == 4, "\(metrics.text)")
         #expect(metrics.value("siwa_worker_jobs_retried_total", kind) == 4)
         #expect(metrics.value("siwa_worker_jobs_discarded_total", kind) == 1)
