@@ -26,15 +26,8 @@ struct OperationsTests {
 
     /// Debug-level JSON logs of a real `siwa serve` carry no token, no email address.
     @Test func logsNeverContainATokenOrAnEmail() async throws {
-        let database = try await TestDatabase.create()
-        let apple = try AppleSimulator()
-        let appleServer = try await apple.start()
+        let (siwa, apple, appleServer) = try await Self.serveLoggingJSON(level: "trace")
         defer { Task { await appleServer.stop() } }
-        let siwa = try SIWAProcess(port: try freePort(), environment: [
-            "SIWA_DATABASE_URL": database.url, "SIWA_APPLE_CLIENT_IDS": ServerHarness.clientID,
-            "SIWA_APPLE_JWKS_URL": appleServer.baseURL + "/auth/keys", "SIWA_LOG_LEVEL": "trace", "SIWA_LOG_FORMAT": "json",
-        ])
-        try await siwa.waitUntilReady()
         let url = "http://127.0.0.1:\(siwa.port)/apple/notifications"
         let email = "secret.person@privaterelay.appleid.com"
         let good = try apple.notification(type: "email-enabled", sub: "log.sub", audience: ServerHarness.clientID, email: email)
@@ -60,15 +53,8 @@ struct OperationsTests {
     /// delivery it is about (swift-log's metadata provider), one per
     /// delivery: recorded, duplicate, rejected and malformed alike.
     @Test func everyLineAboutANotificationCarriesItsRequestID() async throws {
-        let database = try await TestDatabase.create()
-        let apple = try AppleSimulator()
-        let appleServer = try await apple.start()
+        let (siwa, apple, appleServer) = try await Self.serveLoggingJSON(level: "debug")
         defer { Task { await appleServer.stop() } }
-        let siwa = try SIWAProcess(port: try freePort(), environment: [
-            "SIWA_DATABASE_URL": database.url, "SIWA_APPLE_CLIENT_IDS": ServerHarness.clientID,
-            "SIWA_APPLE_JWKS_URL": appleServer.baseURL + "/auth/keys", "SIWA_LOG_LEVEL": "debug", "SIWA_LOG_FORMAT": "json",
-        ])
-        try await siwa.waitUntilReady()
         let url = "http://127.0.0.1:\(siwa.port)/apple/notifications"
         let good = try apple.notification(type: "email-disabled", sub: "rid.sub", audience: ServerHarness.clientID)
         let forged = try apple.notification(type: "email-disabled", sub: "rid.sub", audience: ServerHarness.clientID,
@@ -85,5 +71,24 @@ struct OperationsTests {
         #expect(ids.count == aboutNotifications.count, "a line about a notification without its request id: \(aboutNotifications)")
         #expect(Set(ids).count == bodies.count, "one request id per delivery: \(ids)")
         #expect(!lines.contains { $0["request_id"] != nil && $0["logger"] as? String == "siwa.serve" }, "no request id outside a request")
+    }
+
+    /// A real `siwa serve` on a database of its own, writing JSON lines at
+    /// `level`, that takes the Apple simulator's keys (stop its server).
+    static func serveLoggingJSON(level: String) async throws -> (SIWAProcess, AppleSimulator, RunningServer) {
+        let database = try await TestDatabase.create()
+        let apple = try AppleSimulator()
+        let appleServer = try await apple.start()
+        do {
+            let siwa = try SIWAProcess(port: try freePort(), environment: [
+                "SIWA_DATABASE_URL": database.url, "SIWA_APPLE_CLIENT_IDS": ServerHarness.clientID,
+                "SIWA_APPLE_JWKS_URL": appleServer.baseURL + "/auth/keys", "SIWA_LOG_LEVEL": level, "SIWA_LOG_FORMAT": "json",
+            ])
+            try await siwa.waitUntilReady()
+            return (siwa, apple, appleServer)
+        } catch {
+            await appleServer.stop()
+            throw error
+        }
     }
 }
