@@ -48,7 +48,7 @@ struct HealthRoutes: Sendable {
         registry.makeGauge(descriptor: MetricNameDescriptor(
             namespace: "siwa", metricName: "database_reachable", unitName: "",
             helpText: "1 if the database answered this scrape's query within a second, else 0"))
-            .set(snapshot == nil ? 0 : 1)
+            .set(snapshot == nil ? 0.0 : 1.0)
         guard let snapshot else { return }
         if queueGauges.contains(.backlog) {
             let jobs = MetricNameDescriptor(namespace: "siwa", metricName: "jobs", unitName: "",

@@ -30,7 +30,7 @@ struct PrometheusText {
 
     /// The sample named so whose labels include `labels`; nil if none.
     func value(_ name: String, _ labels: [String: String] = [:]) -> Double? {
-        samples.first { $0.name == name && labels.allSatisfy { key, value in $0.labels[key] == value } }?.value
+        samples.first { sample in sample.name == name && labels.allSatisfy { key, value in sample.labels[key] == value } }?.value
     }
 
     var names: Set<String> { Set(samples.map(\.name)) }
