@@ -39,16 +39,17 @@ struct Serve: AsyncParsableCommand {
         LoggingSetup.bootstrap(settings.log)
         let logger = Logger(label: "siwa.serve")
         let migrator = Startup.settings { try Migrator(directory: Migrator.defaultDirectory()) }
-        let tracing = TracingSetup.bootstrap(serviceName: "siwa-serve", environment: environment.values)
         var app = Startup.settings {
             try ServerAssembly.makeApplication(settings: settings, migrations: migrator, logger: logger) { port in
                 logger.info("Listening", metadata: ["address": "\(settings.host):\(port)"])
             }
         }
-        // First, so that it stops last: the spans of a draining server are exported.
-        if let tracing { app.services.insert(tracing, at: 0) }
         // After every setting is checked: TLS refusing to connect stops start-up here.
         await Startup.checkTLS(Startup.settings { try DatabaseConfiguration(url: settings.databaseURL) })
+        // First, so that it stops last: the spans of a draining server are exported.
+        if let tracing = TracingSetup.bootstrap(serviceName: "siwa-serve", environment: environment.values) {
+            app.services.insert(tracing, at: 0)
+        }
         do {
             try await app.runService()
         } catch let error as MigrationError {

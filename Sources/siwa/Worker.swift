@@ -56,10 +56,11 @@ struct Worker: AsyncParsableCommand {
             try WorkerAssembly(settings: settings, environment: environment, migrations: migrator,
                                metrics: SIWAMetrics.factory(for: registry), logger: logger)
         }
-        let listener = Startup.settings { try Self.listener(settings: settings, registry: registry, logger: logger) }
         Startup.warnUnknownSettings(SettingsReader(environment), also: assembly.plan.environmentNames)
         // After every setting is checked: TLS refusing to connect stops start-up here.
         await Startup.checkTLS(Startup.settings { try DatabaseConfiguration(url: settings.databaseURL) })
+        // After the TLS check, whose refusal is the only line start-up prints.
+        let listener = Startup.settings { try Self.listener(settings: settings, registry: registry, logger: logger) }
         logger.info("Purge plan", metadata: ["plan": "\(WorkerAssembly.describe(assembly.plan))"])
         // Tracing first, so that it stops last (the draining jobs' spans are exported).
         let tracing = TracingSetup.bootstrap(serviceName: "siwa-worker", environment: environment)
