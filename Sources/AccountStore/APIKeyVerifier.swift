@@ -48,14 +48,26 @@ public struct APIKeyVerifier: Sendable {
     /// the database cannot say (the caller answers 503, not 401).
     public func authenticate(bearer: String) async throws -> APIKeyIdentity? {
         guard let key = APIKeyFormat(parsing: bearer) else { return nil }
-        let rows = try await client.guardedQuery("""
-            SELECT id, name, scope, secret_sha256 FROM siwa.api_keys WHERE prefix = \(key.prefix) AND revoked_at IS NULL
-            """, logger: logger)
-        guard let row = rows.first else { return nil }
-        let (id, name, scope, stored) = try row.decode((Int64, String, String, Data).self)
+        let rows = try await client.guardedExecute(LiveKey(prefix: key.prefix), logger: logger)
+        guard let (id, name, scope, stored) = rows.first else { return nil }
         guard key.matches(storedSHA256: stored), let scope = APIKeyScope(rawValue: scope) else { return nil }
         if usage.shouldNote(id) { noteUse(id) }
         return APIKeyIdentity(id: id, name: name, scope: scope)
+    }
+
+    /// The live key with a prefix (prepared: every request asks it).
+    struct LiveKey: PostgresPreparedStatement {
+        static let sql = "SELECT id, name, scope, secret_sha256 FROM siwa.api_keys WHERE prefix = $1 AND revoked_at IS NULL"
+        typealias Row = (Int64, String, String, Data)
+        let prefix: String
+
+        func makeBindings() throws -> PostgresBindings {
+            var bindings = PostgresBindings(capacity: 1)
+            bindings.append(prefix)
+            return bindings
+        }
+
+        func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Row.self) }
     }
 
     /// Off the request path. The WHERE keeps instances from rewriting a

@@ -47,6 +47,20 @@ extension PostgresClient {
         }
     }
 
+    /// One prepared statement on a guarded connection, its rows decoded.
+    /// Prepared once per connection (PostgresNIO keeps it by the type's
+    /// name), then each call sends only Bind and Execute: no parse, no
+    /// plan lookup and no row description per call. For the statements of
+    /// every request (the API key, the sign-in's two calls).
+    public func guardedExecute<Statement: PostgresPreparedStatement>(_ statement: Statement, logger: Logger) async throws
+        -> [Statement.Row] where Statement.Row: Sendable {
+        try await withGuardedConnection { connection in
+            var rows: [Statement.Row] = []
+            for try await row in try await connection.execute(statement, logger: logger) { rows.append(row) }
+            return rows
+        }
+    }
+
     /// BEGIN, `body`, COMMIT on a guarded connection; ROLLBACK on error,
     /// unless the connection is gone (the server rolls back by itself then).
     public func withGuardedTransaction<T: Sendable>(

@@ -118,12 +118,12 @@ public struct SignInStore: Sendable {
     }
 
     public func prepare(appleSub: String, codeSHA256: Data?) async throws -> Prepared {
-        let rows = try await client.guardedQuery("""
-            SELECT * FROM siwa.sign_in_prepare(\(appleSub), \(codeSHA256), \(Int32(Self.replayWindowSeconds)))
-            """, logger: logger)
-        guard let row = rows.first else { throw SignInStoreError("siwa.sign_in_prepare answered nothing") }
-        let (current, fresh, replayID, replaySub, replayNew, replayStored) =
-            try row.decode((Int64?, Int64, Int64?, String?, Bool?, Bool?).self)
+        let rows = try await client.guardedExecute(
+            SignInPrepareStatement(appleSub: appleSub, codeSHA256: codeSHA256, replayWindowSeconds: Int32(Self.replayWindowSeconds)),
+            logger: logger)
+        guard let (current, fresh, replayID, replaySub, replayNew, replayStored) = rows.first else {
+            throw SignInStoreError("siwa.sign_in_prepare answered nothing")
+        }
         return Prepared(currentID: current, freshID: fresh, replay: SignInReplay((replayID, replaySub, replayNew, replayStored)))
     }
 
@@ -137,20 +137,13 @@ public struct SignInStore: Sendable {
                       seal: (@Sendable (Int64) throws -> SealedTokenPair)?) async throws -> SignInStoreOutcome {
         let forCurrent = try prepared.currentID.flatMap { id in try seal?(id) }
         let forFresh = try seal?(prepared.freshID)
-        let signedIn = Int64((r.signedInAt.timeIntervalSince1970 * 1000).rounded())
-        let query: PostgresQuery = try """
-            SELECT outcome, user_id, is_new_user, user_email, user_is_private_email, user_real_user_status
-            FROM siwa.sign_in(\(r.appleSub), \(prepared.currentID), \(prepared.freshID), \(r.clientID), \(r.email),
-                              \(r.isPrivateEmail), \(r.givenName), \(r.familyName), \(r.realUserStatus.map(Int16.init)),
-                              \(signedIn), \(r.codeSHA256), \(r.apiKeyName), \((forFresh ?? forCurrent)?.keyID),
-                              \(forCurrent?.refreshToken), \(forCurrent?.accessToken), \(forFresh?.refreshToken),
-                              \(forFresh?.accessToken), \(Int32(clamping: (forFresh ?? forCurrent)?.accessExpiresIn ?? 0)),
-                              \(Int32(clamping: validationPeriodHours)))
-            """
-        let rows = try await client.guardedQuery(query, logger: logger)
-        guard let row = rows.first else { throw SignInStoreError("siwa.sign_in answered nothing") }
-        let (outcome, userID, isNew, email, isPrivate, realUserStatus) =
-            try row.decode((String, Int64?, Bool?, String?, Bool?, Int16?).self)
+        let rows = try await client.guardedExecute(
+            SignInStatement(record: r, prepared: prepared, forCurrent: forCurrent, forFresh: forFresh,
+                            validationPeriodHours: validationPeriodHours),
+            logger: logger)
+        guard let (outcome, userID, isNew, email, isPrivate, realUserStatus) = rows.first else {
+            throw SignInStoreError("siwa.sign_in answered nothing")
+        }
         switch (outcome, userID, isNew) {
         case ("stored", let userID?, let isNew?):
             return .stored(userID: userID, isNewUser: isNew, email: email, isPrivateEmail: isPrivate,

@@ -36,8 +36,12 @@ public struct AppleAuthClient: Sendable {
     /// A client for Apple's token endpoints: follows no redirect (a 3xx is
     /// an answer like any other, and never sends the secret elsewhere),
     /// connects within 5 s. The caller owns it and must `shutdown()` it.
+    ///
+    /// Up to 64 connections to Apple at once (AsyncHTTPClient's default is
+    /// 8): every sign-in waits on one exchange, and with 8 the 9th
+    /// concurrent sign-in queued behind the others' round trips to Apple.
     public static func makeHTTPClient(eventLoopGroup: any EventLoopGroup = HTTPClient.defaultEventLoopGroup) -> HTTPClient {
-        HTTPJWKSSource.makeHTTPClient(eventLoopGroup: eventLoopGroup)
+        HTTPJWKSSource.makeHTTPClient(eventLoopGroup: eventLoopGroup, connectionsPerHost: 64)
     }
 
     /// Exchanges an authorization code (from the app's sign-in) for tokens.

@@ -69,10 +69,10 @@ public struct IdentityTokenVerifier: Sendable {
     ///   When given, the token must carry exactly this nonce, or none and
     ///   say `nonce_supported: false`.
     public func verify(_ token: String, expectedNonce: String? = nil) async throws -> VerifiedIdentityToken {
-        let verified = try await base.verify(token)
+        let (verified, decoded) = try await base.verify(token, alsoDecoding: AppleIdentityToken.self)
         guard let sub = verified.claims.sub, !sub.isEmpty else { throw VerificationFailure.missingSubject }
         let claims: AppleIdentityToken
-        do { claims = try JSONDecoder().decode(AppleIdentityToken.self, from: verified.payload) } catch {
+        do { claims = try decoded.get() } catch {
             throw VerificationFailure.malformedIdentityClaims(AppleTokenVerifier.describe(error))
         }
         if let expectedNonce {

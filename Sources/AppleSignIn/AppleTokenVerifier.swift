@@ -37,6 +37,20 @@ struct VerifiedJWS: Sendable {
     let expiresAt: Date
 }
 
+/// The registered claims and a verifier's own, read from one decoder.
+private struct BothClaims<More: Decodable>: Decodable {
+    let registered: RegisteredClaims
+    let more: Result<More, any Error>
+
+    init(from decoder: any Decoder) throws {
+        registered = try RegisteredClaims(from: decoder)
+        more = Result { try More(from: decoder) }
+    }
+}
+
+/// Nothing beyond the registered claims.
+struct NoMoreClaims: Decodable {}
+
 /// The machinery both verifiers share: RS256 only, no `crit`, Apple's key
 /// for the `kid`, then `iss`, `aud`, `iat`, `exp`.
 struct AppleTokenVerifier: Sendable {
@@ -44,6 +58,15 @@ struct AppleTokenVerifier: Sendable {
     let policy: VerificationPolicy
 
     func verify(_ token: String) async throws -> VerifiedJWS {
+        try await verify(token, alsoDecoding: NoMoreClaims.self).0
+    }
+
+    /// `verify`, and `Claims` decoded from the same pass over the payload
+    /// (one JSON parse, not two). Its outcome is judged by the caller, after
+    /// the registered claims: a token with the wrong issuer is
+    /// `wrong_issuer` whatever else is wrong with it.
+    func verify<Claims: Decodable>(_ token: String, alsoDecoding: Claims.Type) async throws
+        -> (VerifiedJWS, Result<Claims, any Error>) {
         let jws = try CompactJWS(token)
         guard let alg = jws.header.alg else { throw VerificationFailure.malformedHeader("alg is missing") }
         // Apple signs with RS256 and nothing else. Checking the header first
@@ -66,10 +89,11 @@ struct AppleTokenVerifier: Sendable {
             throw VerificationFailure.badSignature
         }
 
-        let claims: RegisteredClaims
-        do { claims = try JSONDecoder().decode(RegisteredClaims.self, from: jws.payload) } catch {
+        let both: BothClaims<Claims>
+        do { both = try JSONDecoder().decode(BothClaims<Claims>.self, from: jws.payload) } catch {
             throw VerificationFailure.malformedClaims(Self.describe(error))
         }
+        let claims = both.registered
         guard claims.iss == VerificationPolicy.appleIssuer else { throw VerificationFailure.wrongIssuer }
         guard let audiences = claims.aud?.values, !audiences.isEmpty else { throw VerificationFailure.missingAudience }
         guard let audience = audiences.first(where: policy.audiences.contains) else { throw VerificationFailure.wrongAudience }
@@ -84,10 +108,11 @@ struct AppleTokenVerifier: Sendable {
             throw VerificationFailure.expiryOutOfRange
         }
         guard now <= exp + policy.leeway else { throw VerificationFailure.expired }
-        return VerifiedJWS(
+        let verified = VerifiedJWS(
             payload: jws.payload, claims: claims, audience: audience,
             issuedAt: Date(timeIntervalSince1970: iat), expiresAt: Date(timeIntervalSince1970: exp)
         )
+        return (verified, both.more)
     }
 
     /// A decoding error in a few words: which field, never the value.

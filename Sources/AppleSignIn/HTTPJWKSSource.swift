@@ -26,12 +26,14 @@ public struct HTTPJWKSSource: JWKSSource {
     /// A client for Apple: follows no redirect, connects within 5 s (key
     /// fetches, and AppleAuthClient's token calls). The caller owns it and
     /// must `shutdown()` it.
-    public static func makeHTTPClient(eventLoopGroup: any EventLoopGroup = HTTPClient.defaultEventLoopGroup) -> HTTPClient {
-        let configuration = HTTPClient.Configuration(
+    public static func makeHTTPClient(eventLoopGroup: any EventLoopGroup = HTTPClient.defaultEventLoopGroup,
+                                      connectionsPerHost: Int = 8) -> HTTPClient {
+        var configuration = HTTPClient.Configuration(
             redirectConfiguration: .disallow,
             timeout: .init(connect: .seconds(5), read: .seconds(10)),
             decompression: .disabled
         )
+        configuration.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = connectionsPerHost
         return HTTPClient(eventLoopGroup: eventLoopGroup, configuration: configuration)
     }
 

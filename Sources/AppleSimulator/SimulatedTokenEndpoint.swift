@@ -20,7 +20,7 @@ extension AppleSimulator {
 
     private enum TokenDecision {
         case refuse(String)
-        case issue(TokenEndpointState.Grant, nonce: String?, refreshToken: String?, accessToken: String, now: Date)
+        case issue(TokenEndpointState.Grant, nonce: String?, refreshToken: String?, accessToken: String, now: Date, idToken: String?)
     }
 
     private func answerToken(_ request: Request, context: SimulatorRequestContext) async throws -> Response {
@@ -37,7 +37,7 @@ extension AppleSimulator {
         let decision = tokenState.withLock { state -> TokenDecision in
             let now = state.now()
             guard let clientID = form["client_id"], let secret = form["client_secret"],
-                  ClientSecretCheck.isValid(secret, clientID: clientID, keys: state.keys, now: now) else { return .refuse("invalid_client") }
+                  ClientSecretCheck.isValid(secret, clientID: clientID, keys: state.keys, now: now, cache: &state.verifiedSecrets) else { return .refuse("invalid_client") }
             switch form["grant_type"] {
             case "authorization_code":
                 guard let code = form["code"] else { return .refuse("invalid_request") }
@@ -50,7 +50,8 @@ extension AppleSimulator {
                 let (refresh, access) = (Self.randomToken(prefix: "r"), Self.randomToken(prefix: "a"))
                 state.refreshTokens[refresh] = .init(grant: issued.grant)
                 state.accessTokens[access] = refresh
-                return .issue(issued.grant, nonce: issued.nonce, refreshToken: refresh, accessToken: access, now: now)
+                return .issue(issued.grant, nonce: issued.nonce, refreshToken: refresh, accessToken: access, now: now,
+                              idToken: issued.idToken)
             case "refresh_token":
                 guard let token = form["refresh_token"] else { return .refuse("invalid_request") }
                 guard let live = state.refreshTokens[token], !live.revoked, live.grant.clientID == clientID else {
@@ -59,25 +60,30 @@ extension AppleSimulator {
                 let access = Self.randomToken(prefix: "a")
                 state.accessTokens[access] = token
                 // As Apple: a new access token and id_token, no new refresh token.
-                return .issue(live.grant, nonce: nil, refreshToken: nil, accessToken: access, now: now)
+                return .issue(live.grant, nonce: nil, refreshToken: nil, accessToken: access, now: now, idToken: nil)
             case nil: return .refuse("invalid_request")
             default: return .refuse("unsupported_grant_type")
             }
         }
         switch decision {
         case .refuse(let code): return Self.error(code)
-        case .issue(let grant, let nonce, let refreshToken, let accessToken, let now):
-            let claims = TokenSigner.identityClaims(
-                sub: grant.idTokenSub ?? grant.sub, audience: grant.clientID, issuedAt: now, email: grant.email,
-                nonce: nonce, realUserStatus: grant.realUserStatus, isPrivateEmail: grant.isPrivateEmail)
-            let key = currentKey
+        case .issue(let grant, let nonce, let refreshToken, let accessToken, let now, let presigned):
             var answer: [String: any Sendable] = [
                 "access_token": accessToken, "token_type": "Bearer", "expires_in": 3600,
-                "id_token": try signer.sign(header: ["kid": key.kid, "alg": "RS256"], claims: claims, key: key),
+                "id_token": try presigned ?? signIDToken(grant, nonce: nonce, issuedAt: now),
             ]
             if let refreshToken { answer["refresh_token"] = refreshToken }
             return Self.json(.ok, answer)
         }
+    }
+
+    /// The id_token Apple returns with tokens: RS256 with the current key.
+    func signIDToken(_ grant: TokenEndpointState.Grant, nonce: String?, issuedAt: Date) throws -> String {
+        let claims = TokenSigner.identityClaims(
+            sub: grant.idTokenSub ?? grant.sub, audience: grant.clientID, issuedAt: issuedAt, email: grant.email,
+            nonce: nonce, realUserStatus: grant.realUserStatus, isPrivateEmail: grant.isPrivateEmail)
+        let key = currentKey
+        return try signer.sign(header: ["kid": key.kid, "alg": "RS256"], claims: claims, key: key)
     }
 
     private enum RevokeDecision {
@@ -100,7 +106,7 @@ extension AppleSimulator {
         guard isForm, let form else { return Self.error("invalid_request") }
         let decision = tokenState.withLock { state -> RevokeDecision in
             guard let clientID = form["client_id"], let secret = form["client_secret"],
-                  ClientSecretCheck.isValid(secret, clientID: clientID, keys: state.keys, now: state.now()) else { return .refuse("invalid_client") }
+                  ClientSecretCheck.isValid(secret, clientID: clientID, keys: state.keys, now: state.now(), cache: &state.verifiedSecrets) else { return .refuse("invalid_client") }
             guard let token = form["token"], !token.isEmpty,
                   let hint = form["token_type_hint"], hint == "refresh_token" || hint == "access_token" else { return .refuse("invalid_request") }
             state.revokedTokens.append(token)

@@ -59,6 +59,8 @@ struct TokenEndpointState {
         let nonce: String?
         let redirectURI: String?
         var issuedAt: Date
+        /// The exchange's id_token, when signed at issue (`presignIDToken`).
+        var idToken: String? = nil
         var used = false
     }
 
@@ -73,6 +75,7 @@ struct TokenEndpointState {
     static let maximumSecretLifetime: TimeInterval = 15_777_000
 
     var keys: [String: RegisteredKey] = [:]
+    var verifiedSecrets: [String: ClientSecretCheck.Verified] = [:]
     var codes: [String: IssuedCode] = [:]
     var refreshTokens: [String: RefreshToken] = [:]
     /// Access token to the refresh token issued with it.

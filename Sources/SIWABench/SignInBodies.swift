@@ -47,7 +47,8 @@ struct SignInBodies {
         let email = "bench\(index)@privaterelay.appleid.com"
         let nonce = "bench-nonce-\(index)"
         let token = try apple.identityToken(sub: sub, audience: clientID, email: email, nonce: nonce)
-        let code = apple.issueAuthorizationCode(sub: sub, clientID: clientID, email: email, isPrivateEmail: true, nonce: nonce)
+        let code = apple.issueAuthorizationCode(sub: sub, clientID: clientID, email: email, isPrivateEmail: true, nonce: nonce,
+                                                presignIDToken: true)
         return try JSONSerialization.data(withJSONObject: [
             "identity_token": token, "authorization_code": code, "nonce": nonce,
             "user": ["name": ["firstName": "Bench", "lastName": "User \(index)"], "email": email] as [String: Any],

@@ -1,6 +1,5 @@
 import ArgumentParser
 
-@main
 struct SIWACommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "siwa",
