@@ -125,17 +125,21 @@ DESTDIR ?=
 SYSCONFDIR ?= /etc
 UNITDIR ?= $(PREFIX)/lib/systemd/system
 SYSUSERSDIR ?= $(PREFIX)/lib/sysusers.d
-# release for an install and a package; CI's package test uses debug (see test-package).
-CONFIGURATION ?= release
-SIWA_BINARY := .build/$(CONFIGURATION)/siwa
+# The static build has a build folder of its own: with --static-swift-stdlib
+# the modules are compiled differently, and flipping one folder between the
+# two (make test, make bench, then this) leaves objects that no longer link.
+STATIC_BUILD := .build-static
+# The binary installed: the release build with the static standard library,
+# built here, unless SIWA_BINARY names one (CI's package test: see test-package).
+SIWA_BINARY ?=
 
 build-static: check-swift
-	swift build -c $(CONFIGURATION) --static-swift-stdlib --product siwa
+	swift build -c release --static-swift-stdlib --product siwa --scratch-path $(STATIC_BUILD)
 
-install: build-static
+install: $(if $(SIWA_BINARY),,build-static)
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/siwa/sql $(DESTDIR)$(PREFIX)/share/siwa/examples \
 	  $(DESTDIR)$(UNITDIR) $(DESTDIR)$(SYSUSERSDIR) $(DESTDIR)$(SYSCONFDIR)/siwa
-	install -m 0755 $(SIWA_BINARY) $(DESTDIR)$(PREFIX)/bin/siwa
+	install -m 0755 $(or $(SIWA_BINARY),$(STATIC_BUILD)/release/siwa) $(DESTDIR)$(PREFIX)/bin/siwa
 	install -m 0644 sql/*.sql $(DESTDIR)$(PREFIX)/share/siwa/sql/
 	install -m 0644 deploy/*.env.example deploy/purge-plan.example.json $(DESTDIR)$(PREFIX)/share/siwa/examples/
 	install -d $(DESTDIR)$(PREFIX)/share/doc/siwa
@@ -165,20 +169,24 @@ check-packaging-tools:
 
 DEB_ARCH := $(shell dpkg --print-architecture 2>/dev/null || echo amd64)
 DEB_DIR ?= .build/deb
+# 1: package a binary that links the toolchain's Swift runtime (CI's test only).
+DEB_ALLOW_SWIFT_RUNTIME ?=
 DEB_FILE := $(DEB_DIR)/siwa_$(VERSION)_$(DEB_ARCH).deb
 
 deb: check-packaging-tools
 	rm -rf $(DEB_DIR)/root
 	$(MAKE) --no-print-directory install DESTDIR=$(CURDIR)/$(DEB_DIR)/root PREFIX=/usr SYSCONFDIR=/etc
-	scripts/make-deb.sh $(DEB_DIR)/root "$(VERSION)" "$(DEB_ARCH)" $(DEB_FILE)
+	DEB_ALLOW_SWIFT_RUNTIME=$(DEB_ALLOW_SWIFT_RUNTIME) scripts/make-deb.sh $(DEB_DIR)/root "$(VERSION)" "$(DEB_ARCH)" $(DEB_FILE)
 
 # CI's check of the package: build it, install it into a throwaway root, run
 # the installed siwa (--version, migrate against a test database) and
 # systemd-analyze verify on the installed units. It packages the debug build
-# (relinked with the static standard library: no second compile of every
-# dependency), since CI has already built that for the tests; `make deb`
-# builds the release binary an operator installs, from the same Makefile rules.
+# that make test has just made (linked to the toolchain's Swift runtime, which
+# CI has), not a release build with the static standard library: that would
+# compile every dependency a second time, in release (see README.md,
+# "Installing"). Everything else in the package is what `make deb` makes.
 test-package: check-swift
-	$(MAKE) --no-print-directory deb CONFIGURATION=debug DEB_DIR=.build/deb-test
+	swift build
+	$(MAKE) --no-print-directory deb SIWA_BINARY=.build/debug/siwa DEB_ALLOW_SWIFT_RUNTIME=1 DEB_DIR=.build/deb-test
 	url="$$($(TESTDB) start test)"; \
 	scripts/test-package.sh .build/deb-test/siwa_$(VERSION)_$(DEB_ARCH).deb "$$url"

@@ -13,15 +13,24 @@ maintainer=${DEB_MAINTAINER:-"siwa maintainers <root@localhost>"}
 [[ -x "$root/usr/bin/siwa" ]] || { echo "make-deb: $root/usr/bin/siwa is missing (make install DESTDIR=$root PREFIX=/usr)" >&2; exit 1; }
 [[ -n "$version" ]] || { echo "make-deb: no version" >&2; exit 1; }
 
-# The libraries the binary links, as packages (libc6, libstdc++6, libgcc-s1
-# for a binary with the static Swift standard library); dpkg-shlibdeps wants
-# a debian/control to read, so it runs in a scratch directory.
+binary=$(realpath "$root/usr/bin/siwa")
+# A server has no Swift installed: the binary must carry the Swift runtime
+# (--static-swift-stdlib). DEB_ALLOW_SWIFT_RUNTIME=1 lets CI's package test
+# pack its debug build, which links the toolchain's.
+ignore=()
+if ldd "$binary" | grep -q 'libswiftCore\.so'; then
+    [[ ${DEB_ALLOW_SWIFT_RUNTIME:-} == 1 ]] || { echo "make-deb: $binary links the Swift runtime dynamically (build it with --static-swift-stdlib)" >&2; exit 1; }
+    ignore=(--ignore-missing-info)
+fi
+
+# The libraries the binary links, as packages (libc6, libstdc++6, libgcc-s1,
+# zlib1g for a binary with the static Swift standard library); dpkg-shlibdeps
+# wants a debian/control to read, so it runs in a scratch directory.
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
 mkdir "$scratch/debian"
 printf 'Source: siwa\n\nPackage: siwa\nArchitecture: any\n' > "$scratch/debian/control"
-binary=$(realpath "$root/usr/bin/siwa")
-shlibs=$(cd "$scratch" && dpkg-shlibdeps -O -e"$binary" 2>/dev/null | sed -n 's/^shlibs:Depends=//p')
+shlibs=$(cd "$scratch" && dpkg-shlibdeps "${ignore[@]}" -O -e"$binary" | sed -n 's/^shlibs:Depends=//p')
 [[ -n "$shlibs" ]] || { echo "make-deb: dpkg-shlibdeps found no libraries for $binary" >&2; exit 1; }
 
 # Documentation Debian expects: the license as copyright, and how to start.

@@ -91,7 +91,7 @@ check "the units run /usr/bin/siwa" grep -q '^ExecStart=/usr/bin/siwa ' "$root${
 
 # make install PREFIX=/usr/local: the same layout under /usr/local (no rebuild:
 # the binary is the one just packaged).
-make --no-print-directory -s install DESTDIR="$local_root" PREFIX=/usr/local CONFIGURATION="${CONFIGURATION:-debug}" >/dev/null
+make --no-print-directory -s install DESTDIR="$local_root" PREFIX=/usr/local SIWA_BINARY="$root/usr/bin/siwa" >/dev/null
 local_ok() {
     [[ -x $local_root/usr/local/bin/siwa && -f $local_root/usr/local/share/siwa/sql/001_schema.sql ]] || { echo "binary or sql missing"; return 1; }
     [[ -f $local_root/usr/local/lib/sysusers.d/siwa.conf ]] || { echo "sysusers.d entry missing"; return 1; }

@@ -23,7 +23,7 @@ struct DependencyVersionsTests {
     }
 
     @Test func everyRequirementOfPackageSwiftIsInTheTable() throws {
-        let manifest = try String(contentsOf: root.appendingPathComponent("Package.swift"), encoding: .utf8)
+        let manifest = try String(contentsOf: Self.root.appendingPathComponent("Package.swift"), encoding: .utf8)
         let table = try Self.readmeTable()
         let requirement = /\.package\(url: "[^"]*\/([^\/"]+)\.git", from: "([^"]+)"\)/
         var count = 0
@@ -35,7 +35,7 @@ struct DependencyVersionsTests {
         #expect(count > 10, "no .package(url:from:) lines found in Package.swift")
     }
 
-    @Test(.enabled(if: FileManager.default.fileExists(atPath: root.appendingPathComponent("Package.resolved").path),
+    @Test(.enabled(if: FileManager.default.fileExists(atPath: TestEnvironment.repositoryRoot.appendingPathComponent("Package.resolved").path),
                    "Package.resolved is written by swift build"))
     func theTableNamesTheResolvedVersions() throws {
         struct Resolved: Decodable {
@@ -46,7 +46,7 @@ struct DependencyVersionsTests {
             }
             let pins: [Pin]
         }
-        let resolved = try JSONDecoder().decode(Resolved.self, from: Data(contentsOf: root.appendingPathComponent("Package.resolved")))
+        let resolved = try JSONDecoder().decode(Resolved.self, from: Data(contentsOf: Self.root.appendingPathComponent("Package.resolved")))
         let table = try Self.readmeTable()
         for pin in resolved.pins {
             #expect(table[pin.identity]?.tested == pin.state.version,
