@@ -4,6 +4,7 @@
 #
 #   make build | test | demo | try | bench | clean-db
 #   make test SWIFT_TEST_FLAGS='--filter NotificationEndpointTests'
+#   make install PREFIX=/usr/local DESTDIR=/tmp/stage | deb | test-package
 
 SHELL := /bin/bash
 .SHELLFLAGS := -euo pipefail -c
@@ -18,7 +19,21 @@ endif
 TESTDB := $(CURDIR)/scripts/testdb.sh
 SWIFT_TEST_FLAGS ?=
 
-.PHONY: build test demo try bench clean-db check-swift check-openssl check-chromium check-alerts
+# The version has one home, Sources/SIWAConfiguration/SIWAVersion.swift; the
+# package and its file name read it from there.
+VERSION := $(shell sed -n 's/^ *public static let version = "\(.*\)"$$/\1/p' Sources/SIWAConfiguration/SIWAVersion.swift)
+# The commit every swift build here stamps into siwa (Package.swift reads
+# it): this tree's HEAD, `-dirty` with uncommitted changes; empty (so
+# "unknown") outside a git checkout of siwa, e.g. a release tarball, where
+# the packager may set it: make deb SIWA_GIT_COMMIT=0bd7a50e1f2a
+ifeq ($(origin SIWA_GIT_COMMIT),undefined)
+  SIWA_GIT_COMMIT := $(shell [ "$$(git rev-parse --show-toplevel 2>/dev/null)" = "$(CURDIR)" ] && \
+    c=$$(git rev-parse --short=12 HEAD) && { git diff --quiet HEAD -- 2>/dev/null || c=$$c-dirty; } && echo $$c)
+endif
+export SIWA_GIT_COMMIT
+
+.PHONY: build test demo try bench clean-db check-swift check-openssl check-chromium check-alerts \
+        build-static install deb test-package check-packaging-tools
 
 check-swift:
 	@command -v swift >/dev/null 2>&1 || { \
@@ -113,3 +128,83 @@ bench: check-swift
 
 clean-db:
 	for name in $$($(TESTDB) list); do $(TESTDB) destroy "$$name"; done
+
+# ------------------------------------------------------------- packaging --
+# `make install` lays out an installed siwa under PREFIX (DESTDIR for
+# staging): the binary, the migrations beside it in share/siwa/sql (where an
+# installed siwa looks: Migrator.defaultDirectory), the example settings, the
+# systemd units with ExecStart= pointing at PREFIX, and the sysusers.d entry
+# for the service users. Settings go to SYSCONFDIR/siwa, mode 0600, only
+# where no file is there yet: an operator's settings are never overwritten.
+# The binary is built with the Swift standard library and Foundation linked
+# in (--static-swift-stdlib), so the server needs no Swift installed.
+PREFIX ?= /usr/local
+DESTDIR ?=
+SYSCONFDIR ?= /etc
+UNITDIR ?= $(PREFIX)/lib/systemd/system
+SYSUSERSDIR ?= $(PREFIX)/lib/sysusers.d
+# The static build has a build folder of its own: with --static-swift-stdlib
+# the modules are compiled differently, and flipping one folder between the
+# two (make test, make bench, then this) leaves objects that no longer link.
+STATIC_BUILD := .build-static
+# The binary installed: the release build with the static standard library,
+# built here, unless SIWA_BINARY names one (CI's package test: see test-package).
+SIWA_BINARY ?=
+
+build-static: check-swift
+	swift build -c release --static-swift-stdlib --product siwa --scratch-path $(STATIC_BUILD)
+
+install: $(if $(SIWA_BINARY),,build-static)
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/siwa/sql $(DESTDIR)$(PREFIX)/share/siwa/examples \
+	  $(DESTDIR)$(UNITDIR) $(DESTDIR)$(SYSUSERSDIR) $(DESTDIR)$(SYSCONFDIR)/siwa
+	install -m 0755 $(or $(SIWA_BINARY),$(STATIC_BUILD)/release/siwa) $(DESTDIR)$(PREFIX)/bin/siwa
+	install -m 0644 sql/*.sql $(DESTDIR)$(PREFIX)/share/siwa/sql/
+	install -m 0644 deploy/*.env.example deploy/purge-plan.example.json $(DESTDIR)$(PREFIX)/share/siwa/examples/
+	install -d $(DESTDIR)$(PREFIX)/share/doc/siwa
+	install -m 0644 README.md CHANGELOG.md LICENSE $(DESTDIR)$(PREFIX)/share/doc/siwa/
+	install -m 0644 deploy/README.md $(DESTDIR)$(PREFIX)/share/doc/siwa/README.deploy.md
+	for unit in deploy/*.service; do \
+	  sed 's|/usr/local/bin/siwa|$(PREFIX)/bin/siwa|g' "$$unit" > $(DESTDIR)$(UNITDIR)/$$(basename "$$unit"); \
+	  chmod 0644 $(DESTDIR)$(UNITDIR)/$$(basename "$$unit"); \
+	done
+	install -m 0644 deploy/siwa.sysusers.conf $(DESTDIR)$(SYSUSERSDIR)/siwa.conf
+	for name in siwa serve worker migrate; do \
+	  target=$(DESTDIR)$(SYSCONFDIR)/siwa/$$name.env; \
+	  [ -e "$$target" ] || install -m 0600 deploy/$$name.env.example "$$target"; \
+	done
+
+# dpkg-deb builds the package; dpkg-shlibdeps computes its Depends from the
+# libraries the binary links (glibc, libstdc++, libgcc: the Swift runtime is
+# inside it). Both are Debian's dpkg-dev, installed with apt-get when missing.
+check-packaging-tools:
+	@command -v dpkg-shlibdeps >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "dpkg-shlibdeps not found; installing dpkg-dev with apt-get" >&2; \
+	    apt-get update -qq >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y -q dpkg-dev >&2; \
+	  else \
+	    echo "error: dpkg-shlibdeps is missing (apt-get install dpkg-dev)" >&2; exit 1; \
+	  fi; }
+
+DEB_ARCH := $(shell dpkg --print-architecture 2>/dev/null || echo amd64)
+DEB_DIR ?= .build/deb
+# 1: package a binary that links the toolchain's Swift runtime (CI's test only).
+DEB_ALLOW_SWIFT_RUNTIME ?=
+DEB_FILE := $(DEB_DIR)/siwa_$(VERSION)_$(DEB_ARCH).deb
+
+deb: check-packaging-tools
+	rm -rf $(DEB_DIR)/root
+	$(MAKE) --no-print-directory install DESTDIR=$(CURDIR)/$(DEB_DIR)/root PREFIX=/usr SYSCONFDIR=/etc
+	DEB_ALLOW_SWIFT_RUNTIME=$(DEB_ALLOW_SWIFT_RUNTIME) scripts/make-deb.sh $(DEB_DIR)/root "$(VERSION)" "$(DEB_ARCH)" $(DEB_FILE)
+
+# CI's check of the package: build it, install it into a throwaway root, run
+# the installed siwa (--version, migrate against a test database) and
+# systemd-analyze verify on the installed units. It packages the debug build
+# that make test has just made (linked to the toolchain's Swift runtime, which
+# CI has), not a release build with the static standard library: that would
+# compile every dependency a second time, in release (see README.md,
+# "Installing"). Everything else in the package is what `make deb` makes.
+test-package: check-swift
+	swift build
+	$(MAKE) --no-print-directory deb SIWA_BINARY=.build/debug/siwa DEB_ALLOW_SWIFT_RUNTIME=1 DEB_DIR=.build/deb-test
+	url="$$($(TESTDB) start test)"; \
+	scripts/test-package.sh .build/deb-test/siwa_$(VERSION)_$(DEB_ARCH).deb "$$url"

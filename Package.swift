@@ -2,20 +2,31 @@
 import PackageDescription
 
 // One layer per target; a target imports only the layers below it.
-//   AppleSignIn        Apple's protocols (JWKS cache, notification and identity-token verification)
+//   AppleSignIn        Apple's protocols (JWKS cache, notification and identity-token verification);
+//                      also a library product, for a Swift backend that verifies identity tokens itself
+//   SIWABuildStamp     the git commit the build was made from (C: a define with a value)
 //   AccountStore       PostgreSQL (migrations, roles, users, inbox, rejections, job queue, audit)
 //   AccountEvents      the domain (event router, receiver, purge plan, worker loop)
-//   SIWAConfiguration  the SIWA_* settings, declared once (SettingsCatalog), and the log lines
+//   SIWAConfiguration  the SIWA_* settings, declared once (SettingsCatalog), the log lines, the version
 //   SIWAServer         the Hummingbird application (HTTP only)
 //   SIWAWorker         `siwa worker`'s wiring (plan, clients, job worker)
 //   siwa               the production executable: argument parsing and wiring only
 //   AppleSimulator  a stand-in for Apple in tests, the demo and the benchmark
 //   siwa-demo       `make demo` (development only; the production siwa never links AppleSimulator)
+// The commit `siwa --version` and siwa_build_info report: `make` sets
+// SIWA_GIT_COMMIT from git; a build from a tarball without .git may set it by
+// hand, else it is "unknown". SwiftPM re-reads this manifest when the
+// environment changes, and then recompiles only SIWABuildStamp.
+let gitCommit = String((Context.environment["SIWA_GIT_COMMIT"] ?? "").filter { $0.isLetter || $0.isNumber || "-.+".contains($0) }.prefix(64))
+
 let package = Package(
     name: "siwa",
     platforms: [.macOS(.v15)],
     products: [
         .executable(name: "siwa", targets: ["siwa"]),
+        // Verifying Sign in with Apple identity tokens (and Apple's
+        // notifications) in-process, for a Swift backend: see README.md.
+        .library(name: "AppleSignIn", targets: ["AppleSignIn"]),
     ],
     dependencies: [
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
@@ -75,10 +86,15 @@ let package = Package(
             ]
         ),
         .target(
+            name: "SIWABuildStamp",
+            cSettings: gitCommit.isEmpty ? [] : [.define("SIWA_GIT_COMMIT", to: "\"\(gitCommit)\"")]
+        ),
+        .target(
             name: "SIWAConfiguration",
             dependencies: [
-                "AppleSignIn", "AccountStore", "AccountEvents",
+                "AppleSignIn", "AccountStore", "AccountEvents", "SIWABuildStamp",
                 .product(name: "Configuration", package: "swift-configuration"),
+                .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Logging", package: "swift-log"),
             ]

@@ -62,17 +62,27 @@ public struct Migrator: Sendable {
     }
 
     /// Where the SQL files are: `SIWA_MIGRATIONS_DIR`, else `share/siwa/sql`
-    /// beside the binary's prefix (an installed siwa), else the source tree's
-    /// `sql/` (development and tests).
+    /// beside the binary's prefix (an installed siwa: `/usr/bin/siwa` reads
+    /// `/usr/share/siwa/sql`, as `make install` and the Debian package lay
+    /// them out), else the source tree's `sql/` (development and tests).
     public static func defaultDirectory(environment: [String: String] = ProcessInfo.processInfo.environment) -> URL {
         if let dir = environment["SIWA_MIGRATIONS_DIR"], !dir.isEmpty { return URL(fileURLWithPath: dir) }
-        let executable = URL(fileURLWithPath: CommandLine.arguments.first ?? "").resolvingSymlinksInPath()
-        let installed = executable.deletingLastPathComponent().deletingLastPathComponent()
+        let installed = executablePath().deletingLastPathComponent().deletingLastPathComponent()
             .appendingPathComponent("share/siwa/sql")
         if FileManager.default.fileExists(atPath: installed.path) { return installed }
         // Sources/AccountStore/Migrator.swift -> repository root
         return URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent().appendingPathComponent("sql")
+    }
+
+    /// The running binary, symlinks resolved. Linux: /proc/self/exe, which is
+    /// right however siwa was started (argv[0] is only `siwa` when found on
+    /// PATH); elsewhere argv[0].
+    private static func executablePath() -> URL {
+        if let path = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe") {
+            return URL(fileURLWithPath: path)
+        }
+        return URL(fileURLWithPath: CommandLine.arguments.first ?? "").resolvingSymlinksInPath()
     }
 
     /// Apply what is pending; returns the names applied.

@@ -2,23 +2,42 @@ import Foundation
 
 /// Apple's `real_user_status`: how confident Apple is that the user is a real person.
 public enum RealUserStatus: Int, Sendable, Codable {
+    /// The platform cannot tell (not iOS, or an older iOS).
     case unsupported = 0
+    /// Apple could not decide: treat the user as any other, without the benefit of the doubt.
     case unknown = 1
+    /// Apple thinks this is very likely a real person.
     case likelyReal = 2
 }
 
-/// An identity token (the `id_token` a client gets at sign-in) whose
-/// signature and claims were verified.
+/// The claims of an identity token (the `id_token` a client gets at
+/// sign-in) whose signature and registered claims were verified; read it from
+/// ``VerifiedIdentityToken/claims``.
+///
+/// Apple sends `email_verified`, `is_private_email` and `nonce_supported` as
+/// booleans or as the strings `"true"` and `"false"`; both decode to `Bool`.
 public struct AppleIdentityToken: Sendable, Decodable {
+    /// The user's stable identifier for your team: key your accounts on it
+    /// (never on the email address, which the user may hide or change).
     public let sub: String
+    /// The user's email address, or their private relay address; Apple
+    /// includes it in the first sign-in and, for newer tokens, in later ones.
     public let email: String?
+    /// Whether Apple verified `email` (always true when present, in practice).
     public let emailVerified: Bool?
+    /// Whether `email` is a private relay address (`@privaterelay.appleid.com`).
     public let isPrivateEmail: Bool?
+    /// The nonce the client passed to Apple, echoed (see ``IdentityTokenVerifier/verify(_:expectedNonce:)``).
     public let nonce: String?
+    /// `false` on a platform that cannot carry a nonce.
     public let nonceSupported: Bool?
+    /// How confident Apple is that the user is a real person.
     public let realUserStatus: RealUserStatus?
+    /// When the user authenticated, in seconds since 1970.
     public let authTime: Double?
+    /// The authorization code's hash, when Apple sends one.
     public let cHash: String?
+    /// The access token's hash, when Apple sends one.
     public let atHash: String?
 
     enum CodingKeys: String, CodingKey {
@@ -32,6 +51,7 @@ public struct AppleIdentityToken: Sendable, Decodable {
         case atHash = "at_hash"
     }
 
+    /// Decodes Apple's claim names (`email_verified`, `real_user_status`, ...).
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         sub = try c.decode(String.self, forKey: .sub)
@@ -47,27 +67,71 @@ public struct AppleIdentityToken: Sendable, Decodable {
     }
 }
 
+/// What ``IdentityTokenVerifier/verify(_:expectedNonce:)`` returns: a token
+/// signed by Apple, for one of your client ids, within its lifetime.
 public struct VerifiedIdentityToken: Sendable {
+    /// The client id (`aud`) the token was issued for: one of ``VerificationPolicy/audiences``.
     public let audience: String
+    /// `iat`.
     public let issuedAt: Date
+    /// `exp`.
     public let expiresAt: Date
+    /// The user (``AppleIdentityToken/sub``) and what Apple says about them.
     public let claims: AppleIdentityToken
     /// The verified claims as Apple sent them.
     public let claimsJSON: Data
 }
 
-/// Verifies identity tokens presented at sign-in.
+/// Verifies the identity tokens an app sends its backend after Sign in with
+/// Apple, in-process: no call to Apple per token, only the key set's fetches.
+///
+/// Make one per process, with one ``AppleKeySet``, and share it:
+///
+/// ```swift
+/// import AppleSignIn
+/// import Logging
+///
+/// let httpClient = HTTPJWKSSource.makeHTTPClient()   // follows no redirect; shut it down at exit
+/// let keys = AppleKeySet(source: HTTPJWKSSource(url: HTTPJWKSSource.appleKeysURL, httpClient: httpClient),
+///                        logger: Logger(label: "apple-keys"))
+/// let verifier = IdentityTokenVerifier(keys: keys, policy: VerificationPolicy(audiences: ["com.example.app"]))
+///
+/// let token = try await verifier.verify(idToken, expectedNonce: nonceSentToApple)
+/// let appleUserID = token.claims.sub
+/// ```
+///
+/// Checks, in order: the compact JWS form, `alg` RS256 only (never `none` or
+/// HMAC), no `crit`, Apple's key for the `kid` (fetched once more when the
+/// `kid` is unknown, at most once per cooldown) and the signature; then `iss`
+/// is Apple, `aud` is one of the policy's client ids, `iat` and `exp` are sane
+/// and current (with the policy's leeway), `sub` is there, and the nonce
+/// matches when one is expected.
 public struct IdentityTokenVerifier: Sendable {
     let base: AppleTokenVerifier
 
+    /// - Parameters:
+    ///   - keys: Apple's key set; share one per process so its cache and
+    ///     refetch cooldown work across requests.
+    ///   - policy: your client ids (bundle id for native apps, services id
+    ///     for the web), the leeway and the clock.
     public init(keys: AppleKeySet, policy: VerificationPolicy) {
         base = AppleTokenVerifier(keys: keys, policy: policy)
     }
 
-    /// - Parameter expectedNonce: the nonce the client sent to Apple (as
-    ///   Apple echoes it: on iOS that is the SHA-256 hex the app passed in).
-    ///   When given, the token must carry exactly this nonce, or none and
-    ///   say `nonce_supported: false`.
+    /// Verifies one identity token.
+    ///
+    /// - Parameters:
+    ///   - token: the `id_token` as the client received it (three base64url parts).
+    ///   - expectedNonce: the nonce the client sent to Apple (as Apple echoes
+    ///     it: on iOS that is the SHA-256 hex the app passed in). When given,
+    ///     the token must carry exactly this nonce, or none and say
+    ///     `nonce_supported: false`. Give it whenever your client sends one:
+    ///     it is what stops a stolen token from being replayed.
+    /// - Returns: the verified token and its claims.
+    /// - Throws: ``VerificationFailure`` when the token is not acceptable
+    ///   (answer 4xx; its ``VerificationFailure/reason`` is a stable code), or
+    ///   ``AppleKeysUnavailable`` when Apple's keys cannot be had right now
+    ///   (answer 503: the token may be fine).
     public func verify(_ token: String, expectedNonce: String? = nil) async throws -> VerifiedIdentityToken {
         let (verified, decoded) = try await base.verify(token, alsoDecoding: AppleIdentityToken.self)
         guard let sub = verified.claims.sub, !sub.isEmpty else { throw VerificationFailure.missingSubject }

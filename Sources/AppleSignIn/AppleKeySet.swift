@@ -6,7 +6,9 @@ import Synchronization
 /// Where Apple's JWKS document comes from: Apple's URL in production, a file
 /// for offline `siwa verify`, the simulator's URL in tests.
 public protocol JWKSSource: Sendable {
+    /// The JWKS document (`{"keys": [...]}`), or an error.
     func fetchJWKS() async throws -> Data
+    /// Where it comes from, for logs.
     var description: String { get }
 }
 
@@ -25,9 +27,16 @@ public protocol JWKSSource: Sendable {
 /// now" (`AppleKeysUnavailable`, a 503 that Apple retries): otherwise a
 /// trickle of bogus kids, each restarting the cooldown, would make a genuine
 /// notification signed with a freshly rotated key be refused for good.
+///
+/// A backend makes one per process and may call ``reload()`` at start-up
+/// and run ``refreshPeriodically(every:retryAfterFailure:)`` in a task of its
+/// own; without them the first verification fetches the keys.
 public final class AppleKeySet: Sendable {
+    /// The keys held at one moment.
     public struct Snapshot: Sendable {
+        /// Apple's RS256 public keys, by `kid`.
         public var keys: [String: _RSA.Signing.PublicKey]
+        /// When they were last installed; nil before the first successful fetch.
         public var loadedAt: ContinuousClock.Instant?
     }
 
@@ -40,12 +49,19 @@ public final class AppleKeySet: Sendable {
         var fetchCount = 0
     }
 
+    /// Where the keys come from.
     public let source: any JWKSSource
+    /// The shortest time between two refetches for unknown kids.
     public let refetchCooldown: Duration
     private let logger: Logger
     private let snapshot = Mutex(Snapshot(keys: [:], loadedAt: nil))
     private let refresh = Mutex(RefreshState())
 
+    /// - Parameters:
+    ///   - source: ``HTTPJWKSSource`` for Apple's URL, or ``StaticJWKS``.
+    ///   - refetchCooldown: at most one refetch for an unknown `kid` per this
+    ///     long, so tokens with invented kids cannot make you hammer Apple.
+    ///   - logger: fetch failures and skipped keys (never a token).
     public init(source: any JWKSSource, refetchCooldown: Duration = .seconds(30), logger: Logger) {
         self.source = source
         self.refetchCooldown = refetchCooldown
@@ -58,7 +74,9 @@ public final class AppleKeySet: Sendable {
         try self.install(jwks: jwks)
     }
 
+    /// Whether a key set has been loaded (a readiness check).
     public var isLoaded: Bool { snapshot.withLock { $0.loadedAt != nil } }
+    /// The kids held now, sorted.
     public var keyIDs: [String] { snapshot.withLock { $0.keys.keys.sorted() } }
     /// How many times the source was asked (tests and metrics).
     public var fetchCount: Int { refresh.withLock { $0.fetchCount } }
@@ -81,7 +99,9 @@ public final class AppleKeySet: Sendable {
         }
     }
 
-    /// Fetch now, unconditionally (start-up and the periodic refresh).
+    /// Fetch now, unconditionally (start-up and the periodic refresh);
+    /// joins a fetch already running. Returns whether it succeeded; a failed
+    /// fetch keeps the keys held.
     @discardableResult
     public func reload() async -> Bool {
         let task = refresh.withLock { state -> Task<Bool, Never> in
@@ -149,6 +169,7 @@ public final class AppleKeySet: Sendable {
 
     /// The usable keys of a JWKS document, and why each other entry was skipped.
     public struct ParsedJWKS: Sendable {
+        /// The usable keys, by `kid`.
         public var keys: [String: _RSA.Signing.PublicKey]
         /// One line per entry skipped: its position, its kid (sanitized) and why.
         public var skipped: [String]
@@ -260,6 +281,7 @@ private struct LenientJWK: Decodable {
     }
 }
 
+/// A key set could not be fetched or read: what went wrong, in a few words.
 public struct JWKSError: Error, Sendable, CustomStringConvertible {
     public let description: String
     public init(_ description: String) { self.description = description }
@@ -267,8 +289,11 @@ public struct JWKSError: Error, Sendable, CustomStringConvertible {
 
 /// A JWKS document held in memory (from a file or a fixture).
 public struct StaticJWKS: JWKSSource {
+    /// The document, `{"keys": [...]}`.
     public let data: Data
     public init(data: Data) { self.data = data }
+    /// The document, every time.
     public func fetchJWKS() async throws -> Data { data }
+    /// "static JWKS".
     public var description: String { "static JWKS" }
 }

@@ -2,8 +2,10 @@ import Crypto
 import CryptoExtras
 import Foundation
 
-/// What every Apple token must satisfy, for notifications and identity tokens.
+/// What every Apple token must satisfy, for notifications and identity
+/// tokens: which client ids it may be for, and how much clock skew is forgiven.
 public struct VerificationPolicy: Sendable {
+    /// The only `iss` accepted.
     public static let appleIssuer = "https://appleid.apple.com"
 
     /// The earliest `iat` accepted: 2019-01-01T00:00:00Z (Sign in with Apple
@@ -21,6 +23,10 @@ public struct VerificationPolicy: Sendable {
     /// The clock; injected so the genuine (expired) Apple tokens can be checked.
     public var now: @Sendable () -> Date
 
+    /// - Parameters:
+    ///   - audiences: your client ids: the bundle id of each app, the services id of each website.
+    ///   - leeway: seconds of clock skew forgiven on `exp` and `iat` (60).
+    ///   - now: the clock (tests give a fixed one).
     public init(audiences: Set<String>, leeway: TimeInterval = 60, now: @escaping @Sendable () -> Date = { Date() }) {
         self.audiences = audiences
         self.leeway = leeway

@@ -8,7 +8,12 @@ import NIOCore
 /// (give it a client from `makeHTTPClient()`, which follows none; a 3xx
 /// answer is then an error like any other non-200).
 public struct HTTPJWKSSource: JWKSSource {
+    /// Apple's key set for Sign in with Apple.
+    public static let appleKeysURL = "https://appleid.apple.com/auth/keys"
+
+    /// Where the key set is fetched from (``appleKeysURL`` in production).
     public let url: String
+    /// The client that fetches it (see ``makeHTTPClient(eventLoopGroup:)``).
     public let httpClient: HTTPClient
     /// One deadline for the whole fetch: connecting, the answer's head and
     /// its whole body. A server that sends the head and then stalls (or
@@ -17,6 +22,10 @@ public struct HTTPJWKSSource: JWKSSource {
     /// Apple's document is about 2 KiB; refuse anything absurd.
     static let maximumBytes = 256 * 1024
 
+    /// - Parameters:
+    ///   - url: the key set's URL, ``appleKeysURL`` unless you test against a stand-in.
+    ///   - httpClient: a client from ``makeHTTPClient(eventLoopGroup:)``, which you shut down.
+    ///   - timeout: the deadline for one whole fetch.
     public init(url: String, httpClient: HTTPClient, timeout: TimeAmount = .seconds(10)) {
         self.url = url
         self.httpClient = httpClient
@@ -37,6 +46,8 @@ public struct HTTPJWKSSource: JWKSSource {
         return HTTPClient(eventLoopGroup: eventLoopGroup, configuration: configuration)
     }
 
+    /// One GET of the key set: the body of a 200 answer within the deadline
+    /// and the size limit, else an error (the key set keeps its keys).
     public func fetchJWKS() async throws -> Data {
         let deadline = NIODeadline.now() + timeout
         let (url, client, timeout) = (self.url, self.httpClient, self.timeout)
@@ -66,5 +77,6 @@ public struct HTTPJWKSSource: JWKSSource {
         }
     }
 
+    /// The URL (for logs).
     public var description: String { url }
 }

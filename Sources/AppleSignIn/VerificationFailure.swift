@@ -38,6 +38,8 @@ public enum VerificationFailure: Error, Sendable, Equatable {
     case nonceMissing
     case malformedIdentityClaims(String)
 
+    /// A stable, machine-readable code (`expired`, `wrong_aud`, `nonce_mismatch`, ...):
+    /// answer it, count it, alert on it; it does not change between releases.
     public var reason: String {
         switch self {
         case .malformedToken: "malformed_token"
@@ -66,6 +68,8 @@ public enum VerificationFailure: Error, Sendable, Equatable {
         }
     }
 
+    /// A short sentence for a person (an answer's body, a log line); never
+    /// any byte of the token.
     public var detail: String { Self.printable(sentence) }
 
     private var sentence: String {
@@ -133,6 +137,7 @@ public enum VerificationFailure: Error, Sendable, Equatable {
 /// unknown kid failed). Not the sender's fault: the caller should answer
 /// "try again later" (503) so Apple retries.
 public struct AppleKeysUnavailable: Error, Sendable, CustomStringConvertible {
+    /// Why, in siwa's words.
     public let detail: String
     public init(_ detail: String) { self.detail = detail }
     public var description: String { "Apple's signing keys are unavailable: \(detail)" }

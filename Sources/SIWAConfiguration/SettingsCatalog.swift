@@ -429,6 +429,7 @@ public enum SettingsCatalog {
     public static let all: [Setting] = sections.flatMap { $0.settings }
 
     /// `SIWA_*` names that belong to siwa's development tools, not to a
-    /// command (scripts/testdb.sh, the tests, the bench, siwa-demo).
-    public static let toolPrefixes = ["SIWA_PG_", "SIWA_TEST_", "SIWA_BENCH_", "SIWA_DEMO_"]
+    /// command (scripts/testdb.sh, the tests, the bench, siwa-demo), or to
+    /// its build (SIWA_GIT_COMMIT, which the Makefile exports to swift build).
+    public static let toolPrefixes = ["SIWA_PG_", "SIWA_TEST_", "SIWA_BENCH_", "SIWA_DEMO_", "SIWA_GIT_"]
 }

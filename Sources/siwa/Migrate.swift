@@ -56,10 +56,12 @@ struct Migrate: AsyncParsableCommand {
             do {
                 if check {
                     try await migrator.checkUpToDate(client: client, logger: logger)
-                    print("up to date (\(migrator.migrations.count) migrations)")
+                    print("up to date (\(migrator.migrations.count) migrations in \(directory.path))")
                 } else {
                     let applied = try await migrator.migrate(client: client, logger: logger)
-                    print(applied.isEmpty ? "nothing to apply" : "applied: \(applied.joined(separator: ", "))")
+                    // The directory too: an installed siwa must be seen to read its own files.
+                    print(applied.isEmpty ? "nothing to apply from \(directory.path)"
+                                          : "applied from \(directory.path): \(applied.joined(separator: ", "))")
                     try await AuditReports.recordPurgeSLA(hours: purgeSLAHours, client: client, logger: logger)
                     try await grantRuntimePrivileges(owner: database, runtime: runtime, client: client, logger: logger)
                 }

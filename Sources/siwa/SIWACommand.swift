@@ -1,4 +1,5 @@
 import ArgumentParser
+import SIWAConfiguration
 
 struct SIWACommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -13,6 +14,7 @@ struct SIWACommand: AsyncParsableCommand {
             variables (see `siwa serve --help`, `siwa worker --help` and README.md).
             The end-to-end demo is a separate development tool, `siwa-demo` (`make demo`).
             """,
+        version: SIWAVersion.description,
         subcommands: [Serve.self, Worker.self, Jobs.self, Audit.self, Tokens.self, APIKeys.self, Receipts.self, Migrate.self, Verify.self, Settings.self]
     )
 }

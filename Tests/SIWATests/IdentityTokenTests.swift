@@ -59,3 +59,29 @@ struct IdentityTokenTests {
         await #expect(throws: VerificationFailure.missingSubject) { try await verifier.verify(empty) }
     }
 }
+
+extension IdentityTokenTests {
+    /// README's "AppleSignIn in a Swift backend", as written there, with the
+    /// simulator's URL for Apple's: the keys are fetched over HTTP by the
+    /// first verification (no reload first), then held.
+    @Test func theLibraryExampleVerifiesOverHTTP() async throws {
+        let appleServer = try await apple.start()
+        let httpClient = HTTPJWKSSource.makeHTTPClient()
+        let keys = AppleKeySet(source: HTTPJWKSSource(url: appleServer.baseURL + "/auth/keys", httpClient: httpClient),
+                               logger: Logger(label: "apple-keys"))
+        let verifier = IdentityTokenVerifier(keys: keys, policy: VerificationPolicy(audiences: ["com.example.app"]))
+        let idToken = try apple.identityToken(sub: "001.library.002", audience: "com.example.app", nonce: "n0nce-hash")
+        // The client and the server are shut down whatever happens.
+        var outcome: Result<[VerifiedIdentityToken], any Error>
+        do {
+            outcome = .success([try await verifier.verify(idToken, expectedNonce: "n0nce-hash"),
+                                try await verifier.verify(idToken, expectedNonce: "n0nce-hash")])
+        } catch { outcome = .failure(error) }
+        try await httpClient.shutdown()
+        await appleServer.stop()
+        let verified = try outcome.get()
+        #expect(verified.map(\.claims.sub) == ["001.library.002", "001.library.002"])
+        #expect(verified.first?.audience == "com.example.app")
+        #expect(keys.fetchCount == 1)
+    }
+}

@@ -1,0 +1,48 @@
+import AppleSimulator
+import Foundation
+import SIWAConfiguration
+import Testing
+
+/// siwa says which build it is, the same way everywhere: `siwa --version`,
+/// `siwa_build_info` on /metrics, and CHANGELOG.md's newest entry all name
+/// SIWAVersion's version (and the first two its commit).
+@Suite("Version")
+struct VersionTests {
+    @Test func versionFlagPrintsTheVersionAndTheCommit() async throws {
+        let result = try await runSIWA(["--version"])
+        #expect(result.status == 0)
+        #expect(result.output == "\(SIWAVersion.version) (commit \(SIWAVersion.commit))\n")
+        // `make test` stamps the commit it builds from (the Makefile exports
+        // SIWA_GIT_COMMIT to every swift build, Package.swift passes it on).
+        if let stamped = ProcessInfo.processInfo.environment["SIWA_GIT_COMMIT"], !stamped.isEmpty {
+            #expect(SIWAVersion.commit == stamped)
+        }
+    }
+
+    /// A real `siwa serve`, scraped over HTTP as Prometheus does.
+    @Test func serveMetricsCarryTheBuildInfo() async throws {
+        let database = try await TestDatabase.create()
+        let apple = try AppleSimulator()
+        let appleServer = try await apple.start()
+        let siwa = try SIWAProcess(port: try freePort(), environment: [
+            "SIWA_DATABASE_URL": database.url, "SIWA_APPLE_CLIENT_IDS": ServerHarness.clientID,
+            "SIWA_APPLE_JWKS_URL": appleServer.baseURL + "/auth/keys",
+        ])
+        defer { Task { await siwa.kill9(); await appleServer.stop() } }
+        try await siwa.waitUntilReady()
+        let metrics = try await HTTPAnswer.send(method: .GET, url: "http://127.0.0.1:\(siwa.port)/metrics", body: nil, headers: [])
+        #expect(metrics.status == 200)
+        let lines = metrics.text.split(separator: "\n").filter { $0.hasPrefix("siwa_build_info{") }
+        #expect(lines.count == 1, "\(metrics.text)")
+        let line = String(lines.first ?? "")
+        #expect(line.contains(#"version="\#(SIWAVersion.version)""#), "\(line)")
+        #expect(line.contains(#"commit="\#(SIWAVersion.commit)""#), "\(line)")
+        #expect(line.hasSuffix(" 1") || line.hasSuffix(" 1.0"), "\(line)")
+    }
+
+    @Test func changelogsNewestEntryIsThisVersion() throws {
+        let changelog = try String(contentsOf: TestEnvironment.repositoryRoot.appendingPathComponent("CHANGELOG.md"), encoding: .utf8)
+        let newest = changelog.split(separator: "\n").first { $0.hasPrefix("## ") }
+        #expect(newest?.hasPrefix("## \(SIWAVersion.version) ") == true, "\(newest ?? "no entry"): add one for \(SIWAVersion.version)")
+    }
+}

@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# CI's check of the Debian package (make test-package): installs it with
+# dpkg into a throwaway root, maintainer scripts included (run outside the
+# root with DPKG_ROOT set, as `dpkg --root` does for chrootless scripts), and
+# checks what an operator relies on:
+#   - the service users exist (postinst ran systemd-sysusers), the settings
+#     are conffiles of mode 0600;
+#   - the installed `siwa --version` names this version;
+#   - the installed `siwa migrate` applies the installed share/siwa/sql to a
+#     fresh database on the test cluster, then finds it current;
+#   - `systemd-analyze verify` accepts the installed units (with --root:
+#     ExecStart= must name the installed binary);
+#   - `make install PREFIX=/usr/local` points the units at /usr/local/bin;
+#   - purging removes the files and the settings.
+# Ends with one line: "package: N passed, N failed".
+#
+#   scripts/test-package.sh PACKAGE.deb SERVER_URL
+# SERVER_URL: the owner's URL of a scripts/testdb.sh cluster (its `siwa`
+# database); a database siwa_package is made (and dropped) beside it.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+deb=$(realpath "$1") server_url=$2
+version=$(sed -n 's/^ *public static let version = "\(.*\)"$/\1/p' Sources/SIWAConfiguration/SIWAVersion.swift)
+commit=${SIWA_GIT_COMMIT:-unknown}
+root=$(mktemp -d /tmp/siwa-package.XXXXXX)
+local_root=$(mktemp -d /tmp/siwa-install.XXXXXX)
+database=siwa_package
+trap 'rm -rf "$root" "$local_root"' EXIT
+
+passed=0 failed=0
+pass() { passed=$((passed + 1)); echo "ok   $1"; }
+fail() { failed=$((failed + 1)); echo "FAIL $1"; [[ -z "${2:-}" ]] || printf '%s\n' "$2" | sed 's/^/     /'; }
+# check NAME COMMAND...: passes when COMMAND succeeds; its output is shown when it fails.
+check() {
+    local name=$1 output; shift
+    if output=$("$@" 2>&1); then pass "$name"; else fail "$name" "$output"; fi
+}
+expect_output() { # NAME EXPECTED-REGEX COMMAND...
+    local name=$1 pattern=$2 output; shift 2
+    if output=$("$@" 2>&1) && [[ $output =~ $pattern ]]; then pass "$name"; else fail "$name" "$output"; fi
+}
+
+# ------------------------------------------------------------ install ---
+mkdir -p "$root"/var/lib/dpkg/{info,updates,triggers} "$root/etc"
+touch "$root"/var/lib/dpkg/{status,available}
+# --force-depends: the root's dpkg database knows no libc6 or systemd.
+dpkg_root() { dpkg --root="$root" --log=/dev/null --force-script-chrootless --force-depends "$@"; }
+check "dpkg installs the package, maintainer scripts included" dpkg_root -i "$deb"
+users_ok() {
+    grep -q '^siwa-serve:.*:/nonexistent:/usr/sbin/nologin$' "$root/etc/passwd" &&
+        grep -q '^siwa-worker:.*:/nonexistent:/usr/sbin/nologin$' "$root/etc/passwd"
+}
+check "postinst created the users siwa-serve and siwa-worker" users_ok
+settings_ok() {
+    for name in siwa serve worker migrate; do
+        [[ $(stat -c '%a %U' "$root/etc/siwa/$name.env") == "600 root" ]] || { echo "/etc/siwa/$name.env: $(stat -c '%a %U' "$root/etc/siwa/$name.env")"; return 1; }
+        grep -q "^ /etc/siwa/$name.env " "$root/var/lib/dpkg/status" || { echo "/etc/siwa/$name.env is not a conffile"; return 1; }
+    done
+}
+check "/etc/siwa/*.env are conffiles, mode 0600, owner root" settings_ok
+
+# ------------------------------------------------------- the binary ---
+siwa=$root/usr/bin/siwa
+# An empty environment, from /: nothing but the installed files to go on.
+installed() { (cd / && env -i PATH=/usr/bin:/bin "$@"); }
+check "siwa --version prints $version (commit $commit)" \
+    test "$(installed "$siwa" --version)" = "$version (commit $commit)"
+
+admin() { "$(dirname "$0")/testdb.sh" psql test -v ON_ERROR_STOP=1 -qc "$1" >/dev/null; }
+admin "DROP DATABASE IF EXISTS $database"
+admin "CREATE DATABASE $database"
+owner_url=${server_url%/*}/$database
+runtime_url=$(sed 's|://[^@]*@|://siwa_app:siwa_app@|' <<<"$owner_url")
+migrate() { installed SIWA_MIGRATE_DATABASE_URL="$owner_url" SIWA_DATABASE_URL="$runtime_url" "$siwa" migrate "$@"; }
+expect_output "siwa migrate applies the installed sql/ ($root/usr/share/siwa/sql)" \
+    "applied from $root/usr/share/siwa/sql: 001_schema, .*012_admin_keys" migrate
+expect_output "siwa migrate granted siwa_app its privileges" "granted the runtime privileges to siwa_app" migrate
+expect_output "siwa migrate --check: the database is current" "^up to date \([0-9]+ migrations in $root/usr/share/siwa/sql\)$" migrate --check
+admin "DROP DATABASE $database"
+
+# -------------------------------------------------------- the units ---
+# systemd-analyze --root needs the targets the units name (multi-user.target
+# and what it pulls in): the host's, in the root's /lib (the package's own
+# units are in /usr/lib, so dpkg never sees these).
+mkdir -p "$root/lib/systemd"
+cp -a /lib/systemd/system "$root/lib/systemd/"
+units=(/usr/lib/systemd/system/siwa-serve.service /usr/lib/systemd/system/siwa-worker.service /usr/lib/systemd/system/siwa-migrate.service)
+check "systemd-analyze verify accepts the installed units" systemd-analyze verify --root="$root" "${units[@]}"
+check "the units run /usr/bin/siwa" grep -q '^ExecStart=/usr/bin/siwa ' "$root${units[0]}" "$root${units[1]}" "$root${units[2]}"
+
+# make install PREFIX=/usr/local: the same layout under /usr/local (no rebuild:
+# the binary is the one just packaged).
+make --no-print-directory -s install DESTDIR="$local_root" PREFIX=/usr/local SIWA_BINARY="$root/usr/bin/siwa" >/dev/null
+local_ok() {
+    [[ -x $local_root/usr/local/bin/siwa && -f $local_root/usr/local/share/siwa/sql/001_schema.sql ]] || { echo "binary or sql missing"; return 1; }
+    [[ -f $local_root/usr/local/lib/sysusers.d/siwa.conf ]] || { echo "sysusers.d entry missing"; return 1; }
+    for unit in siwa-serve siwa-worker siwa-migrate; do
+        grep -q '^ExecStart=/usr/local/bin/siwa ' "$local_root/usr/local/lib/systemd/system/$unit.service" || { echo "$unit: ExecStart"; return 1; }
+    done
+}
+check "make install PREFIX=/usr/local points the units at /usr/local/bin/siwa" local_ok
+
+# ------------------------------------------------------------ purge ---
+check "dpkg purges the package" dpkg_root --purge siwa
+gone() { [[ ! -e $root/usr/bin/siwa && ! -e $root/etc/siwa/siwa.env && ! -e $root/usr/share/siwa/sql ]]; }
+check "purging removed the binary, the migrations and the settings" gone
+
+echo "package: $passed passed, $failed failed"
+[[ $failed -eq 0 ]]
