@@ -18,8 +18,8 @@ public enum SIWAVersion {
 
     /// `siwa_build_info{version="0.9.0",commit="..."} 1`, the Prometheus
     /// convention for a build's identity (join on it in queries and alerts).
-    /// Call it once on the factory behind each process's /metrics: serve's,
-    /// and the worker's.
+    /// Called once for each process's registry (`SIWAMetrics.makeRegistry`):
+    /// serve's /metrics and the worker's.
     public static func recordBuildInfo(metrics: any MetricsFactory) {
         Gauge(label: "siwa_build_info", dimensions: [("version", version), ("commit", commit)], factory: metrics).record(1)
     }

@@ -1,4 +1,5 @@
 import Prometheus
+import SIWAConfiguration
 
 /// The Prometheus registry of a siwa process, `siwa serve`'s or `siwa
 /// worker`'s, made in one place: a series both processes export whatever
@@ -6,7 +7,9 @@ import Prometheus
 /// `makeRegistry`.
 public enum SIWAMetrics {
     public static func makeRegistry() -> PrometheusCollectorRegistry {
-        PrometheusCollectorRegistry()
+        let registry = PrometheusCollectorRegistry()
+        SIWAVersion.recordBuildInfo(metrics: PrometheusMetricsFactory(registry: registry))
+        return registry
     }
 
     /// swift-metrics' factory over `registry`. Job steps can take minutes

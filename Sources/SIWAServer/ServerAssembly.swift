@@ -33,7 +33,6 @@ public enum ServerAssembly {
         let client = PostgresClient(configuration: database.postgresClientConfiguration,
                                     backgroundLogger: Logger(label: "siwa.postgres"))
         let metrics = SIWAMetrics.factory(for: registry)
-        SIWAVersion.recordBuildInfo(metrics: metrics)
         // Keys are fetched with a client of their own that follows no
         // redirect (HTTPClient.shared follows up to 20); the service below
         // shuts it down after the key refresh has stopped.

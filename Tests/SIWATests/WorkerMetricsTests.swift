@@ -50,6 +50,8 @@ struct WorkerMetricsTests {
         #expect(metrics.value("siwa_worker_jobs_retried_total", kind) == 4)
         #expect(metrics.value("siwa_worker_jobs_discarded_total", kind) == 1)
         #expect(metrics.value("siwa_worker_jobs_rescued_total", kind) == 1)
+        #expect(metrics.value("siwa_build_info", ["version": SIWAVersion.version, "commit": SIWAVersion.commit]) == 1,
+                "the worker says which build it is, as serve does")
         // Five first attempts and four second ones.
         #expect(metrics.value("siwa_worker_jobs_claimed_total", kind) == 9)
         #expect(metrics.value("siwa_worker_webhook_failures_total", ["step": WorkerHarness.httpStep, "status_class": "5xx"]) == 4)
