@@ -32,6 +32,12 @@ struct AuditChainTests {
         let verified = try await Self.verify(database)
         #expect(verified.status == 0, "\(verified.output)")
         #expect(verified.output == "ok: \(total) rows, head \(recorded.seq) \(recorded.hashHex)\n", "\(verified.output)")
+        // A worker logs the head at start, at notice (production's level
+        // may be above info), as SEQ:HASH for `verify --head`.
+        let logging = try harness.startWorker(["SIWA_LOG_LEVEL": "notice"])
+        try await logging.waitForLog("Audit chain head")
+        #expect(await logging.terminate() == 0)
+        #expect(logging.log.contains("head=\(recorded.description)"), "\(logging.log.suffix(2000))")
 
         // Tampering, as the superuser with the log's triggers off. Each case
         // is undone from a copy before the next, and verify is ok again.

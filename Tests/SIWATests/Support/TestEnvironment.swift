@@ -17,6 +17,13 @@ enum TestEnvironment {
         return value
     }
 
+    /// Running under CI (`.ci/run` is started with CI=true): tests that a
+    /// developer's machine may skip for a missing tool must run there.
+    static var isCI: Bool {
+        let value = ProcessInfo.processInfo.environment["CI"] ?? ""
+        return !value.isEmpty && value != "0" && value != "false"
+    }
+
     static var databaseURL: String { get throws { try require("SIWA_TEST_DATABASE_URL") } }
     static var faultDatabaseURL: String { get throws { try require("SIWA_TEST_FAULT_DATABASE_URL") } }
     static var pgScript: String {
