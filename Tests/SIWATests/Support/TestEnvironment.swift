@@ -131,6 +131,18 @@ struct TestDatabase: Sendable {
         }
     }
 
+    /// One integer from a query run as the cluster's superuser (what only
+    /// it may see or do: other roles' sessions, ending them).
+    func superuserScalar(_ sql: String) async throws -> Int {
+        let superuser = try DatabaseConfiguration(
+            url: "postgres://postgres@\(configuration.host):\(configuration.port)/\(configuration.database)?sslmode=disable")
+        return try await Self.withClient(superuser) { client in
+            let rows = try await client.query(PostgresQuery(unsafeSQL: sql), logger: TestEnvironment.logger)
+            for try await value in rows.decode(Int.self) { return value }
+            return 0
+        }
+    }
+
     func strings(_ sql: String) async throws -> [String] {
         try await withClient { client in
             var result: [String] = []
