@@ -258,15 +258,28 @@ cmd_start() {
     fi
     [[ -n "$port" ]] || port="$(pick_port)"
 
-    write_conf "$port"
-    write_port_and_url "$port"
-
-    log "starting cluster '$NAME' on 127.0.0.1:$port (log: $DIR/log)"
-    if ! as_pg "$BIN/pg_ctl" start -D "$DATA" -l "$DIR/log" -w -t 180 >&2; then
+    # The port can be taken between the check and the server's bind (another
+    # cluster root starting at the same moment, e.g. two checkouts testing at
+    # once): then a new port, a few times over.
+    local attempt
+    for attempt in 1 2 3 4 5; do
+        write_conf "$port"
+        write_port_and_url "$port"
+        log "starting cluster '$NAME' on 127.0.0.1:$port (log: $DIR/log)"
+        local before=0
+        [[ -f "$DIR/log" ]] && before=$(wc -l <"$DIR/log")
+        if as_pg "$BIN/pg_ctl" start -D "$DATA" -l "$DIR/log" -w -t 180 >&2; then
+            break
+        fi
+        if [[ $attempt -lt 5 ]] && tail -n +"$((before + 1))" "$DIR/log" 2>/dev/null | grep -q 'could not bind\|could not create any TCP/IP sockets'; then
+            log "port $port was taken while the server started; choosing a new one"
+            port="$(pick_port)"
+            continue
+        fi
         log "server did not start; last lines of $DIR/log:"
         tail -n 30 "$DIR/log" >&2 || true
         exit 1
-    fi
+    done
 
     # Roles and database (idempotent, cheap), as in production: `siwa` owns
     # the schema (siwa migrate; CREATEDB so tests can make databases of
