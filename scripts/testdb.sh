@@ -18,10 +18,17 @@
 # As root the server runs as the `postgres` user (PostgreSQL is installed with
 # apt-get if missing); as any other user it runs as that user.
 # Environment: SIWA_PG_ROOT, SIWA_PG_BIN (directory holding postgres/pg_ctl),
-# SIWA_PG_PORT_BASE (first port tried, default 55432).
+# SIWA_PG_PORT_BASE (first port tried, default 55432; another root's
+# default is derived from its path).
 set -euo pipefail
 
 ROOT="${SIWA_PG_ROOT:-/tmp/siwa-pg}"
+# Each root scans from a port of its own (the default root from 55432), so
+# two checkouts testing at once rarely reach for the same port: a cluster
+# restarted by a test must find its port free again.
+if [[ -z "${SIWA_PG_PORT_BASE:-}" && "$ROOT" != /tmp/siwa-pg ]]; then
+    SIWA_PG_PORT_BASE=$((56000 + ($(printf '%s' "$ROOT" | cksum | cut -d' ' -f1) % 40) * 200))
+fi
 PORT_BASE="${SIWA_PG_PORT_BASE:-55432}"
 PORT_LAST=$((PORT_BASE + 999))
 

@@ -39,8 +39,8 @@ struct GuardedConnectionTests {
     }
 
     /// The server ends the session under an open transaction: the call
-    /// fails (ConnectionClosed or the server's error), and the next call on
-    /// the same one-connection pool gets a new, working session.
+    /// fails (ConnectionClosed or the server's error), nothing it did is
+    /// kept, and the same one-connection pool is soon working again.
     @Test func aSessionKilledMidTransactionIsReplaced() async throws {
         let database = try await TestDatabase.create()
         var configuration = try database.runtimeConfiguration
@@ -60,8 +60,21 @@ struct GuardedConnectionTests {
                     """) == 1
             })
             await #expect(throws: (any Error).self) { try await killed.value }
-            let rows = try await client.guardedQuery("SELECT 1", logger: TestEnvironment.logger)
-            #expect(try rows.first?.decode(Int.self) == 1)
+            // The pool may lend the dead connection once more before it has
+            // seen it close: that call fails at once (ConnectionClosed), it
+            // does not hang; the next one gets a new session.
+            var attempts = 0, answered = false
+            while !answered, attempts < 3 {
+                attempts += 1
+                let started = ContinuousClock.now
+                do {
+                    let rows = try await client.guardedQuery("SELECT 1", logger: TestEnvironment.logger)
+                    answered = try rows.first?.decode(Int.self) == 1
+                } catch is ConnectionClosed {
+                    #expect(ContinuousClock.now - started < .seconds(5), "a dead connection fails fast")
+                }
+            }
+            #expect(answered, "a working session within \(attempts) calls")
         }
         #expect(try await database.scalar("SELECT count(*) FROM siwa.audit_log WHERE action = 'test.killed'") == 0)
     }
