@@ -18,18 +18,21 @@
 # As root the server runs as the `postgres` user (PostgreSQL is installed with
 # apt-get if missing); as any other user it runs as that user.
 # Environment: SIWA_PG_ROOT, SIWA_PG_BIN (directory holding postgres/pg_ctl),
-# SIWA_PG_PORT_BASE (first port tried, default 55432; another root's
+# SIWA_PG_PORT_BASE (first port tried, default 25432; another root's
 # default is derived from its path).
 set -euo pipefail
 
 ROOT="${SIWA_PG_ROOT:-/tmp/siwa-pg}"
-# Each root scans from a port of its own (the default root from 55432), so
-# two checkouts testing at once rarely reach for the same port: a cluster
-# restarted by a test must find its port free again.
+# Ports below the kernel's ephemeral range (32768 and up on Linux): there a
+# busy test run's own outgoing connections take local ports, and a server
+# restarted on a port a client socket holds cannot bind it. Each root scans
+# from a port of its own (the default root from 25432), so two checkouts
+# testing at once rarely reach for the same one: a cluster restarted by a
+# test must find its port free again.
 if [[ -z "${SIWA_PG_PORT_BASE:-}" && "$ROOT" != /tmp/siwa-pg ]]; then
-    SIWA_PG_PORT_BASE=$((56000 + ($(printf '%s' "$ROOT" | cksum | cut -d' ' -f1) % 40) * 200))
+    SIWA_PG_PORT_BASE=$((26500 + ($(printf '%s' "$ROOT" | cksum | cut -d' ' -f1) % 25) * 200))
 fi
-PORT_BASE="${SIWA_PG_PORT_BASE:-55432}"
+PORT_BASE="${SIWA_PG_PORT_BASE:-25432}"
 PORT_LAST=$((PORT_BASE + 999))
 
 # Never let the caller's libpq settings leak into what we run.
@@ -172,7 +175,10 @@ is_running() {
 port_in_use() {
     local p="$1"
     if command -v ss >/dev/null 2>&1; then
-        if ss -Hltn "( sport = :$p )" 2>/dev/null | grep -q .; then return 0; fi
+        # Any TCP socket on it, listening or not (a client's local port too),
+        # except TIME-WAIT: what a stopped server leaves behind, which its
+        # own restart on the same port binds past (SO_REUSEADDR).
+        if ss -Htan "( sport = :$p )" 2>/dev/null | grep -qv '^TIME-WAIT'; then return 0; fi
     fi
     # Anything accepting connections on it?
     if (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then return 0; fi
@@ -258,7 +264,9 @@ cmd_start() {
     local port=""
     if [[ -f "$DIR/port" ]]; then
         port="$(cat "$DIR/port")"
-        if port_in_use "$port"; then
+        if (( port < PORT_BASE || port > PORT_LAST )); then
+            port=""  # from an older version of this script (or another base)
+        elif port_in_use "$port"; then
             log "port $port of cluster '$NAME' is taken by another process; choosing a new one"
             port=""
         fi

@@ -71,6 +71,9 @@ struct ReceiptDurabilityTests {
         let harness = try await WorkerHarness.start(settings: keys.workerSettings)
         defer { Task { await harness.stop(); keys.remove() } }
         let lock = 1_100_011
+        // This test's lock in this database only: pg_locks shows the whole
+        // cluster, where other tests' workers take advisory locks each second.
+        let held = "locktype = 'advisory' AND objid = \(lock) AND database = (SELECT oid FROM pg_database WHERE datname = current_database())"
         try await harness.database.execute("""
             CREATE FUNCTION siwa.test_hold_receipt() RETURNS trigger LANGUAGE plpgsql AS $$
             BEGIN PERFORM pg_advisory_xact_lock(\(lock)); RETURN NEW; END $$;
@@ -84,7 +87,7 @@ struct ReceiptDurabilityTests {
                 try await holder.query("SELECT pg_advisory_lock(\(lock))", logger: TestEnvironment.logger)
                 let first = try harness.startWorker()
                 #expect(try await harness.wait(upTo: .seconds(30)) {
-                    try await harness.database.scalar("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted") == 1
+                    try await harness.database.scalar("SELECT count(*) FROM pg_locks WHERE \(held) AND NOT granted") == 1
                 }, "\(first.log)")
                 #expect(harness.downstream.deliveries.count == 1, "the last step was done")
                 await first.kill9()
@@ -94,7 +97,7 @@ struct ReceiptDurabilityTests {
             }
         }
         #expect(try await harness.wait(upTo: .seconds(30)) {
-            try await harness.database.scalar("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'") == 0
+            try await harness.database.scalar("SELECT count(*) FROM pg_locks WHERE \(held)") == 0
         })
         #expect(try await harness.database.strings("SELECT state FROM siwa.jobs") == ["running"])
         #expect(try await harness.database.scalar("SELECT count(*) FROM siwa.jobs WHERE steps_done ? '\(WorkerHarness.httpStep)'") == 0)
