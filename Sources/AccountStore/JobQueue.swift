@@ -23,10 +23,13 @@ public struct ClaimedJob: Sendable, Equatable {
     /// The user has stored Apple tokens (when claimed): they are revoked
     /// before anything is erased.
     public let holdsTokens: Bool
+    /// The job's whole `args` (jsonb) as JSON text, for a kind that reads
+    /// more of them than the fields above (JSONValue(parsing:)).
+    public let args: String
 
     public init(id: Int64, kind: String, appleSub: String?, eventType: String?, attempt: Int, maxAttempts: Int,
                 stepsDone: Set<String>, userID: Int64?, lease: String, tokensOnly: Bool = false,
-                holdsTokens: Bool = false) {
+                holdsTokens: Bool = false, args: String = "{}") {
         self.id = id
         self.kind = kind
         self.appleSub = appleSub
@@ -38,13 +41,14 @@ public struct ClaimedJob: Sendable, Equatable {
         self.lease = lease
         self.tokensOnly = tokensOnly
         self.holdsTokens = holdsTokens
+        self.args = args
     }
 
     /// The same job with `step` recorded as done.
     public func recording(_ step: String) -> ClaimedJob {
         ClaimedJob(id: id, kind: kind, appleSub: appleSub, eventType: eventType, attempt: attempt,
                    maxAttempts: maxAttempts, stepsDone: stepsDone.union([step]), userID: userID, lease: lease,
-                   tokensOnly: tokensOnly, holdsTokens: holdsTokens)
+                   tokensOnly: tokensOnly, holdsTokens: holdsTokens, args: args)
     }
 }
 
@@ -105,9 +109,10 @@ public struct JobQueue: Sendable {
         try await values(query, as: Int.self).first ?? 0
     }
 
-    public func claim(limit: Int, kind: String, leaseSeconds: Double) async throws -> [ClaimedJob] {
-        guard limit > 0 else { return [] }
-        let statement = ClaimJobsStatement(worker: worker, limit: limit, kind: kind, leaseSeconds: leaseSeconds)
+    /// Up to `limit` runnable jobs of `kinds`, oldest first, each under a new lease.
+    public func claim(limit: Int, kinds: [String], leaseSeconds: Double) async throws -> [ClaimedJob] {
+        guard limit > 0, !kinds.isEmpty else { return [] }
+        let statement = ClaimJobsStatement(worker: worker, limit: limit, kinds: kinds, leaseSeconds: leaseSeconds)
         return try await client.withGuardedConnection { connection in
             var jobs: [ClaimedJob] = []
             for try await job in try await connection.execute(statement, logger: logger) { jobs.append(job) }

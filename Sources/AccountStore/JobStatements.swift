@@ -11,17 +11,25 @@ import PostgresNIO
 // recorded only if it is not recorded yet (`NOT steps_done ? step`).
 // `siwa-bench` runs these same texts under pgbench for the worker's ceiling.
 
-/// Claims up to `limit` runnable jobs of one kind: one statement,
-/// `FOR UPDATE SKIP LOCKED`, so concurrent workers never take the same job.
+/// Claims up to `limit` runnable jobs of the given kinds, oldest `run_at`
+/// first: one statement, `FOR UPDATE SKIP LOCKED`, so concurrent workers
+/// never take the same job. Each kind is picked by its own scan of
+/// `jobs_runnable_idx (kind, run_at, id)`, which stays an ordered index
+/// scan that stops at `limit` (`kind = ANY(...)` would sort every runnable
+/// job of those kinds first); the rows a kind's scan locked beyond the
+/// final `limit` are let go when the statement ends.
 public struct ClaimJobsStatement: PostgresPreparedStatement {
-    public static let name = "siwa_claim_jobs_v4"
+    public static let name = "siwa_claim_jobs_v5"
     public static let sql = """
         WITH picked AS (
-            SELECT id FROM siwa.jobs
-            WHERE state IN ('available', 'retryable') AND run_at <= now() AND kind = $3::text
-            ORDER BY run_at, id
+            SELECT job.id FROM unnest($3::text[]) AS k(kind),
+                 LATERAL (SELECT id, run_at FROM siwa.jobs
+                          WHERE state IN ('available', 'retryable') AND run_at <= now() AND kind = k.kind
+                          ORDER BY run_at, id
+                          LIMIT $2::integer
+                          FOR UPDATE SKIP LOCKED) AS job
+            ORDER BY job.run_at, job.id
             LIMIT $2::integer
-            FOR UPDATE SKIP LOCKED
         ), claimed AS (
             UPDATE siwa.jobs AS j
             SET state = 'running', attempt = j.attempt + 1, locked_by = $1::text || '/' || gen_random_uuid(),
@@ -37,7 +45,8 @@ public struct ClaimJobsStatement: PostgresPreparedStatement {
         SELECT claimed.id, claimed.kind, claimed.args->>'apple_sub' AS apple_sub, claimed.args->>'event_type' AS event_type,
                claimed.attempt, claimed.max_attempts, ARRAY(SELECT jsonb_object_keys(claimed.steps_done)) AS steps_done,
                u.id AS user_id, claimed.locked_by AS lease, claimed.args->>'scope' AS scope,
-               EXISTS (SELECT FROM siwa.apple_tokens WHERE apple_tokens.user_id = u.id) AS holds_tokens
+               EXISTS (SELECT FROM siwa.apple_tokens WHERE apple_tokens.user_id = u.id) AS holds_tokens,
+               claimed.args::text AS args
         FROM claimed LEFT JOIN LATERAL (SELECT users.id FROM siwa.users
                                         WHERE users.apple_sub = claimed.args->>'apple_sub' LIMIT 1) AS u ON true
         ORDER BY claimed.id
@@ -46,13 +55,13 @@ public struct ClaimJobsStatement: PostgresPreparedStatement {
 
     public var worker: String
     public var limit: Int
-    public var kind: String
+    public var kinds: [String]
     public var leaseSeconds: Double
 
-    public init(worker: String, limit: Int, kind: String, leaseSeconds: Double) {
+    public init(worker: String, limit: Int, kinds: [String], leaseSeconds: Double) {
         self.worker = worker
         self.limit = limit
-        self.kind = kind
+        self.kinds = kinds
         self.leaseSeconds = leaseSeconds
     }
 
@@ -60,17 +69,17 @@ public struct ClaimJobsStatement: PostgresPreparedStatement {
         var b = PostgresBindings(capacity: 4)
         b.append(worker)
         b.append(Int32(clamping: limit))
-        b.append(kind)
+        b.append(kinds)
         b.append(leaseSeconds)
         return b
     }
 
     public func decodeRow(_ row: PostgresRow) throws -> ClaimedJob {
-        let (id, kind, sub, eventType, attempt, maxAttempts, steps, userID, lease, scope, holdsTokens) =
-            try row.decode((Int64, String, String?, String?, Int32, Int32, [String], Int64?, String, String?, Bool).self)
+        let (id, kind, sub, eventType, attempt, maxAttempts, steps, userID, lease, scope, holdsTokens, args) =
+            try row.decode((Int64, String, String?, String?, Int32, Int32, [String], Int64?, String, String?, Bool, String).self)
         return ClaimedJob(id: id, kind: kind, appleSub: sub, eventType: eventType, attempt: Int(attempt),
                           maxAttempts: Int(maxAttempts), stepsDone: Set(steps), userID: userID, lease: lease,
-                          tokensOnly: scope == "tokens", holdsTokens: holdsTokens)
+                          tokensOnly: scope == "tokens", holdsTokens: holdsTokens, args: args)
     }
 }
 

@@ -5,8 +5,8 @@ import PostgresNIO
 import ServiceLifecycle
 import Synchronization
 
-/// `siwa worker`: claims purge jobs and runs them, up to `concurrency` at a
-/// time. Wakes on NOTIFY (the jobs table's insert trigger) and polls as a
+/// `siwa worker`: claims jobs of the registered kinds (`JobKinds`) and runs
+/// them, up to `concurrency` at a time. Wakes on NOTIFY (the jobs table's insert trigger) and polls as a
 /// fallback; extends the leases of running jobs; rescues jobs whose worker
 /// died; prunes old finished jobs. On graceful shutdown it stops claiming,
 /// gives running jobs `shutdownGrace` to finish, then cancels and releases
@@ -30,7 +30,7 @@ public final class JobWorker: Service, Sendable {
 
     let client: PostgresClient
     let queue: JobQueue
-    let runner: PurgeJobRunner
+    let kinds: JobKinds
     let options: Options
     let metrics: JobMetrics
     let logger: Logger
@@ -40,15 +40,16 @@ public final class JobWorker: Service, Sendable {
     private let running = RunningJobs()
     private let stopping = Atomic<Bool>(false)
 
-    public init(client: PostgresClient, queue: JobQueue, runner: PurgeJobRunner, options: Options,
+    public init(client: PostgresClient, queue: JobQueue, kinds: JobKinds, options: Options,
                 metrics: JobMetrics = .disabled, logger: Logger, prepare: @escaping @Sendable () async throws -> Void = {}) {
         self.prepare = prepare
         self.metrics = metrics
         self.client = client
         self.queue = queue
-        self.runner = runner
+        self.kinds = kinds
         self.options = options
         self.logger = logger
+        metrics.expose(kinds: kinds.names, steps: kinds.stepNames)
     }
 
     public func run() async throws {
@@ -77,11 +78,11 @@ public final class JobWorker: Service, Sendable {
             let free = options.concurrency - running.count
             if free > 0 {
                 do {
-                    let jobs = try await queue.claim(limit: free, kind: PurgeJobRunner.kind, leaseSeconds: options.leaseSeconds)
+                    let jobs = try await queue.claim(limit: free, kinds: kinds.names, leaseSeconds: options.leaseSeconds)
                     if failures > 0 { logger.notice("Database reachable again; claiming jobs") }
                     failures = 0
                     metrics.claimed(jobs)
-                    for job in await runner.runBuiltInStep(for: jobs) { start(job) }
+                    for job in await kinds.runBatchSteps(for: jobs) { start(job) }
                     logger.trace("Claimed", metadata: ["jobs": "\(jobs.count)", "free": "\(free)"])
                     if jobs.count == free { continue }
                 } catch {
@@ -122,7 +123,7 @@ public final class JobWorker: Service, Sendable {
         } catch {
             // Cancelled: shutdown (the job is released) or lease lost.
             if Task.isCancelled { return }
-            let failure = error as? StepFailure ?? PurgeJobRunner.failure("-", error)
+            let failure = StepFailure(step: "-", error: error)
             let delay = Backoff.delay(attempt: job.attempt, baseSeconds: options.retryBaseSeconds)
             do {
                 let outcome = try await queue.fail(job, step: failure.step, error: failure.detail, auditError: failure.summary,
@@ -154,7 +155,11 @@ public final class JobWorker: Service, Sendable {
     /// failure is recorded only once nothing of this run is still going on.
     private func runWithinMaxRunTime(_ job: ClaimedJob) async throws -> JobRunOutcome {
         let limit = options.maxRunSeconds
-        let runner = self.runner
+        guard let runner = kinds.runner(for: job.kind) else {
+            // Cannot happen: the claim asks only for registered kinds.
+            let text = "no runner for job kind \(job.kind) in this worker"
+            throw StepFailure(step: nil, detail: text, summary: text, permanent: true)
+        }
         return try await withThrowingTaskGroup(of: JobRunOutcome?.self) { group in
             group.addTask { try await runner.run(job) }
             group.addTask {
