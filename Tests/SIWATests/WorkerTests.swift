@@ -212,6 +212,27 @@ struct WorkerTests {
         #expect(await second.terminate() == 0)
     }
 
+    /// An idle worker starts a job as soon as it is enqueued: the insert's
+    /// NOTIFY wakes it (JobNotifier), not its poll, which is 30 s here. Each
+    /// of ten jobs, enqueued one at a time, is claimed within a second (on a
+    /// quiet machine, a few milliseconds: make bench's wake-up figure).
+    @Test func anEnqueuedJobWakesAnIdleWorkerAtOnce() async throws {
+        let harness = try await WorkerHarness.start(planSteps: { _ in [] }, settings: ["SIWA_WORKER_POLL_SECONDS": "30"])
+        try atTestEnd { await harness.stop() }
+        let worker = try harness.startWorker()
+        try await worker.waitForLog("Worker started")
+        try await Task.sleep(for: .seconds(1))  // its LISTEN is in place, and its first claim found nothing
+        let db = harness.database
+        for sample in 0..<10 {
+            try await db.execute("INSERT INTO siwa.jobs (kind, args) VALUES ('purge_user', jsonb_build_object('apple_sub', 'wake.\(sample)'))")
+            let done = try await harness.wait(upTo: .seconds(10)) { try await harness.count(state: "completed") == sample + 1 }
+            #expect(done, "\(worker.log.suffix(2000))")
+        }
+        let slowest = try await db.scalar("SELECT (max(extract(epoch FROM attempted_at - created_at)) * 1000)::bigint FROM siwa.jobs")
+        #expect(slowest < 1000, "slowest wake-up \(slowest) ms")
+        #expect(await worker.terminate() == 0)
+    }
+
     /// SIGTERM: running jobs finish within the grace period; nothing new is claimed.
     @Test func sigtermLetsRunningJobsFinish() async throws {
         let harness = try await WorkerHarness.start(settings: ["SIWA_WORKER_CONCURRENCY": "2", "SIWA_WORKER_SHUTDOWN_GRACE_SECONDS": "10"])
