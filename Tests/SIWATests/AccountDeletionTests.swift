@@ -141,6 +141,35 @@ struct AccountDeletionTests {
         #expect(try await setup.database.strings("SELECT coalesce(email, 'erased') FROM siwa.users WHERE apple_sub = '\(sub)'") == ["erased"])
     }
 
+    /// Apple's answers to the purge's revoke: a 500 fails the step (nothing
+    /// erased, retried with the job's backoff); a 400 `invalid_grant` (the
+    /// token is already dead) counts as revoked, recorded with that status.
+    @Test func aRevokeThatFailsIsRetriedAndADeadTokenCountsAsRevoked() async throws {
+        let setup = try await Setup.start()
+        try atTestEnd { await setup.stop() }
+        let sub = "001.revoke.0001"
+        let (_, refreshToken) = try await setup.signedIn(sub)
+        setup.apple.setRevokeEndpointBehaviour(.status(500))
+        let jobID = try #require(try await setup.delete(sub).json["job_id"] as? Int)
+        let worker = try setup.worker.startWorker(["SIWA_JOB_RETRY_BASE_SECONDS": "1"])
+        try atTestEnd { await worker.kill9() }
+        #expect(try await setup.worker.wait(upTo: .seconds(30)) {
+            try await setup.database.scalar("SELECT count(*) FROM siwa.jobs WHERE id = \(jobID) AND jsonb_array_length(errors) >= 1") == 1
+        }, "\(worker.log.suffix(2000))")
+        #expect(try await setup.jobState(jobID) != ["completed"])
+        #expect(try await setup.database.scalar("SELECT count(*) FROM siwa.apple_tokens") == 1, "nothing erased before a revoke succeeded")
+        #expect(try await setup.database.strings("SELECT email FROM siwa.users WHERE apple_sub = '\(sub)'") == ["user@privaterelay.appleid.com"])
+
+        setup.apple.setRevokeEndpointBehaviour(.status(400, error: "invalid_grant"))
+        #expect(try await setup.worker.wait(upTo: .seconds(60)) { try await setup.jobState(jobID) == ["completed"] }, "\(worker.log.suffix(2000))")
+        #expect(try await setup.database.strings(
+            "SELECT details->>'apple_status' FROM siwa.audit_log WHERE action = 'token.revoked' AND apple_sub = '\(sub)'") == ["400"])
+        #expect(try await setup.database.scalar("SELECT count(*) FROM siwa.apple_tokens") == 0)
+        #expect(try await setup.database.strings("SELECT coalesce(email, 'erased') FROM siwa.users WHERE apple_sub = '\(sub)'") == ["erased"])
+        #expect(setup.apple.revokeRequests >= 2)
+        _ = refreshToken
+    }
+
     /// No token stored (sign-in without a code): the app must send the user
     /// to Apple to revoke by hand.
     @Test func withoutATokenTheAnswerSaysRevokeByHand() async throws {

@@ -59,6 +59,15 @@ struct AdminHTTPTests {
         #expect(app.status == 403 && app.reason == "forbidden", "\(app.status) \(app.text)")
         let admin = try await setup.get("/admin/jobs", authorization: setup.bearer)
         #expect(admin.status == 200 && admin.json["jobs"] is [Any], "\(admin.status) \(admin.text)")
+        // The page loads nothing from anywhere and runs no script: a strict CSP.
+        let page = try await setup.get("/admin", authorization: setup.bearer)
+        #expect(page.status == 200 && page.headers["Content-Type"].first?.hasPrefix("text/html") == true)
+        let policy = page.headers["Content-Security-Policy"].joined(separator: ",")
+        for directive in ["default-src 'none'", "form-action 'self'", "frame-ancestors 'none'", "base-uri 'none'", "style-src 'sha256-"] {
+            #expect(policy.contains(directive), "CSP lacks \(directive): \(policy)")
+        }
+        #expect(!policy.contains("unsafe") && !policy.contains("script-src") && !policy.contains("*"), "\(policy)")
+        #expect(page.headers["X-Content-Type-Options"] == ["nosniff"] && page.headers["Cache-Control"] == ["no-store"])
 
         // Basic with the key as the password, whatever the user name (an empty one too).
         for user in ["admin", "", "someone else"] {

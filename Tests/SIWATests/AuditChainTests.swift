@@ -32,6 +32,12 @@ struct AuditChainTests {
         let verified = try await Self.verify(database)
         #expect(verified.status == 0, "\(verified.output)")
         #expect(verified.output == "ok: \(total) rows, head \(recorded.seq) \(recorded.hashHex)\n", "\(verified.output)")
+        // A worker logs the head at start, at notice (production's level
+        // may be above info), as SEQ:HASH for `verify --head`.
+        let logging = try harness.startWorker(["SIWA_LOG_LEVEL": "notice"])
+        try await logging.waitForLog("Audit chain head")
+        #expect(await logging.terminate() == 0)
+        #expect(logging.log.contains("head=\(recorded.description)"), "\(logging.log.suffix(2000))")
 
         // Tampering, as the superuser with the log's triggers off. Each case
         // is undone from a copy before the next, and verify is ok again.
@@ -123,6 +129,58 @@ struct AuditChainTests {
         }
         #expect(report.failure == nil, "\(String(describing: report.failure))")
         #expect(report.sealed == 254 && report.unsealed == 0)
+    }
+
+    /// Only this database's audit writers hold sealing back: a transaction
+    /// left open in another database of the cluster, or one here that
+    /// writes elsewhere and only reads the log, does not; a writer of the
+    /// log that is still open does.
+    @Test func onlyThisDatabasesAuditWritersHoldSealingBack() async throws {
+        let database = try await TestDatabase.create()
+        let elsewhere = try await TestDatabase.create()
+        try await TestDatabase.withClient(try database.runtimeConfiguration) { client in
+            let sealer = AuditSealer(client: client, logger: TestEnvironment.logger)
+            try await elsewhere.withClient { other in
+                try await other.withConnection { open in
+                    // An old transaction with an id, open in another database.
+                    try await open.query("BEGIN", logger: TestEnvironment.logger)
+                    try await open.query("CREATE TABLE held (x int)", logger: TestEnvironment.logger)
+                    try await database.withClient { owner in
+                        try await owner.withConnection { reader in
+                            // Here: a transaction with an id that reads the log and writes elsewhere.
+                            try await reader.query("BEGIN", logger: TestEnvironment.logger)
+                            try await reader.query("SELECT count(*) FROM siwa.audit_log", logger: TestEnvironment.logger)
+                            try await reader.query("CREATE TABLE public.reader_held (x int)", logger: TestEnvironment.logger)
+                            try await Self.appendRows(client, count: 5, action: "test.sealed")
+                            #expect(try await eventually(upTo: .seconds(10)) {
+                                _ = try await sealer.seal()
+                                return try await Self.unsealed(database) == 0
+                            }, "sealed while the other transactions stay open")
+
+                            // A writer of the log left open here does hold it back.
+                            try await client.withConnection { writer in
+                                try await writer.query("BEGIN", logger: TestEnvironment.logger)
+                                try await writer.query("INSERT INTO siwa.audit_log (actor, action) VALUES ('test', 'test.open')",
+                                                       logger: TestEnvironment.logger)
+                                try await Self.appendRows(client, count: 3, action: "test.waiting")
+                                for _ in 0..<3 {
+                                    _ = try await sealer.seal()
+                                    try await Task.sleep(for: .milliseconds(100))
+                                }
+                                #expect(try await Self.unsealed(database) == 3)
+                                try await writer.query("COMMIT", logger: TestEnvironment.logger)
+                            }
+                            #expect(try await eventually(upTo: .seconds(10)) {
+                                _ = try await sealer.seal()
+                                return try await Self.unsealed(database) == 0
+                            })
+                            try await reader.query("ROLLBACK", logger: TestEnvironment.logger)
+                        }
+                    }
+                    try await open.query("ROLLBACK", logger: TestEnvironment.logger)
+                }
+            }
+        }
     }
 
     /// An existing installation: the rows written before the chain existed

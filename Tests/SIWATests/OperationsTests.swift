@@ -37,8 +37,13 @@ struct OperationsTests {
             _ = try await HTTPAnswer.send(method: .POST, url: url, body: AppleSimulator.body(for: token),
                                           headers: [("Content-Type", "application/json")])
         }
+        // Without the sign-in settings there is no /v1 at all, and start-up said so.
+        let v1 = try await HTTPAnswer.send(method: .POST, url: "http://127.0.0.1:\(siwa.port)/v1/sign-in", body: Data("{}".utf8),
+                                           headers: [("Content-Type", "application/json"), ("Authorization", "Bearer x")])
+        #expect(v1.status == 404, "\(v1.status) \(v1.text)")
         #expect(await siwa.terminate() == 0)
         let log = siwa.log
+        #expect(log.contains("Sign-in is off (no /v1 routes)"), "\(log.prefix(3000))")
         #expect(log.contains("\"level\""), "JSON log lines expected")
         #expect(!log.contains("eyJ"), "a token (or part of one) was logged")
         #expect(!log.contains(email))

@@ -17,6 +17,13 @@ enum TestEnvironment {
         return value
     }
 
+    /// Running under CI (`.ci/run` is started with CI=true): tests that a
+    /// developer's machine may skip for a missing tool must run there.
+    static var isCI: Bool {
+        let value = ProcessInfo.processInfo.environment["CI"] ?? ""
+        return !value.isEmpty && value != "0" && value != "false"
+    }
+
     static var databaseURL: String { get throws { try require("SIWA_TEST_DATABASE_URL") } }
     static var faultDatabaseURL: String { get throws { try require("SIWA_TEST_FAULT_DATABASE_URL") } }
     static var pgScript: String {
@@ -128,6 +135,18 @@ struct TestDatabase: Sendable {
     /// One integer from a query (counts, mostly).
     func scalar(_ sql: String) async throws -> Int {
         try await withClient { client in
+            let rows = try await client.query(PostgresQuery(unsafeSQL: sql), logger: TestEnvironment.logger)
+            for try await value in rows.decode(Int.self) { return value }
+            return 0
+        }
+    }
+
+    /// One integer from a query run as the cluster's superuser (what only
+    /// it may see or do: other roles' sessions, ending them).
+    func superuserScalar(_ sql: String) async throws -> Int {
+        let superuser = try DatabaseConfiguration(
+            url: "postgres://postgres@\(configuration.host):\(configuration.port)/\(configuration.database)?sslmode=disable")
+        return try await Self.withClient(superuser) { client in
             let rows = try await client.query(PostgresQuery(unsafeSQL: sql), logger: TestEnvironment.logger)
             for try await value in rows.decode(Int.self) { return value }
             return 0
