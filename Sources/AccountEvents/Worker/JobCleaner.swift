@@ -1,13 +1,12 @@
 import AccountStore
 import Logging
-import ServiceLifecycle
 
 /// Deletes completed and cancelled jobs past SIWA_JOB_RETENTION_DAYS
 /// (discarded ones stay until someone looks; the audit trail keeps the
 /// proof either way), and forgets sign-in codes past their retry window:
 /// at start, then every tenth of the retention, between 1 s and a minute.
 /// (River's JobCleaner.)
-struct JobCleaner: Service {
+struct JobCleaner: PeriodicService {
     struct Configuration: Sendable {
         var retentionSeconds: Double
         var interval: Duration { .seconds(min(max(retentionSeconds / 10, 1), 60)) }
@@ -17,14 +16,7 @@ struct JobCleaner: Service {
     let queue: JobQueue
     let logger: Logger
 
-    func run() async {
-        await cancelWhenGracefulShutdown {
-            while !Task.isCancelled {
-                await runOnce()
-                try? await Task.sleep(for: configuration.interval)
-            }
-        }
-    }
+    var interval: Duration { configuration.interval }
 
     func runOnce() async {
         do {

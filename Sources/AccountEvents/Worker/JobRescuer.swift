@@ -1,6 +1,5 @@
 import AccountStore
 import Logging
-import ServiceLifecycle
 
 /// Rescues jobs whose lease ran out (their worker died, or lost the
 /// database for longer than a lease): at start, then every half lease (at
@@ -8,7 +7,7 @@ import ServiceLifecycle
 /// or discard after its last attempt); the queue applies it, guarded by the
 /// lease, so a worker that renews meanwhile keeps its job. Any worker may
 /// rescue any kind's jobs. (River's JobRescuer.)
-struct JobRescuer: Service {
+struct JobRescuer: PeriodicService {
     struct Configuration: Sendable {
         var leaseSeconds: Double
         /// Jobs rescued per pass; more wait for the next one.
@@ -24,14 +23,7 @@ struct JobRescuer: Service {
     let metrics: JobMetrics
     let logger: Logger
 
-    func run() async {
-        await cancelWhenGracefulShutdown {
-            while !Task.isCancelled {
-                await runOnce()
-                try? await Task.sleep(for: configuration.interval)
-            }
-        }
-    }
+    var interval: Duration { configuration.interval }
 
     func runOnce() async {
         do {

@@ -1,6 +1,5 @@
 import AccountStore
 import Logging
-import ServiceLifecycle
 
 /// The heartbeat: extends the leases of this worker's running jobs every
 /// third of a lease, and cancels a run whose lease is lost (the job was
@@ -8,7 +7,7 @@ import ServiceLifecycle
 /// past SIWA_JOB_MAX_RUN_SECONDS keeps no lease: its own time limit has
 /// stopped it (and recorded the failed attempt); should that not have
 /// happened, the lease runs out and the rescuer counts the attempt.
-struct LeaseKeeper: Service {
+struct LeaseKeeper: PeriodicService {
     struct Configuration: Sendable {
         var leaseSeconds: Double
         var maxRunSeconds: Double
@@ -22,17 +21,10 @@ struct LeaseKeeper: Service {
     let metrics: JobMetrics
     let logger: Logger
 
-    func run() async {
-        // Stops after the producer (JobWorker's order): jobs draining at
-        // shutdown keep their leases.
-        await cancelWhenGracefulShutdown {
-            while !Task.isCancelled {
-                try? await Task.sleep(for: configuration.interval)
-                guard !Task.isCancelled else { return }
-                await runOnce()
-            }
-        }
-    }
+    // Stops after the producer (JobWorker's order): jobs draining at
+    // shutdown keep their leases.
+    var interval: Duration { configuration.interval }
+    var waitsFirst: Bool { true }
 
     func runOnce() async {
         let runs = running.runs(startedAfter: ContinuousClock.now - .seconds(configuration.maxRunSeconds))
