@@ -63,16 +63,26 @@ final class TestScope: Sendable {
 }
 
 extension TestDatabase {
-    /// Drops the database, whoever is still connected (a worker killed
-    /// mid-run leaves no session behind, but one being killed may): at most
-    /// 30 s, and a cluster that is down (a fault test's) is not waited for.
-    static func drop(_ name: String, server: DatabaseConfiguration) async {
-        _ = await withDeadline(.seconds(30)) {
-            try await withClient(server) { client in
-                _ = try await client.query(PostgresQuery(unsafeSQL: "DROP DATABASE IF EXISTS \(name) WITH (FORCE)"),
-                                           logger: TestEnvironment.logger)
+    /// Drops the database, whoever is still connected, as the cluster's
+    /// superuser (scripts/testdb.sh's `postgres`, trusted on loopback): the
+    /// owner may not end the runtime role's sessions, and a worker killed a
+    /// moment ago can still hold one. Three tries, each at most 20 s (a
+    /// fault test's cluster may be on its way back up). False if it stayed.
+    static func drop(_ name: String, server: DatabaseConfiguration) async -> Bool {
+        guard let superuser = try? DatabaseConfiguration(
+            url: "postgres://postgres@\(server.host):\(server.port)/postgres?sslmode=disable") else { return false }
+        for attempt in 1...3 {
+            let dropped = await withDeadline(.seconds(20)) {
+                try await withClient(superuser) { client in
+                    _ = try await client.query(PostgresQuery(unsafeSQL: "DROP DATABASE IF EXISTS \(name) WITH (FORCE)"),
+                                               logger: TestEnvironment.logger)
+                }
+                return true
             }
+            if dropped == true { return true }
+            if attempt < 3 { try? await Task.sleep(for: .seconds(1)) }
         }
+        return false
     }
 }
 

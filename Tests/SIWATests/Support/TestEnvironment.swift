@@ -111,7 +111,9 @@ struct TestDatabase: Sendable {
         try await withClient(server) { client in
             try await client.query(PostgresQuery(unsafeSQL: "CREATE DATABASE \(name)"), logger: TestEnvironment.logger)
         }
-        scope.onExit { await drop(name, server: server) }
+        scope.onExit {
+            if await !drop(name, server: server) { Issue.record("test database \(name) could not be dropped: it is left behind") }
+        }
         return (name, server.with(database: name))
     }
 
