@@ -40,10 +40,12 @@ public struct WorkerAssembly: Sendable {
                          store: AppleTokenStore(client: client, queue: queue, logger: Logger(label: "siwa.tokens")),
                          logger: Logger(label: "siwa.tokens"))
         }
-        let jobMetrics = JobMetrics(factory: metrics, steps: [AppleTokenStore.revokeStepName] + plan.allStepNames)
-        let runner = PurgeJobRunner(plan: plan, queue: queue, externalDatabases: external,
+        let jobMetrics = JobMetrics(factory: metrics)
+        let purges = PurgeJobRunner(plan: plan, queue: queue, externalDatabases: external,
                                     webhooks: WebhookDelivery(http: webhookClient), revoker: revoker, metrics: jobMetrics,
                                     logger: Logger(label: "siwa.purge"))
+        // The job kinds this worker claims and runs, each with its runner.
+        let kinds = JobKinds([purges])
         var validation: [any Service] = []
         if let access, let hours = settings.tokenValidation.periodHours {
             validation = [TokenValidator(
@@ -52,7 +54,7 @@ public struct WorkerAssembly: Sendable {
                 requestsPerSecond: settings.tokenValidation.requestsPerSecond, logger: Logger(label: "siwa.tokens"),
                 metrics: metrics)]
         }
-        let worker = JobWorker(client: client, queue: queue, runner: runner, options: settings.worker, metrics: jobMetrics,
+        let worker = JobWorker(client: client, queue: queue, kinds: kinds, options: settings.worker, metrics: jobMetrics,
                                logger: logger) {
             logger.info("Database", metadata: ["database": "\(database.redactedDescription)", "tls": "\(database.tlsDescription)"])
             // Refuse to work against a schema that is behind or was edited.

@@ -7,7 +7,7 @@ import Testing
 /// every change by NOTIFY (sql/013's triggers): a revoke, a re-scope or a
 /// delete, by `siwa api-keys` or by hand in SQL, is refused within moments
 /// on a running `siwa serve`; a lost LISTEN turns the cache off.
-@Suite("API key cache")
+@Suite("API key cache", .testDatabases)
 struct APIKeyCacheTests {
     /// How long a change may take to reach serve: a NOTIFY on loopback
     /// arrives in milliseconds; the bound only keeps a broken listener
@@ -16,7 +16,7 @@ struct APIKeyCacheTests {
 
     @Test func changesByHandInSQLReachTheCacheAtOnce() async throws {
         let setup = try await SignInTests.Setup.start()
-        defer { Task { await setup.server.stop() } }
+        try atTestEnd { await setup.server.stop() }
         let database = setup.server.database
         let path = "/v1/users/001.cache.0001"
         // Known and cached (404: the key opened the route; no such user).
@@ -48,7 +48,7 @@ struct APIKeyCacheTests {
     /// is back a revoke is heard again.
     @Test func aLostListenTurnsTheCacheOffUntilItIsBack() async throws {
         let setup = try await SignInTests.Setup.start()
-        defer { Task { await setup.server.stop() } }
+        try atTestEnd { await setup.server.stop() }
         let database = setup.server.database
         let path = "/v1/users/001.cache.0002"
         let spare = try await SignInFixture.apiKey(in: database, name: "spare")

@@ -9,7 +9,7 @@ import Testing
 /// siwa's client of Apple's `/auth/token` and `/auth/revoke` against the
 /// simulator on loopback: code exchange, refresh, revocation and its
 /// consent-revoked notification, client authentication.
-@Suite("Apple token endpoints")
+@Suite("Apple token endpoints", .testDatabases)
 struct AppleAuthClientTests {
     static let clientID = "com.example.app"
 
@@ -171,7 +171,7 @@ struct AppleAuthClientTests {
             return Response(status: .ok)
         }
         let endpoint = try await RunningServer.start(router: router, port: 0, logger: AppleTokenHarness.logger)
-        defer { Task { await endpoint.stop() } }
+        try atTestEnd { await endpoint.stop() }
 
         try await AppleTokenHarness.with { h in
             h.apple.setNotificationEndpoint(URL(string: endpoint.baseURL + "/apple/notifications"))

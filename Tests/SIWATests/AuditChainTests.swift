@@ -8,14 +8,14 @@ import Testing
 /// every writer (two `siwa serve`, two `siwa worker`, an admin's `siwa jobs
 /// retry`) ends up in one chain that `siwa audit verify` accepts; then each
 /// kind of tampering a superuser can do is named by the first seq it breaks.
-@Suite("Audit chain")
+@Suite("Audit chain", .testDatabases)
 struct AuditChainTests {
     static let admin = "siwa_chain_admin"
     static let auditor = "siwa_chain_auditor"
 
     @Test func aMixedWorkloadMakesOneChainAndEveryTamperingIsFound() async throws {
         let harness = try await WorkerHarness.start()
-        defer { Task { await harness.stop() } }
+        try atTestEnd { await harness.stop() }
         let database = harness.database
         // An auditor of their own (a name no other suite uses); the admin is made by the workload.
         let auditorURL = try await APIKeysTests.loginURL(Self.auditor, in: "siwa_auditor", for: database)
@@ -234,7 +234,7 @@ struct AuditChainTests {
     static func runMixedWorkload(_ harness: WorkerHarness) async throws {
         let apple = try AppleSimulator()
         let appleServer = try await apple.start()
-        defer { Task { await appleServer.stop() } }
+        try atTestEnd { await appleServer.stop() }
         let subs = (0..<30).map { "chain.\($0)" }
         let serves = try (0..<2).map { _ in
             try SIWAProcess(port: try freePort(), environment: [

@@ -3,7 +3,7 @@ import Foundation
 import Testing
 
 /// What an operator sees: start-up errors, logs, shutdown.
-@Suite("Operations")
+@Suite("Operations", .testDatabases)
 struct OperationsTests {
     @Test(arguments: [
         (["SIWA_APPLE_CLIENT_IDS": "app"], "SIWA_DATABASE_URL"),
@@ -27,7 +27,7 @@ struct OperationsTests {
     /// Debug-level JSON logs of a real `siwa serve` carry no token, no email address.
     @Test func logsNeverContainATokenOrAnEmail() async throws {
         let (siwa, apple, appleServer) = try await Self.serveLoggingJSON(level: "trace")
-        defer { Task { await appleServer.stop() } }
+        try atTestEnd { await appleServer.stop() }
         let url = "http://127.0.0.1:\(siwa.port)/apple/notifications"
         let email = "secret.person@privaterelay.appleid.com"
         let good = try apple.notification(type: "email-enabled", sub: "log.sub", audience: ServerHarness.clientID, email: email)
@@ -59,7 +59,7 @@ struct OperationsTests {
     /// delivery: recorded, duplicate, rejected and malformed alike.
     @Test func everyLineAboutANotificationCarriesItsRequestID() async throws {
         let (siwa, apple, appleServer) = try await Self.serveLoggingJSON(level: "debug")
-        defer { Task { await appleServer.stop() } }
+        try atTestEnd { await appleServer.stop() }
         let url = "http://127.0.0.1:\(siwa.port)/apple/notifications"
         let good = try apple.notification(type: "email-disabled", sub: "rid.sub", audience: ServerHarness.clientID)
         let forged = try apple.notification(type: "email-disabled", sub: "rid.sub", audience: ServerHarness.clientID,

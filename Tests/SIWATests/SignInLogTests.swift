@@ -9,14 +9,14 @@ import Testing
 /// deletion and its purge (revoking at the simulator); then neither log
 /// holds a token of any kind, the authorization code, the API key, the
 /// email or a name.
-@Suite("Sign-in logs")
+@Suite("Sign-in logs", .testDatabases)
 struct SignInLogTests {
     @Test func theTokenLifecycleLogsNoSecretAndNoPerson() async throws {
         let database = try await TestDatabase.create()
         let files = try SignInFixture.files()
         let apple = try AppleSimulator()
         let appleServer = try await apple.start()
-        defer { Task { await appleServer.stop() } }
+        try atTestEnd { await appleServer.stop() }
         files.register(with: apple)
         let base: [String: String] = SignInFixture.settings(files, appleBaseURL: appleServer.baseURL).merging([
             "SIWA_DATABASE_URL": database.url, "SIWA_APPLE_CLIENT_IDS": ServerHarness.clientID,
@@ -24,7 +24,7 @@ struct SignInLogTests {
             "SIWA_LOG_LEVEL": "trace", "SIWA_LOG_FORMAT": "json",
         ]) { $1 }
         let serve = try SIWAProcess(port: try freePort(), environment: base)
-        defer { Task { await serve.kill9() } }
+        try atTestEnd { await serve.kill9() }
         try await serve.waitUntilReady()
         let apiKey = try await SignInFixture.apiKey(in: database)
 
@@ -49,9 +49,9 @@ struct SignInLogTests {
         #expect(deleted.status == 202, "\(deleted.text)")
 
         let worker = try await WorkerHarness.start(database: database, settings: base)
-        defer { Task { await worker.stop() } }
+        try atTestEnd { await worker.stop() }
         let process = try worker.startWorker()
-        defer { Task { await process.kill9() } }
+        try atTestEnd { await process.kill9() }
         #expect(try await worker.wait(upTo: .seconds(30)) {
             try await database.scalar("SELECT count(*) FROM siwa.jobs WHERE state = 'completed'") == 1
         }, "\(process.log.suffix(2000))")

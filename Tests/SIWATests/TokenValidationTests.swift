@@ -6,7 +6,7 @@ import Testing
 /// The worker's daily validation of stored refresh tokens, against the
 /// simulator's `/auth/token` (grant_type=refresh_token), by real
 /// `siwa worker` processes.
-@Suite("Token validation")
+@Suite("Token validation", .testDatabases)
 struct TokenValidationTests {
     /// Signs in `subs` and returns their refresh tokens, by sub.
     static func signIn(_ setup: AccountDeletionTests.Setup, _ subs: [String]) async throws -> [String: String] {
@@ -21,7 +21,7 @@ struct TokenValidationTests {
 
     @Test func eachTokenIsCheckedOncePerPeriodEvenWithTwoWorkersAndARestart() async throws {
         let setup = try await AccountDeletionTests.Setup.start()
-        defer { Task { await setup.stop() } }
+        try atTestEnd { await setup.stop() }
         let subs = (0..<6).map { "001.val.000\($0)" }
         let tokens = try await Self.signIn(setup, subs)
         try await Self.makeDue(setup)
@@ -32,7 +32,7 @@ struct TokenValidationTests {
         }, "\(workers[0].log)")
         for worker in workers { await worker.kill9() }
         let restarted = try setup.worker.startWorker()
-        defer { Task { await restarted.kill9() } }
+        try atTestEnd { await restarted.kill9() }
         // The restarted worker claims at once; give it time to (wrongly) call Apple.
         try await Task.sleep(for: .seconds(2))
         for (sub, token) in tokens {
@@ -57,12 +57,12 @@ struct TokenValidationTests {
     /// invalid_grant is a consent revocation (here under `purge`).
     @Test func invalidGrantSignsTheUserOutAndPurgesUnderThePurgePolicy() async throws {
         let setup = try await AccountDeletionTests.Setup.start()
-        defer { Task { await setup.stop() } }
+        try atTestEnd { await setup.stop() }
         let tokens = try await Self.signIn(setup, ["001.gone.0001", "001.kept.0002"])
         setup.apple.revokeRefreshToken(tokens["001.gone.0001"] ?? "")
         try await Self.makeDue(setup)
         let worker = try setup.worker.startWorker(["SIWA_ON_CONSENT_REVOKED": "purge"])
-        defer { Task { await worker.kill9() } }
+        try atTestEnd { await worker.kill9() }
         #expect(try await setup.worker.wait(upTo: .seconds(30)) {
             try await setup.database.scalar("""
                 SELECT count(*) FROM siwa.users WHERE apple_sub = '001.gone.0001' AND status = 'consent_revoked'
@@ -79,12 +79,12 @@ struct TokenValidationTests {
     /// Under the default `sign_out`: signed out, data kept, tokens gone.
     @Test func invalidGrantUnderSignOutKeepsTheData() async throws {
         let setup = try await AccountDeletionTests.Setup.start()
-        defer { Task { await setup.stop() } }
+        try atTestEnd { await setup.stop() }
         let tokens = try await Self.signIn(setup, ["001.out.0001"])
         setup.apple.revokeRefreshToken(tokens["001.out.0001"] ?? "")
         try await Self.makeDue(setup)
         let worker = try setup.worker.startWorker()
-        defer { Task { await worker.kill9() } }
+        try atTestEnd { await worker.kill9() }
         #expect(try await setup.worker.wait(upTo: .seconds(30)) {
             try await setup.database.scalar("SELECT count(*) FROM siwa.audit_log WHERE action = 'token.invalid_grant'") == 1
         }, "\(worker.log)")
@@ -102,12 +102,12 @@ struct TokenValidationTests {
 
     @Test func appleUnavailableLeavesTheUserAloneAndRetries() async throws {
         let setup = try await AccountDeletionTests.Setup.start()
-        defer { Task { await setup.stop() } }
+        try atTestEnd { await setup.stop() }
         let tokens = try await Self.signIn(setup, ["001.later.0001"])
         setup.apple.setTokenEndpointBehaviour(.status(500))
         try await Self.makeDue(setup)
         let worker = try setup.worker.startWorker()
-        defer { Task { await worker.kill9() } }
+        try atTestEnd { await worker.kill9() }
         #expect(try await setup.worker.wait(upTo: .seconds(30)) {
             try await setup.database.scalar("SELECT count(*) FROM siwa.apple_tokens WHERE validation_failures = 1") == 1
         }, "\(worker.log)")
@@ -133,7 +133,7 @@ struct TokenValidationTests {
     /// they are, and the refusal is counted.
     @Test func invalidClientPausesValidationAndTouchesNoUser() async throws {
         let setup = try await AccountDeletionTests.Setup.start()
-        defer { Task { await setup.stop() } }
+        try atTestEnd { await setup.stop() }
         let tokens = try await Self.signIn(setup, ["001.cred.0001", "001.cred.0002", "001.cred.0003"])
         let before = setup.apple.tokenRequests
         setup.apple.setTokenEndpointBehaviour(.status(400, error: "invalid_client"))
@@ -141,7 +141,7 @@ struct TokenValidationTests {
         let port = try freePort()
         // One call a second: the first refusal stops the batch before the next call.
         let worker = try setup.worker.startWorker(["SIWA_APPLE_REQUESTS_PER_SECOND": "1", "SIWA_WORKER_METRICS_PORT": String(port)])
-        defer { Task { await worker.kill9() } }
+        try atTestEnd { await worker.kill9() }
         try await worker.waitForLog("invalid_client")
         // Long enough for a worker that did not pause to make its next calls.
         try await Task.sleep(for: .seconds(3))
