@@ -6,7 +6,7 @@ import Testing
 /// The guarded path every siwa statement takes (GuardedConnection.swift):
 /// a transaction abandoned half-way never goes back to the pool open, and
 /// a connection whose server session died is replaced, not reused.
-@Suite("Guarded connections")
+@Suite("Guarded connections", .testDatabases)
 struct GuardedConnectionTests {
     /// One connection in the pool: a transaction cancelled in the middle of
     /// a statement (its INSERT done, a sleep running) is closed, not handed
