@@ -31,6 +31,8 @@ public final class JobWorker: Service, Sendable {
     let client: PostgresClient
     let queue: JobQueue
     let runner: PurgeJobRunner
+    /// The app's deliveries (`app_event` jobs), when SIWA_APP_WEBHOOK_URL is set.
+    let deliveries: AppEventDelivery?
     let options: Options
     let metrics: JobMetrics
     let logger: Logger
@@ -40,9 +42,11 @@ public final class JobWorker: Service, Sendable {
     private let running = RunningJobs()
     private let stopping = Atomic<Bool>(false)
 
-    public init(client: PostgresClient, queue: JobQueue, runner: PurgeJobRunner, options: Options,
-                metrics: JobMetrics = .disabled, logger: Logger, prepare: @escaping @Sendable () async throws -> Void = {}) {
+    public init(client: PostgresClient, queue: JobQueue, runner: PurgeJobRunner, deliveries: AppEventDelivery? = nil,
+                options: Options, metrics: JobMetrics = .disabled, logger: Logger,
+                prepare: @escaping @Sendable () async throws -> Void = {}) {
         self.prepare = prepare
+        self.deliveries = deliveries
         self.metrics = metrics
         self.client = client
         self.queue = queue
@@ -77,11 +81,18 @@ public final class JobWorker: Service, Sendable {
             let free = options.concurrency - running.count
             if free > 0 {
                 do {
-                    let jobs = try await queue.claim(limit: free, kind: PurgeJobRunner.kind, leaseSeconds: options.leaseSeconds)
+                    var jobs = try await queue.claim(limit: free, kind: PurgeJobRunner.kind, leaseSeconds: options.leaseSeconds)
                     if failures > 0 { logger.notice("Database reachable again; claiming jobs") }
                     failures = 0
                     metrics.claimed(jobs)
                     for job in await runner.runBuiltInStep(for: jobs) { start(job) }
+                    // Purges first; the app's deliveries take the slots left.
+                    if let deliveries, jobs.count < free {
+                        let events = try await deliveries.claim(limit: free - jobs.count, leaseSeconds: options.leaseSeconds)
+                        metrics.claimed(events)
+                        for event in events { start(event) }
+                        jobs += events
+                    }
                     logger.trace("Claimed", metadata: ["jobs": "\(jobs.count)", "free": "\(free)"])
                     if jobs.count == free { continue }
                 } catch {
@@ -155,8 +166,12 @@ public final class JobWorker: Service, Sendable {
     private func runWithinMaxRunTime(_ job: ClaimedJob) async throws -> JobRunOutcome {
         let limit = options.maxRunSeconds
         let runner = self.runner
+        let deliveries = job.kind == AppEventDelivery.kind ? self.deliveries : nil
         return try await withThrowingTaskGroup(of: JobRunOutcome?.self) { group in
-            group.addTask { try await runner.run(job) }
+            group.addTask {
+                if let deliveries { return try await deliveries.run(job) }
+                return try await runner.run(job)
+            }
             group.addTask {
                 try await Task.sleep(for: .seconds(limit))
                 return nil
