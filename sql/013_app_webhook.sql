@@ -88,15 +88,16 @@ $$;
 -- `data`, built from the audit row (append-only: the same for every
 -- attempt) and, for Apple's events, the recorded notification. No email
 -- address unless `include_email` (SIWA_APP_WEBHOOK_INCLUDE_EMAIL), and none
--- once the user's purge erased it from the notification.
-CREATE FUNCTION siwa.app_event_payload(event_seq bigint, event_type text, include_email boolean,
+-- once the user's purge erased it from the notification. (`app_type`, not
+-- `event_type`: in a SQL function a column of that name would win.)
+CREATE FUNCTION siwa.app_event_payload(event_seq bigint, app_type text, include_email boolean,
                                        OUT occurred_at text, OUT data jsonb)
 LANGUAGE sql STABLE AS $$
-    SELECT CASE WHEN event_type LIKE 'apple.%' AND a.details ? 'event_time'
+    SELECT CASE WHEN app_type LIKE 'apple.%' AND a.details ? 'event_time'
                 THEN siwa.utc_iso(to_timestamp((a.details->>'event_time')::bigint / 1000.0))
                 ELSE siwa.utc_iso(a.occurred_at) END,
            jsonb_build_object('sub', a.apple_sub) || jsonb_strip_nulls(CASE
-               WHEN event_type LIKE 'apple.%' THEN jsonb_build_object(
+               WHEN app_type LIKE 'apple.%' THEN jsonb_build_object(
                    'apple_type', a.details->>'event_type', 'jti', a.details->>'jti',
                    'event_time', (a.details->>'event_time')::bigint,
                    -- Apple sends it as a string or a boolean.
@@ -105,18 +106,18 @@ LANGUAGE sql STABLE AS $$
                    'email', CASE WHEN include_email THEN n.claims->'events'->>'email' END,
                    'purge', (a.details->>'purge')::boolean,
                    'older_than_sign_in', (a.details->>'older_than_sign_in')::boolean)
-               WHEN event_type = 'consent.revoked' THEN jsonb_build_object(
+               WHEN app_type = 'consent.revoked' THEN jsonb_build_object(
                    'source', CASE a.action WHEN 'token.invalid_grant' THEN 'invalid_grant' ELSE 'apple' END,
                    'purge', (a.details->>'purge')::boolean)
-               WHEN event_type = 'user.signed_in' THEN jsonb_build_object(
+               WHEN app_type = 'user.signed_in' THEN jsonb_build_object(
                    'user_id', a.details->'user_id', 'is_new_user', a.details->'is_new_user',
                    'client_id', a.details->'client_id', 'refresh_token_stored', a.details->'refresh_token_stored')
-               WHEN event_type = 'user.deletion_requested' THEN jsonb_build_object(
+               WHEN app_type = 'user.deletion_requested' THEN jsonb_build_object(
                    'user_id', a.details->'user_id', 'purge_job_id', a.details->'job_id', 'merged', a.details->'merged')
-               WHEN event_type = 'token.invalid_grant' THEN jsonb_build_object(
+               WHEN app_type = 'token.invalid_grant' THEN jsonb_build_object(
                    'user_id', a.details->'user_id', 'client_id', a.details->'client_id',
                    'signed_out', a.details->'signed_out', 'purge', a.details->'purge')
-               WHEN event_type IN ('purge.completed', 'purge.failed') THEN jsonb_build_object(
+               WHEN app_type IN ('purge.completed', 'purge.failed') THEN jsonb_build_object(
                    'job_id', (a.details->>'job_id')::bigint,
                    -- `tokens`: a sign-out (the user's Apple tokens revoked, data kept).
                    'scope', coalesce(
@@ -127,10 +128,10 @@ LANGUAGE sql STABLE AS $$
                         WHERE e.apple_sub = a.apple_sub AND e.action IN ('job.enqueued', 'job.scope_widened')
                           AND e.details->>'job_id' = a.details->>'job_id' AND e.seq < a.seq
                         ORDER BY e.seq DESC LIMIT 1)),
-                   'attempts', CASE WHEN event_type = 'purge.failed' THEN a.details->'attempt' END,
-                   'step', CASE WHEN event_type = 'purge.failed' THEN a.details->'step' END,
+                   'attempts', CASE WHEN app_type = 'purge.failed' THEN a.details->'attempt' END,
+                   'step', CASE WHEN app_type = 'purge.failed' THEN a.details->'step' END,
                    -- The trail's error: no server text, which may quote data.
-                   'error', CASE WHEN event_type = 'purge.failed' THEN a.details->'error' END)
+                   'error', CASE WHEN app_type = 'purge.failed' THEN a.details->'error' END)
                ELSE '{}'::jsonb END)
     FROM siwa.audit_log AS a
     LEFT JOIN siwa.notifications AS n
@@ -161,7 +162,7 @@ CREATE TRIGGER jobs_audit_enqueued
 -- purge). WHEN keeps every other audit row free of it.
 CREATE FUNCTION siwa.enqueue_app_events() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    IF NOT (SELECT enabled FROM siwa.app_webhook) THEN
+    IF NOT coalesce((SELECT enabled FROM siwa.app_webhook), false) THEN
         RETURN NULL;
     END IF;
     INSERT INTO siwa.jobs (kind, args)

@@ -77,11 +77,11 @@ public final class AppEventDelivery: Sendable {
         let body = Self.envelope(type: event.eventType, timestamp: timestamp, data: data)
         let start = ContinuousClock.now
         do {
-            try await withSpan("siwa.app_event", ofKind: .producer) { span in
+            _ = try await withSpan("siwa.app_event", ofKind: .producer) { span in
                 span.attributes["siwa.job.id"] = Int(job.id)
                 span.attributes["siwa.app_event.type"] = event.eventType
-                try await webhooks.deliver(to: target.url, keys: target.keys, timeoutSeconds: target.timeoutSeconds,
-                                           id: event.eventID, body: body)
+                return try await webhooks.deliver(to: target.url, keys: target.keys, timeoutSeconds: target.timeoutSeconds,
+                                                  id: event.eventID, body: body)
             }
             metrics.step(Self.stepName, failed: false, seconds: ContinuousClock.now - start)
         } catch let failure as WebhookFailure {

@@ -42,6 +42,7 @@ public struct AppEventQueue: Sendable {
     /// False if the lease was lost (another worker may deliver it again:
     /// at-least-once, the same webhook-id).
     public func complete(_ job: ClaimedJob) async throws -> Bool {
-        try await !client.guardedExecute(CompleteAppEventStatement(jobID: job.id, lease: job.lease), logger: logger).isEmpty
+        let completed = try await client.guardedExecute(CompleteAppEventStatement(jobID: job.id, lease: job.lease), logger: logger)
+        return !completed.isEmpty
     }
 }
