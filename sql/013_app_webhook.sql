@@ -68,6 +68,15 @@ RETURNS jsonb LANGUAGE sql IMMUTABLE AS $$
                               'event_id', 'evt_' || seq || '_' || event_position)
 $$;
 
+-- When a new delivery for `sub` may first run: now, or, while an earlier
+-- one of the user's is waiting to retry, its retry time (it would wait for
+-- it anyway: the claim's order rule; see siwa.app_events_wait_behind).
+CREATE FUNCTION siwa.app_event_run_at(sub text) RETURNS timestamptz LANGUAGE sql STABLE AS $$
+    SELECT greatest(now(), (SELECT max(run_at) FROM siwa.jobs
+                            WHERE kind = 'app_event' AND state IN ('available', 'running', 'retryable')
+                              AND args->>'apple_sub' = sub))
+$$;
+
 -- The kind of job `job_id`: from the queue while it holds the job, else
 -- from the job's `job.enqueued` audit row (sql/010; the queue prunes
 -- finished jobs, a replay may reach further back). Deliveries have no
@@ -146,6 +155,25 @@ $$;
 CREATE INDEX jobs_app_event_pending_idx ON siwa.jobs ((args->>'apple_sub'), id)
     WHERE kind = 'app_event' AND state IN ('available', 'running', 'retryable');
 
+-- A user's later deliveries wait while an earlier one is pending; when the
+-- earlier one fails, they are pushed to its retry time, so the claim's scan
+-- of runnable jobs (run_at <= now()) passes them by instead of probing each:
+-- with the app down for hours, every claim would otherwise read every
+-- waiting delivery. The completion of a delivery lets the next ones go at
+-- once (CompleteAppEventStatement). One enqueued meanwhile starts out at
+-- the retry time (siwa.app_event_run_at).
+CREATE FUNCTION siwa.app_events_wait_behind() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    UPDATE siwa.jobs SET run_at = NEW.run_at
+    WHERE kind = 'app_event' AND state IN ('available', 'retryable') AND args->>'apple_sub' = NEW.args->>'apple_sub'
+      AND id > NEW.id AND run_at < NEW.run_at;
+    RETURN NULL;
+END $$;
+CREATE TRIGGER jobs_app_events_wait_behind
+    AFTER UPDATE OF state ON siwa.jobs
+    FOR EACH ROW WHEN (NEW.kind = 'app_event' AND NEW.state = 'retryable' AND OLD.state = 'running')
+    EXECUTE FUNCTION siwa.app_events_wait_behind();
+
 -- A delivery is transport, not an account event: the event it carries has
 -- its audit row already (its id is that row's seq), so deliveries get no
 -- `job.enqueued` row each (sql/010). Their failures are audited as any job's.
@@ -165,8 +193,9 @@ BEGIN
     IF NOT coalesce((SELECT enabled FROM siwa.app_webhook), false) THEN
         RETURN NULL;
     END IF;
-    INSERT INTO siwa.jobs (kind, args)
-    SELECT 'app_event', siwa.app_event_args(NEW.seq, NEW.apple_sub, e.event_position, e.event_type)
+    INSERT INTO siwa.jobs (kind, args, run_at)
+    SELECT 'app_event', siwa.app_event_args(NEW.seq, NEW.apple_sub, e.event_position, e.event_type),
+           siwa.app_event_run_at(NEW.apple_sub)
     FROM siwa.app_events_of(NEW.action, NEW.details,
                             CASE WHEN NEW.action LIKE 'job.%'
                                  THEN siwa.app_event_job_kind((NEW.details->>'job_id')::bigint, NEW.apple_sub, NEW.seq) END) AS e
@@ -181,8 +210,8 @@ CREATE TRIGGER audit_log_app_events
     EXECUTE FUNCTION siwa.enqueue_app_events();
 
 REVOKE ALL ON FUNCTION siwa.app_events_of(text, jsonb, text), siwa.app_event_args(bigint, text, integer, text),
-                       siwa.app_event_job_kind(bigint, text, bigint), siwa.app_event_payload(bigint, text, boolean),
-                       siwa.enqueue_app_events()
+                       siwa.app_event_run_at(text), siwa.app_event_job_kind(bigint, text, bigint), siwa.app_event_payload(bigint, text, boolean),
+                       siwa.enqueue_app_events(), siwa.app_events_wait_behind()
     FROM PUBLIC;
 
 -- ----------------------------------------------------------------- grants --
@@ -192,7 +221,7 @@ REVOKE ALL ON FUNCTION siwa.app_events_of(text, jsonb, text), siwa.app_event_arg
 -- `siwa jobs retry`. Whoever writes the rows above runs the trigger.
 GRANT SELECT ON siwa.app_webhook TO siwa_admin;
 GRANT EXECUTE ON FUNCTION siwa.app_events_of(text, jsonb, text), siwa.app_event_args(bigint, text, integer, text),
-                          siwa.app_event_job_kind(bigint, text, bigint), siwa.enqueue_app_events()
+                          siwa.app_event_run_at(text), siwa.app_event_job_kind(bigint, text, bigint), siwa.enqueue_app_events()
     TO siwa_admin;
 
 INSERT INTO siwa.runtime_grants (migration, position, why, statement) VALUES
@@ -200,6 +229,6 @@ INSERT INTO siwa.runtime_grants (migration, position, why, statement) VALUES
         'GRANT SELECT, UPDATE ON siwa.app_webhook TO %I'),
     (13, 2, 'the inbox statement and the audit trigger map events to deliveries',
         'GRANT EXECUTE ON FUNCTION siwa.app_events_of(text, jsonb, text), siwa.app_event_args(bigint, text, integer, text), '
-        'siwa.app_event_job_kind(bigint, text, bigint), siwa.enqueue_app_events() TO %I'),
+        'siwa.app_event_run_at(text), siwa.app_event_job_kind(bigint, text, bigint), siwa.enqueue_app_events() TO %I'),
     (13, 3, 'the worker builds each delivery''s body',
         'GRANT EXECUTE ON FUNCTION siwa.app_event_payload(bigint, text, boolean) TO %I');

@@ -58,8 +58,9 @@ public struct AppEventReplay: Sendable {
                                         AND j.args->>'apple_sub' = chosen.apple_sub
                                         AND j.args->>'event_id' = 'evt_' || chosen.seq || '_' || chosen.event_position)
                 ), enqueued AS (
-                    INSERT INTO siwa.jobs (kind, args)
-                    SELECT 'app_event', siwa.app_event_args(seq, apple_sub, event_position, event_type)
+                    INSERT INTO siwa.jobs (kind, args, run_at)
+                    SELECT 'app_event', siwa.app_event_args(seq, apple_sub, event_position, event_type),
+                           siwa.app_event_run_at(apple_sub)
                     FROM fresh ORDER BY seq, event_position
                     RETURNING id
                 ), audit AS (

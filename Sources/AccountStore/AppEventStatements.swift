@@ -87,13 +87,23 @@ public struct ClaimAppEventsStatement: PostgresPreparedStatement {
 }
 
 /// Completes a delivery the app took (guarded by the lease, as every
-/// statement that ends a hold): 1 row, or 0 when the lease was lost.
+/// statement that ends a hold): 1 row, or 0 when the lease was lost. The
+/// user's next deliveries, pushed back while this one was failing
+/// (siwa.app_events_wait_behind, sql/013), may go at once.
 public struct CompleteAppEventStatement: PostgresPreparedStatement {
     public static let name = "siwa_complete_app_event_v1"
     public static let sql = """
-        UPDATE siwa.jobs SET state = 'completed', finalized_at = now(), locked_until = NULL
-        WHERE id = $1::bigint AND locked_by = $2::text AND state = 'running'
-        RETURNING id
+        WITH done AS (
+            UPDATE siwa.jobs SET state = 'completed', finalized_at = now(), locked_until = NULL
+            WHERE id = $1::bigint AND locked_by = $2::text AND state = 'running'
+            RETURNING id, args->>'apple_sub' AS apple_sub
+        ), next AS (
+            UPDATE siwa.jobs AS j SET run_at = now()
+            FROM done
+            WHERE j.kind = 'app_event' AND j.state = 'available' AND j.args->>'apple_sub' = done.apple_sub
+              AND j.id > done.id AND j.run_at > now()
+        )
+        SELECT id FROM done
         """
     public typealias Row = Int64
 

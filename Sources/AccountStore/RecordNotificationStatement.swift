@@ -160,8 +160,9 @@ public struct RecordNotificationStatement: PostgresPreparedStatement {
             -- The app's backend hears of each (sql/013): one delivery per
             -- app event of the row, the row's seq its id, in the batch's
             -- order; nothing at all while the webhook is off.
-            INSERT INTO siwa.jobs (kind, args)
-            SELECT 'app_event', siwa.app_event_args(audit.seq, audit.apple_sub, e.event_position, e.event_type)
+            INSERT INTO siwa.jobs (kind, args, run_at)
+            SELECT 'app_event', siwa.app_event_args(audit.seq, audit.apple_sub, e.event_position, e.event_type),
+                   siwa.app_event_run_at(audit.apple_sub)
             FROM audit, siwa.app_events_of('notification.recorded', audit.details, NULL) AS e
             WHERE (SELECT enabled FROM siwa.app_webhook)
             ORDER BY audit.seq, e.event_position

@@ -125,6 +125,16 @@ struct AppWebhookTests {
         let sub = "001.order.1"
         try await setup.post("email-disabled", sub: sub, eventTime: Date().addingTimeInterval(-5))
         try await setup.post("email-enabled", sub: sub)
+        // While the first waits for its retry, the second is not runnable
+        // before it (the claim's scan passes it by, sql/013).
+        #expect(try await eventually(upTo: .seconds(10)) {
+            try await setup.database.scalar("""
+                SELECT count(*) FROM siwa.jobs AS first
+                JOIN siwa.jobs AS second ON second.args->>'apple_sub' = first.args->>'apple_sub' AND second.id > first.id
+                WHERE first.kind = 'app_event' AND first.args->>'apple_sub' = '\(sub)' AND first.state = 'retryable'
+                  AND second.state = 'available' AND second.run_at >= first.run_at
+                """) == 1
+        }, "\(worker.log.suffix(3000))")
         try await setup.post("email-enabled", sub: "001.order.other")
         #expect(try await eventually(upTo: .seconds(30)) { setup.hook.accepted(sub: sub).count == 2 }, "\(worker.log.suffix(3000))")
         let forUser = setup.receiver.deliveries.filter { $0.sub == sub }
