@@ -183,16 +183,39 @@ CREATE TRIGGER jobs_audit_enqueued
     FOR EACH ROW WHEN (NEW.kind <> 'app_event')
     EXECUTE FUNCTION siwa.audit_job_enqueued();
 
+-- Waking the workers for deliveries: not one NOTIFY per insert (sql/002's
+-- trigger). PostgreSQL serializes the commits of all transactions that
+-- NOTIFY (each holds a global lock from before its commit record until it
+-- is flushed), so a NOTIFY in every transaction that records a notification
+-- would undo group commit (pgbench's one-notification transactions fell
+-- from 2,626/s to 210/s). Whoever enqueues deliveries NOTIFYs only when no
+-- delivery was waiting to run: a worker that has one to run, or is running
+-- one, claims again when it is done (and polls).
+DROP TRIGGER jobs_wake_workers_on_insert ON siwa.jobs;
+CREATE TRIGGER jobs_wake_workers_on_insert
+    AFTER INSERT ON siwa.jobs
+    FOR EACH ROW WHEN (NEW.state IN ('available', 'retryable') AND NEW.kind <> 'app_event')
+    EXECUTE FUNCTION siwa.wake_workers();
+
+-- No delivery is waiting to run (seen from the caller's snapshot): the
+-- workers may be asleep, and the caller's new ones should wake them.
+CREATE FUNCTION siwa.app_events_idle() RETURNS boolean LANGUAGE sql STABLE AS $$
+    SELECT NOT EXISTS (SELECT FROM siwa.jobs WHERE kind = 'app_event' AND state = 'available' AND run_at <= now())
+$$;
+
 -- The events recorded outside the inbox statement (which enqueues its own,
 -- in one set with the batch): a row trigger on the audit log, so every
 -- writer of these rows enqueues, whoever it is (siwa.sign_in, in-app
 -- deletion, token validation, any statement that completes or discards a
 -- purge). WHEN keeps every other audit row free of it.
 CREATE FUNCTION siwa.enqueue_app_events() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+    idle boolean;
 BEGIN
     IF NOT coalesce((SELECT enabled FROM siwa.app_webhook), false) THEN
         RETURN NULL;
     END IF;
+    idle := siwa.app_events_idle();
     INSERT INTO siwa.jobs (kind, args, run_at)
     SELECT 'app_event', siwa.app_event_args(NEW.seq, NEW.apple_sub, e.event_position, e.event_type),
            siwa.app_event_run_at(NEW.apple_sub)
@@ -200,6 +223,9 @@ BEGIN
                             CASE WHEN NEW.action LIKE 'job.%'
                                  THEN siwa.app_event_job_kind((NEW.details->>'job_id')::bigint, NEW.apple_sub, NEW.seq) END) AS e
     ORDER BY e.event_position;
+    IF FOUND AND idle THEN
+        PERFORM pg_notify('siwa_jobs', 'app_event');
+    END IF;
     RETURN NULL;
 END $$;
 
@@ -211,7 +237,7 @@ CREATE TRIGGER audit_log_app_events
 
 REVOKE ALL ON FUNCTION siwa.app_events_of(text, jsonb, text), siwa.app_event_args(bigint, text, integer, text),
                        siwa.app_event_run_at(text), siwa.app_event_job_kind(bigint, text, bigint), siwa.app_event_payload(bigint, text, boolean),
-                       siwa.enqueue_app_events(), siwa.app_events_wait_behind()
+                       siwa.enqueue_app_events(), siwa.app_events_wait_behind(), siwa.app_events_idle()
     FROM PUBLIC;
 
 -- ----------------------------------------------------------------- grants --
@@ -221,7 +247,8 @@ REVOKE ALL ON FUNCTION siwa.app_events_of(text, jsonb, text), siwa.app_event_arg
 -- `siwa jobs retry`. Whoever writes the rows above runs the trigger.
 GRANT SELECT ON siwa.app_webhook TO siwa_admin;
 GRANT EXECUTE ON FUNCTION siwa.app_events_of(text, jsonb, text), siwa.app_event_args(bigint, text, integer, text),
-                          siwa.app_event_run_at(text), siwa.app_event_job_kind(bigint, text, bigint), siwa.enqueue_app_events()
+                          siwa.app_event_run_at(text), siwa.app_event_job_kind(bigint, text, bigint), siwa.enqueue_app_events(),
+                          siwa.app_events_idle()
     TO siwa_admin;
 
 INSERT INTO siwa.runtime_grants (migration, position, why, statement) VALUES
@@ -229,6 +256,7 @@ INSERT INTO siwa.runtime_grants (migration, position, why, statement) VALUES
         'GRANT SELECT, UPDATE ON siwa.app_webhook TO %I'),
     (13, 2, 'the inbox statement and the audit trigger map events to deliveries',
         'GRANT EXECUTE ON FUNCTION siwa.app_events_of(text, jsonb, text), siwa.app_event_args(bigint, text, integer, text), '
-        'siwa.app_event_run_at(text), siwa.app_event_job_kind(bigint, text, bigint), siwa.enqueue_app_events() TO %I'),
+        'siwa.app_event_run_at(text), siwa.app_event_job_kind(bigint, text, bigint), siwa.enqueue_app_events(), '
+        'siwa.app_events_idle() TO %I'),
     (13, 3, 'the worker builds each delivery''s body',
         'GRANT EXECUTE ON FUNCTION siwa.app_event_payload(bigint, text, boolean) TO %I');

@@ -70,15 +70,17 @@ public struct AppEventReplay: Sendable {
                                               'already_pending', (SELECT count(*) FROM chosen) - (SELECT count(*) FROM fresh),
                                               'db_user', session_user::text, 'login_hint', \(loginHint)::text)
                     WHERE (SELECT enabled FROM switch)
+                ), wake AS (
+                    SELECT pg_notify('siwa_jobs', 'app_event') WHERE EXISTS (SELECT FROM enqueued)
                 )
                 SELECT (SELECT enabled FROM switch), (SELECT count(*) FROM enqueued)::bigint,
                        ((SELECT count(*) FROM chosen) - (SELECT count(*) FROM fresh))::bigint,
                        (SELECT siwa.utc_iso(occurred_at) FROM events ORDER BY seq DESC, event_position DESC OFFSET 0 LIMIT 1),
-                       (SELECT count(*) FROM events)::bigint
+                       (SELECT count(*) FROM events)::bigint, (SELECT count(*) FROM wake)
                 """, logger: logger).collect()
         }
         guard let row = rows.first else { throw AppEventReplayRefused(description: "the replay answered nothing") }
-        let (enabled, enqueued, pending, last, found) = try row.decode((Bool?, Int64, Int64, String?, Int64).self)
+        let (enabled, enqueued, pending, last, found, _) = try row.decode((Bool?, Int64, Int64, String?, Int64, Int64).self)
         guard enabled == true else {
             throw AppEventReplayRefused(description: "the app webhook is off: no worker has started with SIWA_APP_WEBHOOK_URL, so nothing would deliver the events (siwa.app_webhook)")
         }

@@ -90,8 +90,13 @@ public struct ClaimAppEventsStatement: PostgresPreparedStatement {
 /// statement that ends a hold): 1 row, or 0 when the lease was lost. The
 /// user's next deliveries, pushed back while this one was failing
 /// (siwa.app_events_wait_behind, sql/013), may go at once.
+///
+/// Committed without waiting for the disk (synchronous_commit off for this
+/// transaction only): a completion lost in a crash makes the delivery run
+/// again, with the same webhook-id, which at-least-once allows; waiting for
+/// a flush per delivery capped them at the disk's rate.
 public struct CompleteAppEventStatement: PostgresPreparedStatement {
-    public static let name = "siwa_complete_app_event_v1"
+    public static let name = "siwa_complete_app_event_v2"
     public static let sql = """
         WITH done AS (
             UPDATE siwa.jobs SET state = 'completed', finalized_at = now(), locked_until = NULL
@@ -103,7 +108,7 @@ public struct CompleteAppEventStatement: PostgresPreparedStatement {
             WHERE j.kind = 'app_event' AND j.state = 'available' AND j.args->>'apple_sub' = done.apple_sub
               AND j.id > done.id AND j.run_at > now()
         )
-        SELECT id FROM done
+        SELECT id FROM done, (SELECT set_config('synchronous_commit', 'off', true)) AS async
         """
     public typealias Row = Int64
 

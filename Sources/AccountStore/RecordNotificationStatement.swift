@@ -28,7 +28,7 @@ import PostgresNIO
 /// `siwa-bench` (`make bench`) runs this same text under pgbench, one
 /// notification per transaction, to measure the ceiling.
 public struct RecordNotificationStatement: PostgresPreparedStatement {
-    public static let name = "siwa_record_notifications_v7"
+    public static let name = "siwa_record_notifications_v8"
 
     public static let sql = """
         WITH input AS (
@@ -166,9 +166,16 @@ public struct RecordNotificationStatement: PostgresPreparedStatement {
             FROM audit, siwa.app_events_of('notification.recorded', audit.details, NULL) AS e
             WHERE (SELECT enabled FROM siwa.app_webhook)
             ORDER BY audit.seq, e.event_position
+            RETURNING id
+        ), wake AS (
+            -- Only when no delivery was waiting (this statement's snapshot
+            -- does not see its own): a NOTIFY serializes commits (sql/013).
+            SELECT pg_notify('siwa_jobs', 'app_event')
+            WHERE EXISTS (SELECT FROM deliveries) AND siwa.app_events_idle()
         )
         SELECT input.ord, effect.notification_id, CASE WHEN jobs.inserted AND effect.purge THEN jobs.id END
-        FROM input LEFT JOIN effect USING (ord) LEFT JOIN jobs ON jobs.apple_sub = effect.apple_sub
+        FROM input LEFT JOIN effect USING (ord) LEFT JOIN jobs ON jobs.apple_sub = effect.apple_sub,
+             (SELECT count(*) FROM wake) AS woken
         ORDER BY input.ord
         """
 

@@ -111,6 +111,26 @@ struct AppWebhookTests {
         #expect(delivery.signature.split(separator: " ").count == 1, "one secret, one signature")
     }
 
+    /// An idle worker hears of a new delivery at once (NOTIFY), not at its
+    /// next poll: from the inbox statement and from the audit trigger.
+    @Test func anIdleWorkerIsWokenForADelivery() async throws {
+        let setup = try await Setup.start()
+        defer { Task { await setup.stop() } }
+        let worker = try await setup.startWorker(["SIWA_WORKER_POLL_SECONDS": "60"])
+        defer { Task { await worker.kill9() } }
+        try await Task.sleep(for: .milliseconds(300))  // past its first claims: asleep
+        try await setup.post("email-enabled", sub: "001.wake.1")
+        #expect(try await eventually(upTo: .seconds(5)) { setup.hook.accepted(sub: "001.wake.1").count == 1 }, "\(worker.log.suffix(2000))")
+        // Any writer of a lifecycle row (here psql) enqueues through the trigger.
+        try await Task.sleep(for: .milliseconds(300))
+        try await setup.database.execute("""
+            INSERT INTO siwa.audit_log (actor, action, apple_sub, details)
+            VALUES ('api', 'user.signed_in', '001.wake.2', '{"user_id": 7, "is_new_user": true}')
+            """)
+        #expect(try await eventually(upTo: .seconds(5)) { setup.hook.accepted(sub: "001.wake.2").count == 1 }, "\(worker.log.suffix(2000))")
+        #expect(setup.hook.accepted(sub: "001.wake.2").first?.type == "user.signed_in")
+    }
+
     /// The app answers 500 once: the retry carries the same webhook-id and
     /// body, and the user's next event, enqueued meanwhile, waits for it.
     @Test func aRetryKeepsItsIDAndTheUsersNextEventWaits() async throws {
@@ -119,8 +139,8 @@ struct AppWebhookTests {
         setup.receiver.answer { _, body, attempt in
             String(decoding: body, as: UTF8.self).contains("apple.email-disabled") && attempt == 1 ? 500 : 204
         }
-        // A backoff of about a second: the second event is enqueued well within it.
-        let worker = try await setup.startWorker(["SIWA_JOB_RETRY_BASE_SECONDS": "1"])
+        // A backoff of 2 s: the second event, and another user's, arrive well within it.
+        let worker = try await setup.startWorker(["SIWA_JOB_RETRY_BASE_SECONDS": "2"])
         defer { Task { await worker.kill9() } }
         let sub = "001.order.1"
         try await setup.post("email-disabled", sub: sub, eventTime: Date().addingTimeInterval(-5))
