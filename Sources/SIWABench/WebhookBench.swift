@@ -5,8 +5,9 @@ import Logging
 import PostgresNIO
 
 /// The app events webhook's part of `make bench` (`BENCH_ONLY=webhook`):
-/// - the ingest, warm database, with the webhook off and on: on, the record
-///   statement also enqueues a delivery per notification and the release
+/// - the ingest, warm database, with the webhook off, with deliveries
+///   enqueued but not delivered (the enqueue's cost alone), and on: the
+///   record statement enqueues a delivery per notification and the release
 ///   `siwa worker` delivers them to a receiver in this process while the
 ///   load runs; the pgbench ceiling runs the same statement with the switch
 ///   on, so the ratio (target >= 1.0) compares like with like;
@@ -37,6 +38,8 @@ enum WebhookBench {
     static func scenarios(_ hook: Receiver) -> [IngestScenario] {
         [
             IngestScenario(label: "hookoff", title: "warm database (ANALYZE after the warm-up), app webhook off", analyzeAfterWarmUp: true),
+            IngestScenario(label: "hookqueue", title: "the same, deliveries enqueued (one per notification) but not delivered: the enqueue's cost",
+                           analyzeAfterWarmUp: true, enqueueOnly: true),
             IngestScenario(label: "hookon", title: "the same, app webhook on: a delivery per notification, delivered while the load runs",
                            analyzeAfterWarmUp: true, workerSettings: hook.settings),
         ]
@@ -47,6 +50,12 @@ enum WebhookBench {
               let on = reports.first(where: { $0.scenario.label == "hookon" }) else { return }
         say("")
         say("== app events webhook: its cost to the ingest (same run, same machine)")
+        if let queued = reports.first(where: { $0.scenario.label == "hookqueue" }) {
+            say(String(format: "enqueue only (none delivered)  committed/s %.0f (%.2f of off), ceiling %.0f tps (%.2f of off), ratio %.2f (rounds: %@)",
+                       median(queued.siwaRates), median(queued.siwaRates) / median(off.siwaRates), median(queued.pgbenchRates),
+                       median(queued.pgbenchRates) / median(off.pgbenchRates), median(queued.ratios),
+                       queued.ratios.map { String(format: "%.2f", $0) }.joined(separator: ", ")))
+        }
         say(String(format: "committed/s, webhook on       %.0f   (%.2f of the %.0f with it off)", median(on.siwaRates),
                    median(on.siwaRates) / median(off.siwaRates), median(off.siwaRates)))
         say(String(format: "pgbench ceiling, webhook on   %.0f tps   (%.2f of the %.0f with it off)", median(on.pgbenchRates),
