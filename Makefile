@@ -63,9 +63,9 @@ check-chromium:
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
 	    echo "chromium not found; installing it with apt-get (the admin page's browser test)" >&2; \
 	    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium; } >&2 \
-	      || echo "warning: chromium could not be installed: the admin page's browser test will be skipped" >&2; \
+	      || echo "warning: chromium could not be installed: the admin page's browser test will be skipped (it fails under CI)" >&2; \
 	  else \
-	    echo "warning: chromium is not installed (apt-get install chromium): the admin page's browser test will be skipped" >&2; \
+	    echo "warning: chromium is not installed (apt-get install chromium): the admin page's browser test will be skipped (it fails under CI)" >&2; \
 	  fi; }
 
 # The Prometheus alert rules (deploy/prometheus/alerts.yml): checked and run

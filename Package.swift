@@ -188,6 +188,8 @@ let package = Package(
             dependencies: [
                 "AppleSignIn", "AccountStore", "AccountEvents", "SIWAConfiguration", "SIWAServer", "SIWAWorker", "AppleSimulator", "ChildProcesses",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                // Route tests without a socket: app.test(.router) (RouteTests).
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
                 // A second ES256 verifier for the client secret, independent of siwa's code.
                 .product(name: "JWTKit", package: "jwt-kit"),
                 // The app's side of the webhook's HMAC, independent of siwa's code.

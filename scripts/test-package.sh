@@ -87,6 +87,12 @@ mkdir -p "$root/lib/systemd"
 cp -a /lib/systemd/system "$root/lib/systemd/"
 units=(/usr/lib/systemd/system/siwa-serve.service /usr/lib/systemd/system/siwa-worker.service /usr/lib/systemd/system/siwa-migrate.service)
 check "systemd-analyze verify accepts the installed units" systemd-analyze verify --root="$root" "${units[@]}"
+# The exposure each unit leaves (issue 9: at most 2.0). --threshold is on
+# systemd's 0-100 scale: 20 is the 2.0 that `security` prints.
+for unit in "${units[@]}"; do
+    check "$(basename "$unit"): systemd-analyze security exposure at most 2.0" \
+        systemd-analyze security --offline=yes --threshold=20 "$root$unit"
+done
 check "the units run /usr/bin/siwa" grep -q '^ExecStart=/usr/bin/siwa ' "$root${units[0]}" "$root${units[1]}" "$root${units[2]}"
 
 # make install PREFIX=/usr/local: the same layout under /usr/local (no rebuild:

@@ -18,11 +18,21 @@
 # As root the server runs as the `postgres` user (PostgreSQL is installed with
 # apt-get if missing); as any other user it runs as that user.
 # Environment: SIWA_PG_ROOT, SIWA_PG_BIN (directory holding postgres/pg_ctl),
-# SIWA_PG_PORT_BASE (first port tried, default 55432).
+# SIWA_PG_PORT_BASE (first port tried, default 25432; another root's
+# default is derived from its path).
 set -euo pipefail
 
 ROOT="${SIWA_PG_ROOT:-/tmp/siwa-pg}"
-PORT_BASE="${SIWA_PG_PORT_BASE:-55432}"
+# Ports below the kernel's ephemeral range (32768 and up on Linux): there a
+# busy test run's own outgoing connections take local ports, and a server
+# restarted on a port a client socket holds cannot bind it. Each root scans
+# from a port of its own (the default root from 25432), so two checkouts
+# testing at once rarely reach for the same one: a cluster restarted by a
+# test must find its port free again.
+if [[ -z "${SIWA_PG_PORT_BASE:-}" && "$ROOT" != /tmp/siwa-pg ]]; then
+    SIWA_PG_PORT_BASE=$((26500 + ($(printf '%s' "$ROOT" | cksum | cut -d' ' -f1) % 25) * 200))
+fi
+PORT_BASE="${SIWA_PG_PORT_BASE:-25432}"
 PORT_LAST=$((PORT_BASE + 999))
 
 # Never let the caller's libpq settings leak into what we run.
@@ -165,7 +175,10 @@ is_running() {
 port_in_use() {
     local p="$1"
     if command -v ss >/dev/null 2>&1; then
-        if ss -Hltn "( sport = :$p )" 2>/dev/null | grep -q .; then return 0; fi
+        # Any TCP socket on it, listening or not (a client's local port too),
+        # except TIME-WAIT: what a stopped server leaves behind, which its
+        # own restart on the same port binds past (SO_REUSEADDR).
+        if ss -Htan "( sport = :$p )" 2>/dev/null | grep -qv '^TIME-WAIT'; then return 0; fi
     fi
     # Anything accepting connections on it?
     if (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then return 0; fi
@@ -251,22 +264,37 @@ cmd_start() {
     local port=""
     if [[ -f "$DIR/port" ]]; then
         port="$(cat "$DIR/port")"
-        if port_in_use "$port"; then
+        if (( port < PORT_BASE || port > PORT_LAST )); then
+            port=""  # from an older version of this script (or another base)
+        elif port_in_use "$port"; then
             log "port $port of cluster '$NAME' is taken by another process; choosing a new one"
             port=""
         fi
     fi
     [[ -n "$port" ]] || port="$(pick_port)"
 
-    write_conf "$port"
-    write_port_and_url "$port"
-
-    log "starting cluster '$NAME' on 127.0.0.1:$port (log: $DIR/log)"
-    if ! as_pg "$BIN/pg_ctl" start -D "$DATA" -l "$DIR/log" -w -t 180 >&2; then
+    # The port can be taken between the check and the server's bind (another
+    # cluster root starting at the same moment, e.g. two checkouts testing at
+    # once): then a new port, a few times over.
+    local attempt
+    for attempt in 1 2 3 4 5; do
+        write_conf "$port"
+        write_port_and_url "$port"
+        log "starting cluster '$NAME' on 127.0.0.1:$port (log: $DIR/log)"
+        local before=0
+        [[ -f "$DIR/log" ]] && before=$(wc -l <"$DIR/log")
+        if as_pg "$BIN/pg_ctl" start -D "$DATA" -l "$DIR/log" -w -t 180 >&2; then
+            break
+        fi
+        if [[ $attempt -lt 5 ]] && tail -n +"$((before + 1))" "$DIR/log" 2>/dev/null | grep -q 'could not bind\|could not create any TCP/IP sockets'; then
+            log "port $port was taken while the server started; choosing a new one"
+            port="$(pick_port)"
+            continue
+        fi
         log "server did not start; last lines of $DIR/log:"
         tail -n 30 "$DIR/log" >&2 || true
         exit 1
-    fi
+    done
 
     # Roles and database (idempotent, cheap), as in production: `siwa` owns
     # the schema (siwa migrate; CREATEDB so tests can make databases of

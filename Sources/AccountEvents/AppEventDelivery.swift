@@ -24,17 +24,18 @@ public struct AppWebhookTarget: Sendable {
     }
 }
 
-/// Runs the `app_event` jobs: each one POSTs one event to the app's
-/// backend in the Standard Webhooks envelope `{"type","timestamp","data"}`,
-/// signed, with the event's own webhook-id (the same on every attempt), and
+/// The `app_event` job kind: each job POSTs one event to the app's backend
+/// in the Standard Webhooks envelope `{"type","timestamp","data"}`, signed,
+/// with the event's own webhook-id (the same on every attempt), and
 /// completes the job on a 2xx. Anything else is a failed attempt, which the
-/// worker retries with the jobs' backoff until the attempts are used up
-/// (JobWorker, JobQueue.fail); the user's later events wait for it
-/// (ClaimAppEventsStatement).
+/// worker's retry policy retries with the jobs' backoff until the attempts
+/// are used up (JobExecutor, RetryPolicy, JobQueue.fail); the user's later
+/// events wait for it (ClaimAppEventsStatement).
 ///
-/// The worker calls `claim` beside its purge claim and `run` for each job of
-/// this kind; the claimed events wait here, by lease, between the two.
-public final class AppEventDelivery: Sendable {
+/// It claims its own jobs (SelfClaimingJobKindRunner): the claim keeps each
+/// user's events in order and builds their bodies in the same statement;
+/// the claimed events wait here, by lease, until the worker runs each.
+public final class AppEventDelivery: SelfClaimingJobKindRunner {
     public static let kind = AppEventQueue.kind
     /// The step name in failures, metrics and spans.
     public static let stepName = "app_event.deliver"
@@ -54,6 +55,8 @@ public final class AppEventDelivery: Sendable {
         self.metrics = metrics
         self.logger = logger
     }
+
+    public var stepNames: [String] { [Self.stepName] }
 
     /// Claims up to `limit` deliveries, each user's earliest pending one only.
     public func claim(limit: Int, leaseSeconds: Double) async throws -> [ClaimedJob] {
@@ -94,7 +97,7 @@ public final class AppEventDelivery: Sendable {
         } catch {
             // Delivered but not recorded: the job is retried or rescued and
             // delivered again, with the same webhook-id (at-least-once).
-            throw PurgeJobRunner.failure(Self.stepName, error)
+            throw StepFailure(step: Self.stepName, error: error)
         }
     }
 

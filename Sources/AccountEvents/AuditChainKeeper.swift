@@ -53,6 +53,8 @@ public struct AuditChainKeeper: Service {
 
     private func logHead() async throws {
         let (head, unsealed) = try await sealer.head()
-        logger.info("Audit chain head", metadata: ["head": "\(head?.description ?? "none")", "unsealed": "\(unsealed)"])
+        // At notice: a head is evidence kept away from the database, and must
+        // reach the journal at the level production logs at.
+        logger.notice("Audit chain head", metadata: ["head": "\(head?.description ?? "none")", "unsealed": "\(unsealed)"])
     }
 }

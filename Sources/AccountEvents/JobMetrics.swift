@@ -25,13 +25,16 @@ public final class JobMetrics: Sendable {
     private let webhookCounters = Mutex([String: Counter]())
     private let leasesLost: Counter
 
-    /// - Parameters:
-    ///   - kinds: job kinds counted from the start (0 before the first job),
-    ///     so a rate() has a series to begin with.
-    ///   - steps: step names whose series exist from the start.
-    public init(factory: any MetricsFactory, kinds: [String] = [PurgeJobRunner.kind], steps: [String] = []) {
+    /// The series of the worker's job kinds and their steps are made when
+    /// the worker starts (`expose`).
+    public init(factory: any MetricsFactory) {
         self.factory = factory
         leasesLost = Counter(label: "siwa_worker_lease_renewals_lost_total", factory: factory)
+    }
+
+    /// Makes the series of `kinds` and `steps` now (0 before the first job),
+    /// so a rate() has a series to begin with.
+    public func expose(kinds: [String], steps: [String]) {
         for kind in kinds {
             for outcome in Self.outcomes { _ = counter(outcome, kind: kind) }
         }
@@ -42,7 +45,7 @@ public final class JobMetrics: Sendable {
     }
 
     /// A metrics object that records nothing (the bench, tests of parts).
-    public static let disabled = JobMetrics(factory: NOOPMetricsHandler.instance, kinds: [])
+    public static let disabled = JobMetrics(factory: NOOPMetricsHandler.instance)
 
     public func claimed(_ jobs: [ClaimedJob]) {
         for job in jobs { counter("claimed", kind: job.kind).increment() }

@@ -5,26 +5,6 @@ import Logging
 import PostgresNIO
 import Tracing
 
-/// A plan step failed; the job is retried (or discarded when `permanent`).
-public struct StepFailure: Error, Sendable, CustomStringConvertible {
-    public let step: String?
-    /// For the job's error history (may include the database's own message).
-    public let detail: String
-    /// For the audit trail and logs: no server text, which can quote data.
-    public let summary: String
-    /// Retrying cannot help (e.g. a job without an Apple sub).
-    public let permanent: Bool
-
-    public var description: String { step.map { "step \($0): \(summary)" } ?? summary }
-}
-
-public enum JobRunOutcome: Sendable, Equatable {
-    case completed
-    /// The lease was lost mid-run (the job was rescued; another worker may
-    /// hold it now): stop without writing anything.
-    case leaseLost
-}
-
 /// Runs one `purge_user` job: the revocation of the user's Apple tokens
 /// (when siwa holds any), the built-in step, then the plan's steps in
 /// order, skipping those an earlier attempt recorded as done. A token-only
@@ -32,7 +12,7 @@ public enum JobRunOutcome: Sendable, Equatable {
 /// recorded as it completes; the last record completes the job, and with
 /// receipts on (SIWA_RECEIPT_KEY_FILE) signs and stores the purge's deletion
 /// receipt in the same transaction (JobQueue).
-public struct PurgeJobRunner: Sendable {
+public struct PurgeJobRunner: JobKindRunner {
     public static let kind = "purge_user"
 
     let plan: PurgePlan
@@ -135,16 +115,19 @@ public struct PurgeJobRunner: Sendable {
         do {
             return try await queue.erasePersonalData([(step.jobID, step.lease)], completes: [step.completesJob]).contains(step.jobID)
         } catch {
-            throw Self.failure(step.name, error)
+            throw StepFailure(step: step.name, error: error)
         }
     }
+
+    /// The revocation, the built-in step and the plan's, in order.
+    public var stepNames: [String] { [AppleTokenStore.revokeStepName] + plan.allStepNames }
 
     /// The built-in step for a freshly claimed batch in one statement (the
     /// queue's hot path: with no plan steps, the batch is done here). Returns
     /// the jobs that still have steps to run, the step now recorded for
     /// them. On an error nothing was recorded and every job is returned, to
     /// run (and fail, if it must) on its own.
-    public func runBuiltInStep(for jobs: [ClaimedJob]) async -> [ClaimedJob] {
+    public func runBatchStep(for jobs: [ClaimedJob]) async -> [ClaimedJob] {
         let builtIn = PurgePlan.builtInStepName
         // Users with tokens, and sign-outs, run one by one: Apple revokes first.
         let batch = jobs.filter {
@@ -165,7 +148,7 @@ public struct PurgeJobRunner: Sendable {
             metrics.step(builtIn, failed: false, seconds: ContinuousClock.now - start)
         } catch {
             logger.debug("Built-in step for the batch failed; running the jobs one by one",
-                         metadata: ["jobs": "\(batch.count)", "error": "\(Self.failure(builtIn, error).summary)"])
+                         metadata: ["jobs": "\(batch.count)", "error": "\(StepFailure(step: builtIn, error: error).summary)"])
             return jobs
         }
         var unfinished: [ClaimedJob] = []
@@ -199,7 +182,7 @@ public struct PurgeJobRunner: Sendable {
                     }
                 }
             } catch {
-                throw Self.failure(step.name, error)
+                throw StepFailure(step: step.name, error: error)
             }
         case .sql(let statements, .some):
             guard let client = externalDatabases[planStep.name] else {
@@ -212,7 +195,7 @@ public struct PurgeJobRunner: Sendable {
                     }
                 }
             } catch {
-                throw Self.failure(step.name, error)
+                throw StepFailure(step: step.name, error: error)
             }
             return try await queue.recordStep(step)
         case .http(let target):
@@ -275,32 +258,5 @@ public struct PurgeJobRunner: Sendable {
             SELECT set_config('statement_timeout', \(milliseconds), true), set_config('lock_timeout', '0', true),
                    set_config('standard_conforming_strings', 'on', true)
             """
-    }
-
-    /// The error history gets the database's message (an operator needs
-    /// "relation app.profiles does not exist"); the audit trail and logs get
-    /// the SQLSTATE only.
-    static func failure(_ step: String, _ error: any Error) -> StepFailure {
-        if let psql = error as? PSQLError {
-            let state = psql.serverInfo?[.sqlState] ?? "-"
-            if state == "57014" {
-                // query_canceled: siwa sends no cancel requests, so this is the step's statement_timeout.
-                let text = "timed out: a statement ran past the step's timeout_seconds (statement_timeout, sqlstate 57014)"
-                return StepFailure(step: step, detail: text, summary: text, permanent: false)
-            }
-            if state == "55P03" {
-                // lock_not_available: a lock held past the session's lock_timeout (SessionLimits.runtime).
-                let text = "timed out waiting for a lock another session holds (lock_timeout, sqlstate 55P03)"
-                return StepFailure(step: step, detail: text, summary: text, permanent: false)
-            }
-            let message = psql.serverInfo?[.message].map { ": \($0)" } ?? ""
-            return StepFailure(step: step, detail: "SQL failed, sqlstate \(state)\(message)",
-                               summary: "SQL failed, sqlstate \(state)", permanent: false)
-        }
-        if let limit = error as? TimeLimitExceeded {
-            let text = "timed out: no answer from the database within \(limit.seconds.formattedSeconds) s"
-            return StepFailure(step: step, detail: text, summary: text, permanent: false)
-        }
-        return StepFailure(step: step, detail: "\(type(of: error))", summary: "\(type(of: error))", permanent: false)
     }
 }

@@ -28,18 +28,23 @@ public struct APIKeyIdentity: Sendable, Equatable, Hashable {
 /// Checks the keys of `/v1` and `/admin` requests, in `siwa serve` as the
 /// runtime role. The caller checks the scope.
 ///
-/// Every request looks its key up: a revoked key stops working at once, on
-/// every instance. `last_used_at` is written at most once a minute per key
+/// Without a cache every request looks its key up. With one (`/v1`: see
+/// `APIKeyCache`) a key verified lately is checked against the cached
+/// hash, and a revoke reaches every instance by NOTIFY within milliseconds
+/// of its commit. Either way the secret is compared in constant time on
+/// every request. `last_used_at` is written at most once a minute per key
 /// per process, after the answer and never waited for, so many concurrent
 /// requests with one key do not queue on that row's lock.
 public struct APIKeyVerifier: Sendable {
     let client: PostgresClient
     let logger: Logger
     let usage: UsageNotes
+    let cache: APIKeyCache?
 
-    public init(client: PostgresClient, logger: Logger) {
+    public init(client: PostgresClient, cache: APIKeyCache? = nil, logger: Logger) {
         self.client = client
         self.logger = logger
+        self.cache = cache
         self.usage = UsageNotes()
     }
 
@@ -48,11 +53,23 @@ public struct APIKeyVerifier: Sendable {
     /// the database cannot say (the caller answers 503, not 401).
     public func authenticate(bearer: String) async throws -> APIKeyIdentity? {
         guard let key = APIKeyFormat(parsing: bearer) else { return nil }
+        if let cached = cache?.entry(prefix: key.prefix) {
+            guard key.matches(storedSHA256: cached.secretSHA256) else { return nil }
+            noteUseIfDue(cached.identity.id)
+            return cached.identity
+        }
+        let generation = cache?.generation()
         let rows = try await client.guardedExecute(LiveKey(prefix: key.prefix), logger: logger)
         guard let (id, name, scope, stored) = rows.first else { return nil }
         guard key.matches(storedSHA256: stored), let scope = APIKeyScope(rawValue: scope) else { return nil }
+        let identity = APIKeyIdentity(id: id, name: name, scope: scope)
+        if let generation { cache?.store(identity, prefix: key.prefix, secretSHA256: stored, readAt: generation) }
+        noteUseIfDue(id)
+        return identity
+    }
+
+    private func noteUseIfDue(_ id: Int64) {
         if usage.shouldNote(id) { noteUse(id) }
-        return APIKeyIdentity(id: id, name: name, scope: scope)
     }
 
     /// The live key with a prefix (prepared: every request asks it).

@@ -2,7 +2,7 @@ import Foundation
 import Logging
 import PostgresNIO
 
-/// The worker's side of the app's deliveries (`app_event` jobs, sql/013):
+/// The worker's side of the app's deliveries (`app_event` jobs, sql/014):
 /// the switch that says whether events are enqueued, the claim with its
 /// per-user order, and the completion. Failures, lease renewal, rescue and
 /// release are the queue's, for every kind (JobQueue).

@@ -5,7 +5,7 @@ import PostgresNIO
 /// `siwa webhooks replay`: enqueue again the app's deliveries of the events
 /// recorded since a time (for an app that was down longer than the
 /// attempts), read back from the audit trail with the mapping that enqueued
-/// them first (siwa.app_events_of, sql/013), so each keeps its webhook-id
+/// them first (siwa.app_events_of, sql/014), so each keeps its webhook-id
 /// and the app can tell what it has seen. An event whose delivery is still
 /// pending is not enqueued twice. One statement, with its audit row.
 public struct AppEventReplay: Sendable {

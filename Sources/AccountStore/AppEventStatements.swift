@@ -16,7 +16,7 @@ public struct ClaimedAppEvent: Sendable, Equatable {
 }
 
 /// Claims up to `limit` runnable deliveries (`app_event` jobs) with their
-/// bodies' parts (siwa.app_event_payload, sql/013), in one statement, as
+/// bodies' parts (siwa.app_event_payload, sql/014), in one statement, as
 /// ClaimJobsStatement does for purges, with one more rule: a delivery waits
 /// while an earlier one for the same Apple user is pending (available,
 /// running or retryable), so the app hears of a user's events in the order
@@ -89,7 +89,7 @@ public struct ClaimAppEventsStatement: PostgresPreparedStatement {
 /// Completes a delivery the app took (guarded by the lease, as every
 /// statement that ends a hold): 1 row, or 0 when the lease was lost. The
 /// user's next deliveries, pushed back while this one was failing
-/// (siwa.app_events_wait_behind, sql/013), may go at once.
+/// (siwa.app_events_wait_behind, sql/014), may go at once.
 ///
 /// Committed without waiting for the disk (synchronous_commit off for this
 /// transaction only): a completion lost in a crash makes the delivery run

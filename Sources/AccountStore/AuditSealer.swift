@@ -11,8 +11,9 @@ import PostgresNIO
 /// runs: seqs are handed out after the writer's transaction id
 /// (sql/009_audit_chain.sql), so the mark `(seq S, transaction X)`, with S
 /// read before X took its id, says every row up to S is committed or gone
-/// for good once the oldest running transaction is younger than X. Each
-/// pass seals up to the previous pass's mark and leaves a new one.
+/// for good once every audit writer older than X has ended
+/// (`markIsFinal`). Each pass seals up to the previous pass's mark and
+/// leaves a new one.
 public struct AuditSealer: Sendable {
     let client: PostgresClient
     let logger: Logger
@@ -23,6 +24,29 @@ public struct AuditSealer: Sendable {
         self.client = client
         self.logger = logger
     }
+
+    /// Whether the mark `m` (seq, xid) is final: no transaction older than
+    /// `m.xid` that may still commit an audit row is running. Only a
+    /// transaction that has drawn a seq can commit one below the mark, and
+    /// it holds a lock on `siwa.audit_log` (its INSERT's) until it ends; so
+    /// the running transactions that count are those holding such a lock in
+    /// this database, not every transaction on the cluster (a long one in
+    /// another database, or a reader here, does not hold sealing back).
+    /// pg_locks gives their 32-bit xids; the snapshot's running list
+    /// (xid8) gives their age, matched on the low 32 bits.
+    static let markIsFinal = """
+        NOT EXISTS (
+            SELECT 1 FROM pg_snapshot_xip(pg_current_snapshot()) AS running(xid)
+            WHERE running.xid < m.xid
+              AND (running.xid::text::numeric % 4294967296)::bigint IN (
+                  SELECT holder.transactionid::text::bigint
+                  FROM pg_locks AS used
+                  JOIN pg_locks AS holder ON holder.virtualtransaction = used.virtualtransaction
+                                         AND holder.locktype = 'transactionid'
+                  WHERE used.locktype = 'relation' AND used.relation = 'siwa.audit_log'::regclass
+                    AND used.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+                    AND used.mode NOT IN ('AccessShareLock', 'RowShareLock')))
+        """
 
     /// Seals at most `maxRows` final rows after the head; returns how many
     /// (0: none final yet, or another sealer is at work).
@@ -39,7 +63,7 @@ public struct AuditSealer: Sendable {
         // Nothing here takes a transaction id: the next mark's seq is read
         // before this transaction writes (and so takes one).
         let markRows = try await connection.query("""
-            SELECT m.seq, pg_snapshot_xmin(pg_current_snapshot()) > m.xid,
+            SELECT m.seq, \(unescaped: Self.markIsFinal),
                    coalesce(pg_sequence_last_value('siwa.audit_log_seq'), 0)
             FROM (SELECT) AS one LEFT JOIN siwa.audit_seal_mark AS m ON true
             """, logger: logger).collect()

@@ -23,10 +23,13 @@ public struct ClaimedJob: Sendable, Equatable {
     /// The user has stored Apple tokens (when claimed): they are revoked
     /// before anything is erased.
     public let holdsTokens: Bool
+    /// The job's whole `args` (jsonb) as JSON text, for a kind that reads
+    /// more of them than the fields above (JSONValue(parsing:)).
+    public let args: String
 
     public init(id: Int64, kind: String, appleSub: String?, eventType: String?, attempt: Int, maxAttempts: Int,
                 stepsDone: Set<String>, userID: Int64?, lease: String, tokensOnly: Bool = false,
-                holdsTokens: Bool = false) {
+                holdsTokens: Bool = false, args: String = "{}") {
         self.id = id
         self.kind = kind
         self.appleSub = appleSub
@@ -38,13 +41,14 @@ public struct ClaimedJob: Sendable, Equatable {
         self.lease = lease
         self.tokensOnly = tokensOnly
         self.holdsTokens = holdsTokens
+        self.args = args
     }
 
     /// The same job with `step` recorded as done.
     public func recording(_ step: String) -> ClaimedJob {
         ClaimedJob(id: id, kind: kind, appleSub: appleSub, eventType: eventType, attempt: attempt,
                    maxAttempts: maxAttempts, stepsDone: stepsDone.union([step]), userID: userID, lease: lease,
-                   tokensOnly: tokensOnly, holdsTokens: holdsTokens)
+                   tokensOnly: tokensOnly, holdsTokens: holdsTokens, args: args)
     }
 }
 
@@ -54,6 +58,12 @@ public struct RescuedJobs: Sendable, Equatable {
     public let rescued: Int
     /// Of those, the ones that had used their last attempt.
     public let discarded: Int
+
+    public init(kind: String, rescued: Int, discarded: Int) {
+        self.kind = kind
+        self.rescued = rescued
+        self.discarded = discarded
+    }
 }
 
 /// What became of a failed attempt.
@@ -65,8 +75,10 @@ public enum FailureOutcome: String, Sendable {
     case leaseLost
 }
 
-/// The worker's side of `siwa.jobs`: claim, heartbeat, complete, fail,
-/// rescue, release, prune. Admin operations are in `JobAdministration`.
+/// The worker's side of `siwa.jobs`, for every kind: claim, heartbeat,
+/// record steps, complete, fail, rescue, release, prune. The purge's own
+/// statements are in PurgeStatements.swift; admin operations in
+/// `JobAdministration`.
 public struct JobQueue: Sendable {
     public static let wakeChannel = "siwa_jobs"
 
@@ -86,7 +98,7 @@ public struct JobQueue: Sendable {
 
     /// The receipts of the purges among `jobIDs` that the transaction on
     /// `connection` has just completed, written in it (DeletionReceipts.issue).
-    private func issueReceipts(for jobIDs: [Int64], on connection: PostgresConnection) async throws {
+    func issueReceipts(for jobIDs: [Int64], on connection: PostgresConnection) async throws {
         guard let receipts, !jobIDs.isEmpty else { return }
         try await DeletionReceipts.issue(for: jobIDs, signer: receipts, on: connection, logger: logger)
     }
@@ -105,9 +117,10 @@ public struct JobQueue: Sendable {
         try await values(query, as: Int.self).first ?? 0
     }
 
-    public func claim(limit: Int, kind: String, leaseSeconds: Double) async throws -> [ClaimedJob] {
-        guard limit > 0 else { return [] }
-        let statement = ClaimJobsStatement(worker: worker, limit: limit, kind: kind, leaseSeconds: leaseSeconds)
+    /// Up to `limit` runnable jobs of `kinds`, oldest first, each under a new lease.
+    public func claim(limit: Int, kinds: [String], leaseSeconds: Double) async throws -> [ClaimedJob] {
+        guard limit > 0, !kinds.isEmpty else { return [] }
+        let statement = ClaimJobsStatement(worker: worker, limit: limit, kinds: kinds, leaseSeconds: leaseSeconds)
         return try await client.withGuardedConnection { connection in
             var jobs: [ClaimedJob] = []
             for try await job in try await connection.execute(statement, logger: logger) { jobs.append(job) }
@@ -198,57 +211,17 @@ public struct JobQueue: Sendable {
         }
     }
 
-    /// Locks the users of the jobs `$1` (ids), in sub order; the erase runs
-    /// after it, in the same transaction (see `erasePersonalData`). One
-    /// index probe per sub, as in RecordNotificationStatement: LIMIT keeps
-    /// the lookup from becoming a hash join over every user.
-    public static let lockUsersSQL = """
-        SELECT FROM (SELECT DISTINCT args->>'apple_sub' AS apple_sub FROM siwa.jobs WHERE id = ANY($1::bigint[]) ORDER BY 1) AS job,
-             LATERAL (SELECT FROM siwa.users WHERE users.apple_sub = job.apple_sub LIMIT 1 FOR UPDATE) AS u
-        """
-
-    /// The built-in purge step for several runs in one statement (each
-    /// recorded with it; `completes` marks jobs for which it is the last
-    /// step). Returns the ids whose step was done; the others' leases were lost.
-    public func erasePersonalData(_ runs: [(id: Int64, lease: String)], completes: [Bool]) async throws -> Set<Int64> {
-        guard !runs.isEmpty else { return [] }
-        let statement = ErasePersonalDataStatement(jobIDs: runs.map(\.id), leases: runs.map(\.lease), completes: completes)
-        let logger = logger
-        return try await client.withGuardedTransaction(logger: logger) { connection in
-            // First lock the users, in a statement of its own: it waits for
-            // a notification being recorded for them to commit, so the erase
-            // (a new snapshot) sees that notification's email. The receiver
-            // takes the same locks before it decides to keep an email (see
-            // RecordNotificationStatement), and both lock users before jobs.
-            // Read to its end: an error while it waits (its lock_timeout)
-            // arrives with the rows, and unread it would surface as the
-            // erase's "transaction aborted" instead (which PostgresNIO then
-            // keeps for the erase's prepared statement on this connection).
-            for try await _ in try await connection.query(PostgresQuery(unsafeSQL: Self.lockUsersSQL, binds: {
-                var binds = PostgresBindings(capacity: 1)
-                binds.append(runs.map(\.id))
-                return binds
-            }()), logger: logger) {}
-            var done = Set<Int64>()
-            for try await id in try await connection.execute(statement, logger: logger) { done.insert(id) }
-            try await issueReceipts(for: runs.indices.filter { completes[$0] && done.contains(runs[$0].id) }.map { runs[$0].id },
-                                    on: connection)
-            return done
-        }
-    }
-
-    /// Ends a failed attempt: `retryable` after `delaySeconds`, or
-    /// `discarded` once the attempts are used up (the smaller of the job's
-    /// `max_attempts` and `maxAttempts`). The error joins the job's history;
+    /// Ends a failed attempt as the worker decided (`RetryPolicy`): back to
+    /// `retryable`, or `discarded`. The error joins the job's history;
     /// `auditError` (no server text: it may quote data) goes to the audit trail.
     public func fail(_ job: ClaimedJob, step: String?, error: String, auditError: String,
-                     delaySeconds: Double, maxAttempts: Int) async throws -> FailureOutcome {
+                     decision: RetryDecision) async throws -> FailureOutcome {
         let rows = try await values("""
             WITH job AS (
                 UPDATE siwa.jobs
-                SET state = CASE WHEN attempt >= least(max_attempts, \(maxAttempts)::integer) THEN 'discarded' ELSE 'retryable' END,
-                    finalized_at = CASE WHEN attempt >= least(max_attempts, \(maxAttempts)::integer) THEN now() END,
-                    run_at = now() + make_interval(secs => \(delaySeconds)::float8),
+                SET state = \(decision.state)::text,
+                    finalized_at = CASE WHEN \(decision.state)::text = 'discarded' THEN now() END,
+                    run_at = now() + make_interval(secs => \(decision.delaySeconds)::float8),
                     errors = errors || jsonb_build_array(jsonb_build_object(
                         'attempt', attempt, 'at', now(), 'step', \(step)::text, 'error', \(error)::text, 'worker', \(job.lease)::text)),
                     locked_by = NULL, locked_until = NULL
@@ -291,25 +264,53 @@ public struct JobQueue: Sendable {
             """)
     }
 
-    /// Jobs whose lease ran out (their worker died or lost the database) go
-    /// back to `retryable` at once, or `discarded` if that was their last
-    /// attempt. Any worker may run this; SKIP LOCKED keeps two from colliding.
-    /// Returns what was rescued, by kind (nothing rescued: empty).
-    public func rescueExpiredLeases(maxAttempts: Int) async throws -> [RescuedJobs] {
+    /// Up to `limit` running jobs whose lease ran out (their worker died or
+    /// lost the database), the longest expired first, for `rescue`.
+    public func expiredRuns(limit: Int) async throws -> [ExpiredRun] {
         let query: PostgresQuery = """
-            WITH expired AS (
-                SELECT id FROM siwa.jobs WHERE state = 'running' AND locked_until < now()
-                ORDER BY locked_until LIMIT 1000 FOR UPDATE SKIP LOCKED
+            SELECT id, kind, attempt, max_attempts, locked_by FROM siwa.jobs
+            WHERE state = 'running' AND locked_until < now()
+            ORDER BY locked_until LIMIT \(Int32(clamping: limit))
+            """
+        return try await client.withGuardedConnection { [logger] connection in
+            var runs: [ExpiredRun] = []
+            let rows = try await connection.query(query, logger: logger).decode((Int64, String, Int32, Int32, String).self)
+            for try await (id, kind, attempt, maxAttempts, lease) in rows {
+                runs.append(ExpiredRun(id: id, kind: kind, attempt: Int(attempt), maxAttempts: Int(maxAttempts), lease: lease))
+            }
+            return runs
+        }
+    }
+
+    /// Applies the rescuer's decisions to expired runs: each goes back to
+    /// `retryable` or to `discarded`, its lost lease in its error history.
+    /// A run whose lease was renewed, or that ended, since `expiredRuns`
+    /// read it is left alone (the update is guarded by the lease and the
+    /// expiry, as every write of the queue is), and so is a row another
+    /// rescuer holds (SKIP LOCKED): any worker may rescue. Returns what was
+    /// rescued, by kind (nothing rescued: empty).
+    public func rescue(_ decisions: [(run: ExpiredRun, decision: RetryDecision)]) async throws -> [RescuedJobs] {
+        guard !decisions.isEmpty else { return [] }
+        let query: PostgresQuery = """
+            WITH decided AS (
+                SELECT * FROM unnest(\(decisions.map(\.run.id))::bigint[], \(decisions.map(\.run.lease))::text[],
+                                     \(decisions.map(\.decision.state))::text[], \(decisions.map(\.decision.delaySeconds))::float8[])
+                              AS d(id, lease, state, delay)
+            ), expired AS (
+                SELECT j.id FROM siwa.jobs AS j JOIN decided AS d ON j.id = d.id
+                WHERE j.locked_by = d.lease AND j.state = 'running' AND j.locked_until < now()
+                FOR UPDATE OF j SKIP LOCKED
             ), job AS (
                 UPDATE siwa.jobs AS j
-                SET state = CASE WHEN j.attempt >= least(j.max_attempts, \(maxAttempts)::integer) THEN 'discarded' ELSE 'retryable' END,
-                    finalized_at = CASE WHEN j.attempt >= least(j.max_attempts, \(maxAttempts)::integer) THEN now() END,
-                    run_at = now(),
+                SET state = d.state,
+                    finalized_at = CASE WHEN d.state = 'discarded' THEN now() END,
+                    run_at = now() + make_interval(secs => d.delay),
                     errors = j.errors || jsonb_build_array(jsonb_build_object(
                         'attempt', j.attempt, 'at', now(), 'worker', j.locked_by,
                         'error', 'lease expired: the worker stopped or lost the database before finishing')),
                     locked_by = NULL, locked_until = NULL
-                FROM expired WHERE j.id = expired.id
+                FROM expired JOIN decided AS d ON d.id = expired.id
+                WHERE j.id = expired.id
                 RETURNING j.id, j.kind, j.state, j.attempt, j.args->>'apple_sub' AS apple_sub
             ), audit AS (
                 INSERT INTO siwa.audit_log (actor, action, apple_sub, details)

@@ -11,17 +11,25 @@ import PostgresNIO
 // recorded only if it is not recorded yet (`NOT steps_done ? step`).
 // `siwa-bench` runs these same texts under pgbench for the worker's ceiling.
 
-/// Claims up to `limit` runnable jobs of one kind: one statement,
-/// `FOR UPDATE SKIP LOCKED`, so concurrent workers never take the same job.
+/// Claims up to `limit` runnable jobs of the given kinds, oldest `run_at`
+/// first: one statement, `FOR UPDATE SKIP LOCKED`, so concurrent workers
+/// never take the same job. Each kind is picked by its own scan of
+/// `jobs_runnable_idx (kind, run_at, id)`, which stays an ordered index
+/// scan that stops at `limit` (`kind = ANY(...)` would sort every runnable
+/// job of those kinds first); the rows a kind's scan locked beyond the
+/// final `limit` are let go when the statement ends.
 public struct ClaimJobsStatement: PostgresPreparedStatement {
-    public static let name = "siwa_claim_jobs_v4"
+    public static let name = "siwa_claim_jobs_v5"
     public static let sql = """
         WITH picked AS (
-            SELECT id FROM siwa.jobs
-            WHERE state IN ('available', 'retryable') AND run_at <= now() AND kind = $3::text
-            ORDER BY run_at, id
+            SELECT job.id FROM unnest($3::text[]) AS k(kind),
+                 LATERAL (SELECT id, run_at FROM siwa.jobs
+                          WHERE state IN ('available', 'retryable') AND run_at <= now() AND kind = k.kind
+                          ORDER BY run_at, id
+                          LIMIT $2::integer
+                          FOR UPDATE SKIP LOCKED) AS job
+            ORDER BY job.run_at, job.id
             LIMIT $2::integer
-            FOR UPDATE SKIP LOCKED
         ), claimed AS (
             UPDATE siwa.jobs AS j
             SET state = 'running', attempt = j.attempt + 1, locked_by = $1::text || '/' || gen_random_uuid(),
@@ -37,7 +45,8 @@ public struct ClaimJobsStatement: PostgresPreparedStatement {
         SELECT claimed.id, claimed.kind, claimed.args->>'apple_sub' AS apple_sub, claimed.args->>'event_type' AS event_type,
                claimed.attempt, claimed.max_attempts, ARRAY(SELECT jsonb_object_keys(claimed.steps_done)) AS steps_done,
                u.id AS user_id, claimed.locked_by AS lease, claimed.args->>'scope' AS scope,
-               EXISTS (SELECT FROM siwa.apple_tokens WHERE apple_tokens.user_id = u.id) AS holds_tokens
+               EXISTS (SELECT FROM siwa.apple_tokens WHERE apple_tokens.user_id = u.id) AS holds_tokens,
+               claimed.args::text AS args
         FROM claimed LEFT JOIN LATERAL (SELECT users.id FROM siwa.users
                                         WHERE users.apple_sub = claimed.args->>'apple_sub' LIMIT 1) AS u ON true
         ORDER BY claimed.id
@@ -46,13 +55,13 @@ public struct ClaimJobsStatement: PostgresPreparedStatement {
 
     public var worker: String
     public var limit: Int
-    public var kind: String
+    public var kinds: [String]
     public var leaseSeconds: Double
 
-    public init(worker: String, limit: Int, kind: String, leaseSeconds: Double) {
+    public init(worker: String, limit: Int, kinds: [String], leaseSeconds: Double) {
         self.worker = worker
         self.limit = limit
-        self.kind = kind
+        self.kinds = kinds
         self.leaseSeconds = leaseSeconds
     }
 
@@ -60,17 +69,17 @@ public struct ClaimJobsStatement: PostgresPreparedStatement {
         var b = PostgresBindings(capacity: 4)
         b.append(worker)
         b.append(Int32(clamping: limit))
-        b.append(kind)
+        b.append(kinds)
         b.append(leaseSeconds)
         return b
     }
 
     public func decodeRow(_ row: PostgresRow) throws -> ClaimedJob {
-        let (id, kind, sub, eventType, attempt, maxAttempts, steps, userID, lease, scope, holdsTokens) =
-            try row.decode((Int64, String, String?, String?, Int32, Int32, [String], Int64?, String, String?, Bool).self)
+        let (id, kind, sub, eventType, attempt, maxAttempts, steps, userID, lease, scope, holdsTokens, args) =
+            try row.decode((Int64, String, String?, String?, Int32, Int32, [String], Int64?, String, String?, Bool, String).self)
         return ClaimedJob(id: id, kind: kind, appleSub: sub, eventType: eventType, attempt: Int(attempt),
                           maxAttempts: Int(maxAttempts), stepsDone: Set(steps), userID: userID, lease: lease,
-                          tokensOnly: scope == "tokens", holdsTokens: holdsTokens)
+                          tokensOnly: scope == "tokens", holdsTokens: holdsTokens, args: args)
     }
 }
 
@@ -139,77 +148,4 @@ public struct JobStep: Sendable {
         b.append(completesJob)
         return b
     }
-}
-
-/// The built-in first step of every purge, for a whole claimed batch in one
-/// statement: erase siwa's own personal data for each user (email,
-/// private-relay flag, names, retried sign-in codes; the email in each
-/// recorded notification), keeping the
-/// tombstone row with the `sub` and its status. Each job's step is recorded
-/// (guarded, as in RecordStepStatement) together with it, and a job whose
-/// plan has no other step is completed by it too.
-public struct ErasePersonalDataStatement: PostgresPreparedStatement {
-    public static let stepName = "siwa.erase_personal_data"
-    public static let name = "siwa_erase_personal_data_v4"
-    public static let sql = """
-        WITH input AS (
-            SELECT * FROM unnest($1::bigint[], $2::text[], $3::boolean[]) AS i(job_id, lease, completes)
-        ), job AS (
-            UPDATE siwa.jobs AS j
-            SET steps_done = j.steps_done || jsonb_build_object('\(stepName)', now()),
-                state = CASE WHEN input.completes THEN 'completed' ELSE j.state END,
-                finalized_at = CASE WHEN input.completes THEN now() END,
-                locked_until = CASE WHEN input.completes THEN NULL ELSE j.locked_until END
-            FROM input
-            WHERE j.id = input.job_id AND j.locked_by = input.lease AND j.state = 'running'
-              AND NOT j.steps_done ? '\(stepName)'
-              -- Never erase a token before Apple revoked it: the revocation
-              -- step deletes the tokens it revoked; while one is left, the
-              -- erase waits (the runner revokes first, see PurgeJobRunner).
-              AND NOT EXISTS (SELECT FROM siwa.users AS u JOIN siwa.apple_tokens AS t ON t.user_id = u.id
-                              WHERE u.apple_sub = j.args->>'apple_sub')
-            RETURNING j.id, j.args->>'apple_sub' AS apple_sub, j.attempt, j.locked_by, input.completes
-        ), audit AS (
-            INSERT INTO siwa.audit_log (actor, action, apple_sub, details)
-            SELECT 'worker', outcome.action, job.apple_sub,
-                   jsonb_build_object('job_id', job.id, 'attempt', job.attempt, 'worker', job.locked_by) || outcome.details
-            FROM job, (VALUES (1, 'job.step_completed', jsonb_build_object('step', '\(stepName)')),
-                              (2, 'job.completed', '{}'::jsonb)) AS outcome(position, action, details)
-            WHERE outcome.position = 1 OR job.completes
-            ORDER BY job.id, outcome.position
-        ), account AS (
-            UPDATE siwa.users AS u SET email = NULL, is_private_email = NULL, given_name = NULL, family_name = NULL,
-                                       purged_at = now(), updated_at = now()
-            FROM job WHERE u.apple_sub = job.apple_sub
-        ), codes AS (
-            DELETE FROM siwa.sign_in_codes AS c USING job WHERE c.apple_sub = job.apple_sub
-        ), inbox AS (
-            UPDATE siwa.notifications AS n SET claims = n.claims #- '{events,email}'
-            FROM job WHERE n.apple_sub = job.apple_sub AND n.claims->'events' ? 'email'
-        )
-        SELECT id FROM job
-        """
-    /// A job whose step was done (still held by this worker).
-    public typealias Row = Int64
-
-    public var jobIDs: [Int64]
-    public var leases: [String]
-    /// Per job: this step is its last, so the job completes.
-    public var completes: [Bool]
-
-    public init(jobIDs: [Int64], leases: [String], completes: [Bool]) {
-        self.jobIDs = jobIDs
-        self.leases = leases
-        self.completes = completes
-    }
-
-    public func makeBindings() throws -> PostgresBindings {
-        var b = PostgresBindings(capacity: 3)
-        b.append(jobIDs)
-        b.append(leases)
-        b.append(completes)
-        return b
-    }
-
-    public func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Int64.self) }
 }

@@ -14,7 +14,7 @@ import PostgresNIO
 /// The purge job is enqueued by siwa.enqueue_purge (sql/008), once per
 /// purge or sign-out of the batch; its insert trigger wakes the workers when
 /// the transaction commits (sql/002_queue.sql). With the app webhook on
-/// (siwa.app_webhook, sql/013), each recorded notification's deliveries to
+/// (siwa.app_webhook, sql/014), each recorded notification's deliveries to
 /// the app are enqueued here too, one insert for the batch, keyed by the
 /// notification's audit row.
 ///
@@ -129,7 +129,7 @@ public struct RecordNotificationStatement: PostgresPreparedStatement {
             -- upsert waited for; a consent revocation older than it left
             -- the user active, and is stale after all.
             -- `revoked`: this consent revocation set the user's status
-            -- (the app's `consent.revoked`, sql/013).
+            -- (the app's `consent.revoked`, sql/014).
             SELECT fresh.ord, fresh.jti, fresh.event_type, fresh.apple_sub, fresh.event_time, fresh.notification_id,
                    fresh.purge AND NOT late AS purge, fresh.sign_out AND NOT late AS sign_out, fresh.stale OR late AS stale,
                    coalesce(fresh.revocation AND account.status = 'consent_revoked', false) AS revoked
@@ -157,7 +157,7 @@ public struct RecordNotificationStatement: PostgresPreparedStatement {
             FROM effect LEFT JOIN jobs USING (apple_sub) ORDER BY effect.ord
             RETURNING seq, apple_sub, details
         ), deliveries AS (
-            -- The app's backend hears of each (sql/013): one delivery per
+            -- The app's backend hears of each (sql/014): one delivery per
             -- app event of the row, the row's seq its id, in the batch's
             -- order; nothing at all while the webhook is off.
             INSERT INTO siwa.jobs (kind, args, run_at)
@@ -169,7 +169,7 @@ public struct RecordNotificationStatement: PostgresPreparedStatement {
             RETURNING id
         ), wake AS (
             -- Only when no delivery was waiting (this statement's snapshot
-            -- does not see its own): a NOTIFY serializes commits (sql/013).
+            -- does not see its own): a NOTIFY serializes commits (sql/014).
             SELECT pg_notify('siwa_jobs', 'app_event')
             WHERE EXISTS (SELECT FROM deliveries) AND siwa.app_events_idle()
         )

@@ -83,6 +83,8 @@ extension AppleSimulator {
 
     /// Every refresh token issued so far (live or not), in no order.
     public var issuedRefreshTokens: [String] { tokenState.withLock { Array($0.refreshTokens.keys) } }
+    /// Every access token issued so far, in no order.
+    public var issuedAccessTokens: [String] { tokenState.withLock { Array($0.accessTokens.keys) } }
     /// The last form `/auth/token` received, decoded (nil if unreadable).
     public var lastTokenForm: [String: String]? { tokenState.withLock { $0.lastTokenForm } }
     /// The last form `/auth/revoke` received, decoded (nil if unreadable).

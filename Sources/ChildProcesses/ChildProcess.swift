@@ -18,8 +18,8 @@ import Glibc
 /// child inherited the test process's PostgreSQL sockets (NIO opens them
 /// without close-on-exec), and when the test process crashed the orphaned
 /// child kept a transaction of the test's open, "idle in transaction",
-/// which held back the cluster's xmin and so the audit sealer of every
-/// other database on it.
+/// holding its locks and connection (and, before the sealer looked only
+/// at its own database's writers, every database's audit sealing).
 ///
 /// A child also gets `SIWA_TEST_RUN_MARKER` from this process's
 /// environment when set: `make test` sets it, and after `swift test`

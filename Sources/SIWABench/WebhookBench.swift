@@ -97,7 +97,7 @@ enum WebhookBench {
         var report = BurnDown(deliveries: deliveries, concurrency: concurrency)
         let receivedBefore = hook.receiver.received
         for round in 1...rounds {
-            // One sign-in audit row per user: the audit trigger (sql/013)
+            // One sign-in audit row per user: the audit trigger (sql/014)
             // enqueues a delivery for each, as for a real sign-in.
             try await client.query("TRUNCATE siwa.jobs", logger: logger)
             try await client.query("UPDATE siwa.app_webhook SET enabled = true", logger: logger)

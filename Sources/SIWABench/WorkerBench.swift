@@ -166,7 +166,7 @@ enum WorkerBench {
     /// per transaction; returns jobs/s.
     static func pgbenchCeiling(databaseURL: String, clients: Int, seconds: Int) async throws -> Double {
         let claim = PgbenchScript.oneLine(ClaimJobsStatement.sql, substitutions: [
-            ("$1", "('pgbench-' || :client_id)"), ("$2", "1"), ("$3", "'purge_user'"), ("$4", "60"),
+            ("$1", "('pgbench-' || :client_id)"), ("$2", "1"), ("$3", "ARRAY['purge_user']"), ("$4", "60"),
         ])
         let step = PgbenchScript.oneLine(ErasePersonalDataStatement.sql, substitutions: [
             ("$1", "ARRAY[:id]"), ("$2", "ARRAY[:lease]"), ("$3", "ARRAY[true]"),

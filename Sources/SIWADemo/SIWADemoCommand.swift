@@ -54,7 +54,7 @@ struct SIWADemoCommand: AsyncParsableCommand {
         guard let serverURL = env["SIWA_DEMO_DATABASE_URL"].flatMap({ $0.isEmpty ? nil : $0 }) else {
             DemoFailure.exit("""
                 SIWA_DEMO_DATABASE_URL: is required: a PostgreSQL server and a role that may CREATE DATABASE \
-                (e.g. postgres://siwa:siwa@127.0.0.1:55432/siwa; `make demo` sets it)
+                (e.g. postgres://siwa:siwa@127.0.0.1:25432/siwa; `make demo` sets it)
                 """)
         }
         let server: DatabaseConfiguration

@@ -70,6 +70,7 @@ public enum ServerAssembly {
             floodDelay: .milliseconds(Int64(settings.floodDelay * 1000))
         )
         dependencies.receiptKeys = settings.receiptKeys
+        var signInServices: [any Service] = []
         if let access = appleAccess {
             let store = SignInStore(client: client, validationPeriodHours: settings.tokenValidation.periodHours ?? 24,
                                     logger: Logger(label: "siwa.sign-in"))
@@ -78,8 +79,11 @@ public enum ServerAssembly {
                 verifier: IdentityTokenVerifier(keys: keys, policy: VerificationPolicy(audiences: settings.clientIDs)),
                 apple: access.apple, keyRing: access.keyRing, store: store, directory: directory,
                 logger: Logger(label: "siwa.sign-in"), metrics: metrics)
+            let keyLogger = Logger(label: "siwa.api-keys")
+            let keyCache = APIKeyCache()
             dependencies.signIn = SignInDependencies(service: service, directory: directory,
-                                                     apiKeys: APIKeyVerifier(client: client, logger: Logger(label: "siwa.api-keys")))
+                                                     apiKeys: APIKeyVerifier(client: client, cache: keyCache, logger: keyLogger))
+            signInServices = [APIKeyChangeListener(client: client, cache: keyCache, logger: keyLogger)]
         }
         // The admin listener has a pool of its own, as the rejections do: an
         // admin's long read (the chain's verification walks the whole log)
@@ -112,7 +116,7 @@ public enum ServerAssembly {
                 WriterService(writer: inbox),
                 WriterService(writer: rejections),
                 KeyRefreshService(keys: keys, interval: .milliseconds(Int64(settings.jwksRefreshInterval * 1000))),
-            ] + adminServices,
+            ] + signInServices + adminServices,
             logger: logger,
             onServerRunning: onServerRunning
         )

@@ -40,13 +40,21 @@ public struct WorkerAssembly: Sendable {
                          store: AppleTokenStore(client: client, queue: queue, logger: Logger(label: "siwa.tokens")),
                          logger: Logger(label: "siwa.tokens"))
         }
-        let hook = settings.appWebhook
-        let jobMetrics = JobMetrics(factory: metrics, kinds: [PurgeJobRunner.kind] + (hook == nil ? [] : [AppEventDelivery.kind]),
-                                    steps: [AppleTokenStore.revokeStepName] + plan.allStepNames
-                                        + (hook == nil ? [] : [AppEventDelivery.stepName]))
-        let runner = PurgeJobRunner(plan: plan, queue: queue, externalDatabases: external,
+        let jobMetrics = JobMetrics(factory: metrics)
+        let purges = PurgeJobRunner(plan: plan, queue: queue, externalDatabases: external,
                                     webhooks: WebhookDelivery(http: webhookClient), revoker: revoker, metrics: jobMetrics,
                                     logger: Logger(label: "siwa.purge"))
+        let hook = settings.appWebhook
+        let appEvents = AppEventQueue(client: client, worker: workerName, logger: Logger(label: "siwa.app-events"))
+        let deliveries = hook.map {
+            AppEventDelivery(queue: appEvents, target: $0.target, webhooks: WebhookDelivery(http: webhookClient), metrics: jobMetrics,
+                             logger: Logger(label: "siwa.app-events"))
+        }
+        // The job kinds this worker claims and runs, each with its runner;
+        // purges first: the app's deliveries take the slots they leave.
+        var runners: [any JobKindRunner] = [purges]
+        if let deliveries { runners.append(deliveries) }
+        let kinds = JobKinds(runners)
         var validation: [any Service] = []
         if let access, let hours = settings.tokenValidation.periodHours {
             validation = [TokenValidator(
@@ -55,13 +63,8 @@ public struct WorkerAssembly: Sendable {
                 requestsPerSecond: settings.tokenValidation.requestsPerSecond, logger: Logger(label: "siwa.tokens"),
                 metrics: metrics)]
         }
-        let appEvents = AppEventQueue(client: client, worker: workerName, logger: Logger(label: "siwa.app-events"))
-        let deliveries = hook.map {
-            AppEventDelivery(queue: appEvents, target: $0.target, webhooks: WebhookDelivery(http: webhookClient), metrics: jobMetrics,
-                             logger: Logger(label: "siwa.app-events"))
-        }
-        let worker = JobWorker(client: client, queue: queue, runner: runner, deliveries: deliveries, options: settings.worker,
-                               metrics: jobMetrics, logger: logger) {
+        let worker = JobWorker(client: client, queue: queue, kinds: kinds, options: settings.worker, metrics: jobMetrics,
+                               logger: logger) {
             logger.info("Database", metadata: ["database": "\(database.redactedDescription)", "tls": "\(database.tlsDescription)"])
             // Refuse to work against a schema that is behind or was edited.
             if let migrations { try await migrations.checkUpToDate(client: client, logger: logger) }
@@ -69,7 +72,7 @@ public struct WorkerAssembly: Sendable {
             for warning in access?.warnings ?? [] { logger.warning("\(warning)") }
             logger.info(access == nil ? "Sign-in settings absent: Apple tokens are neither validated nor revoked"
                                       : "Apple tokens: revoked before each purge; validation \(settings.tokenValidation.describe)")
-            // Every process that records events reads the switch (sql/013).
+            // Every process that records events reads the switch (sql/014).
             let wasOn = try await appEvents.setEnabled(hook != nil)
             if let hook {
                 logger.info("App events webhook: every event is delivered, signed",

@@ -11,7 +11,7 @@ import Testing
 /// `APIKeyMiddleware` over real HTTP: 401 for any key that is not live,
 /// the key's identity for the route, 503 (never 500) when the database
 /// cannot answer.
-@Suite("API key middleware")
+@Suite("API key middleware", .testDatabases)
 struct APIKeyMiddlewareTests {
     /// A `/v1/whoami` route behind the middleware, on a free loopback port,
     /// for as long as `body` runs.

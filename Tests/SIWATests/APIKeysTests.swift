@@ -6,7 +6,7 @@ import Testing
 
 /// `siwa api-keys` as an admin's own role, and the verifier `siwa serve`
 /// checks keys with, as the runtime role.
-@Suite("API keys")
+@Suite("API keys", .testDatabases)
 struct APIKeysTests {
     static let admin = "siwa_test_keys_admin"
 

@@ -10,7 +10,7 @@ import Testing
 /// the worker (a real `siwa worker` process) revoking the stored refresh
 /// token at the simulator's `/auth/revoke` before erasing it, and what a
 /// user who comes back afterwards gets.
-@Suite("Account deletion")
+@Suite("Account deletion", .testDatabases)
 struct AccountDeletionTests {
     struct Setup: Sendable {
         let signIn: SignInTests.Setup
@@ -52,7 +52,7 @@ struct AccountDeletionTests {
 
     @Test func deletionRevokesAtAppleThenErasesAndAComebackIsANewAccount() async throws {
         let setup = try await Setup.start()
-        defer { Task { await setup.stop() } }
+        try atTestEnd { await setup.stop() }
         let sub = "001.del.0001"
         let (first, refreshToken) = try await setup.signedIn(sub)
         // As Apple does, the simulator tells siwa of the revocation.
@@ -69,7 +69,7 @@ struct AccountDeletionTests {
         #expect(during.status == 409 && during.reason == "deletion_in_progress")
 
         let worker = try setup.worker.startWorker()
-        defer { Task { await worker.kill9() } }
+        try atTestEnd { await worker.kill9() }
         #expect(try await setup.worker.wait { try await setup.jobState(jobID) == ["completed"] }, "\(worker.log)")
         #expect(setup.apple.revokedTokens.contains(refreshToken), "the stored refresh token reached Apple's revoke")
         #expect(!setup.apple.isRefreshTokenLive(refreshToken))
@@ -120,7 +120,7 @@ struct AccountDeletionTests {
     /// worker revokes again and finishes.
     @Test func aWorkerKilledAfterTheRevokeStillFinishes() async throws {
         let setup = try await Setup.start()
-        defer { Task { await setup.stop() } }
+        try atTestEnd { await setup.stop() }
         let sub = "001.kill.0001"
         let (_, refreshToken) = try await setup.signedIn(sub)
         setup.apple.setRevokeEndpointBehaviour(.stallAfterProcessing)
@@ -134,18 +134,47 @@ struct AccountDeletionTests {
 
         setup.apple.setRevokeEndpointBehaviour(.normal)
         let second = try setup.worker.startWorker()
-        defer { Task { await second.kill9() } }
+        try atTestEnd { await second.kill9() }
         #expect(try await setup.worker.wait { try await setup.jobState(jobID) == ["completed"] }, "\(second.log)")
         #expect(setup.apple.revokedTokens.filter { $0 == refreshToken }.count >= 2, "revoked again after the restart")
         #expect(try await setup.database.scalar("SELECT count(*) FROM siwa.apple_tokens") == 0)
         #expect(try await setup.database.strings("SELECT coalesce(email, 'erased') FROM siwa.users WHERE apple_sub = '\(sub)'") == ["erased"])
     }
 
+    /// Apple's answers to the purge's revoke: a 500 fails the step (nothing
+    /// erased, retried with the job's backoff); a 400 `invalid_grant` (the
+    /// token is already dead) counts as revoked, recorded with that status.
+    @Test func aRevokeThatFailsIsRetriedAndADeadTokenCountsAsRevoked() async throws {
+        let setup = try await Setup.start()
+        try atTestEnd { await setup.stop() }
+        let sub = "001.revoke.0001"
+        let (_, refreshToken) = try await setup.signedIn(sub)
+        setup.apple.setRevokeEndpointBehaviour(.status(500))
+        let jobID = try #require(try await setup.delete(sub).json["job_id"] as? Int)
+        let worker = try setup.worker.startWorker(["SIWA_JOB_RETRY_BASE_SECONDS": "1"])
+        try atTestEnd { await worker.kill9() }
+        #expect(try await setup.worker.wait(upTo: .seconds(30)) {
+            try await setup.database.scalar("SELECT count(*) FROM siwa.jobs WHERE id = \(jobID) AND jsonb_array_length(errors) >= 1") == 1
+        }, "\(worker.log.suffix(2000))")
+        #expect(try await setup.jobState(jobID) != ["completed"])
+        #expect(try await setup.database.scalar("SELECT count(*) FROM siwa.apple_tokens") == 1, "nothing erased before a revoke succeeded")
+        #expect(try await setup.database.strings("SELECT email FROM siwa.users WHERE apple_sub = '\(sub)'") == ["user@privaterelay.appleid.com"])
+
+        setup.apple.setRevokeEndpointBehaviour(.status(400, error: "invalid_grant"))
+        #expect(try await setup.worker.wait(upTo: .seconds(60)) { try await setup.jobState(jobID) == ["completed"] }, "\(worker.log.suffix(2000))")
+        #expect(try await setup.database.strings(
+            "SELECT details->>'apple_status' FROM siwa.audit_log WHERE action = 'token.revoked' AND apple_sub = '\(sub)'") == ["400"])
+        #expect(try await setup.database.scalar("SELECT count(*) FROM siwa.apple_tokens") == 0)
+        #expect(try await setup.database.strings("SELECT coalesce(email, 'erased') FROM siwa.users WHERE apple_sub = '\(sub)'") == ["erased"])
+        #expect(setup.apple.revokeRequests >= 2)
+        _ = refreshToken
+    }
+
     /// No token stored (sign-in without a code): the app must send the user
     /// to Apple to revoke by hand.
     @Test func withoutATokenTheAnswerSaysRevokeByHand() async throws {
         let setup = try await Setup.start()
-        defer { Task { await setup.stop() } }
+        try atTestEnd { await setup.stop() }
         let body = ["identity_token": try setup.apple.identityToken(sub: "001.manual.0001", audience: ServerHarness.clientID)]
         let answer = try await setup.signIn.signIn(body)
         #expect(answer.status == 200 && answer.json["refresh_token_stored"] as? Bool == false, "\(answer.text)")
@@ -159,7 +188,7 @@ struct AccountDeletionTests {
     /// revokes and deletes the tokens; the data stays.
     @Test func consentRevokedUnderSignOutRevokesTheTokensAndKeepsTheData() async throws {
         let setup = try await Setup.start()
-        defer { Task { await setup.stop() } }
+        try atTestEnd { await setup.stop() }
         let sub = "001.signout.0001"
         let (_, refreshToken) = try await setup.signedIn(sub)
         let revoked = try setup.signIn.server.notification("consent-revoked", sub: sub)
@@ -167,7 +196,7 @@ struct AccountDeletionTests {
         #expect(try await setup.database.scalar(
             "SELECT count(*) FROM siwa.jobs WHERE args->>'apple_sub' = '\(sub)' AND args->>'scope' = 'tokens'") == 1)
         let worker = try setup.worker.startWorker()
-        defer { Task { await worker.kill9() } }
+        try atTestEnd { await worker.kill9() }
         #expect(try await setup.worker.wait(upTo: .seconds(30)) {
             try await setup.database.scalar("SELECT count(*) FROM siwa.apple_tokens") == 0
         }, "\(worker.log)")
@@ -187,13 +216,13 @@ struct AccountDeletionTests {
     @Test func aTokenWhoseKeyIsLostBlocksThePurgeUntilForgotten() async throws {
         let keys = try await ReceiptFixture.make()
         let setup = try await Setup.start(worker: keys.workerSettings)
-        defer { Task { await setup.stop(); keys.remove() } }
+        try atTestEnd { await setup.stop(); keys.remove() }
         let sub = "001.lost.0001"
         _ = try await setup.signedIn(sub)
         try setup.signIn.fixture.rewriteKeyRing([TokenKeyRing.newKeyLine(id: "k2")])
         let jobID = try #require(try await setup.delete(sub).json["job_id"] as? Int)
         let worker = try setup.worker.startWorker()
-        defer { Task { await worker.kill9() } }
+        try atTestEnd { await worker.kill9() }
         #expect(try await setup.worker.wait(upTo: .seconds(30)) {
             try await setup.database.scalar("""
                 SELECT count(*) FROM siwa.jobs WHERE id = \(jobID) AND errors::text LIKE '%cannot be decrypted%'

@@ -6,7 +6,7 @@ import Testing
 /// The admin listener over real HTTP, as `siwa serve` builds it: its own
 /// port, admin keys only, changes audited with the key's name, bad input
 /// answered 4xx with a reason, failed authentications counted and limited.
-@Suite("Admin HTTP")
+@Suite("Admin HTTP", .testDatabases)
 struct AdminHTTPTests {
     /// siwa serve with the admin listener on a free port, an admin key and an app key.
     struct Setup {
@@ -50,7 +50,7 @@ struct AdminHTTPTests {
 
     @Test func onlyAdminKeysOpenTheAdminListenerWhichIsNotOnThePublicPort() async throws {
         let setup = try await Setup.start()
-        defer { Task { await setup.server.stop() } }
+        try atTestEnd { await setup.server.stop() }
 
         let none = try await setup.get("/admin/jobs")
         #expect(none.status == 401 && none.reason == "unauthorized", "\(none.status) \(none.text)")
@@ -59,6 +59,15 @@ struct AdminHTTPTests {
         #expect(app.status == 403 && app.reason == "forbidden", "\(app.status) \(app.text)")
         let admin = try await setup.get("/admin/jobs", authorization: setup.bearer)
         #expect(admin.status == 200 && admin.json["jobs"] is [Any], "\(admin.status) \(admin.text)")
+        // The page loads nothing from anywhere and runs no script: a strict CSP.
+        let page = try await setup.get("/admin", authorization: setup.bearer)
+        #expect(page.status == 200 && page.headers["Content-Type"].first?.hasPrefix("text/html") == true)
+        let policy = page.headers["Content-Security-Policy"].joined(separator: ",")
+        for directive in ["default-src 'none'", "form-action 'self'", "frame-ancestors 'none'", "base-uri 'none'", "style-src 'sha256-"] {
+            #expect(policy.contains(directive), "CSP lacks \(directive): \(policy)")
+        }
+        #expect(!policy.contains("unsafe") && !policy.contains("script-src") && !policy.contains("*"), "\(policy)")
+        #expect(page.headers["X-Content-Type-Options"] == ["nosniff"] && page.headers["Cache-Control"] == ["no-store"])
 
         // Basic with the key as the password, whatever the user name (an empty one too).
         for user in ["admin", "", "someone else"] {
@@ -84,7 +93,7 @@ struct AdminHTTPTests {
 
     @Test func retryAndCancelAreAuditedWithTheKeysName() async throws {
         let setup = try await Setup.start()
-        defer { Task { await setup.server.stop() } }
+        try atTestEnd { await setup.server.stop() }
         let database = setup.server.database
         let job = try await JobsAuditTests.discardedJob(in: database, sub: "admin.http.sub.1")
 
@@ -122,7 +131,7 @@ struct AdminHTTPTests {
     /// page's token and must not come from another site.
     @Test func aBrowsersPostNeedsTheCSRFTokenAndTheSameOrigin() async throws {
         let setup = try await Setup.start()
-        defer { Task { await setup.server.stop() } }
+        try atTestEnd { await setup.server.stop() }
         let job = try await JobsAuditTests.discardedJob(in: setup.server.database, sub: "admin.http.sub.2")
         let basic = Setup.basic(setup.adminKey)
 
@@ -144,7 +153,7 @@ struct AdminHTTPTests {
     /// The admins' questions as JSON: the same rows as `siwa audit --json`.
     @Test func theReportRoutesAnswerFromTheAuditViews() async throws {
         let setup = try await Setup.start()
-        defer { Task { await setup.server.stop() } }
+        try atTestEnd { await setup.server.stop() }
         let database = setup.server.database
         let fixture = try await AdminFixtures.seed(database)
         _ = try await setup.post("/admin/jobs/\(fixture.discarded)/retry", authorization: setup.bearer)
@@ -194,7 +203,7 @@ struct AdminHTTPTests {
 
     @Test func badParametersAre400WithAReason() async throws {
         let setup = try await Setup.start()
-        defer { Task { await setup.server.stop() } }
+        try atTestEnd { await setup.server.stop() }
         let cases = [
             ("/admin/jobs?state=stuck", "state must be one of"),
             ("/admin/jobs?limit=0", "limit must be a whole number in 1...1000"),
@@ -222,7 +231,7 @@ struct AdminHTTPTests {
 
     @Test func failedAuthenticationsAreCountedAndLimitedPerAddress() async throws {
         let setup = try await Setup.start(failuresPerMinute: 3)
-        defer { Task { await setup.server.stop() } }
+        try atTestEnd { await setup.server.stop() }
         // No credentials at all: a browser's first request. Counted, never held against the address.
         for _ in 0..<5 { #expect(try await setup.get("/admin/jobs").status == 401) }
         // Wrong keys and an app key: three, then the address is refused.

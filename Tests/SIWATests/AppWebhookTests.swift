@@ -7,7 +7,7 @@ import Testing
 /// real `siwa worker` processes deliver over loopback HTTP to a receiver
 /// started here, and the tests check each delivery's Standard Webhooks
 /// signature with their own HMAC (AppWebhookHarness.verify).
-@Suite("App events webhook")
+@Suite("App events webhook", .testDatabases)
 struct AppWebhookTests {
     /// serve (in-process) on a fresh database, and the app's receiver.
     struct Setup: Sendable {
@@ -16,13 +16,11 @@ struct AppWebhookTests {
         var database: TestDatabase { server.database }
         var receiver: AppEventReceiver { hook.receiver }
 
+        /// Both are stopped when the test ends (the receiver by its harness).
         static func start() async throws -> Setup {
-            Setup(server: try await ServerHarness.start(), hook: try await AppWebhookHarness.start())
-        }
-
-        func stop() async {
-            await server.stop()
-            await hook.stop()
+            let server = try await ServerHarness.start()
+            try atTestEnd { await server.stop() }
+            return Setup(server: server, hook: try await AppWebhookHarness.start())
         }
 
         /// A `siwa worker` delivering to the receiver, once it has turned the webhook on.
@@ -52,9 +50,8 @@ struct AppWebhookTests {
     /// also `purge.completed` once the worker has purged; no email address.
     @Test func everyNotificationIsDeliveredSignedWithBothSecrets() async throws {
         let setup = try await Setup.start()
-        defer { Task { await setup.stop() } }
         let worker = try await setup.startWorker(rotating: true)
-        defer { Task { await worker.kill9() } }
+        try atTestEnd { await worker.kill9() }
         let types = ["email-disabled", "email-enabled", "consent-revoked", "account-delete", "account-deleted", "some-future-type"]
         for (index, type) in types.enumerated() {
             try await setup.post(type, sub: "001.hook.\(index)", email: type.hasPrefix("email") ? "hook\(index)@privaterelay.appleid.com" : nil)
@@ -100,9 +97,8 @@ struct AppWebhookTests {
     /// SIWA_APP_WEBHOOK_INCLUDE_EMAIL=true: Apple's email events carry the address.
     @Test func theEmailAddressGoesOnlyWhenTheSettingSaysSo() async throws {
         let setup = try await Setup.start()
-        defer { Task { await setup.stop() } }
         let worker = try await setup.startWorker(["SIWA_APP_WEBHOOK_INCLUDE_EMAIL": "true"])
-        defer { Task { await worker.kill9() } }
+        try atTestEnd { await worker.kill9() }
         try await setup.post("email-enabled", sub: "001.mail.1", email: "mail1@privaterelay.appleid.com")
         #expect(try await eventually(upTo: .seconds(30)) { !setup.hook.accepted(sub: "001.mail.1").isEmpty }, "\(worker.log.suffix(2000))")
         let delivery = try #require(setup.hook.accepted(sub: "001.mail.1").first)
@@ -115,9 +111,8 @@ struct AppWebhookTests {
     /// next poll: from the inbox statement and from the audit trigger.
     @Test func anIdleWorkerIsWokenForADelivery() async throws {
         let setup = try await Setup.start()
-        defer { Task { await setup.stop() } }
         let worker = try await setup.startWorker(["SIWA_WORKER_POLL_SECONDS": "60"])
-        defer { Task { await worker.kill9() } }
+        try atTestEnd { await worker.kill9() }
         try await Task.sleep(for: .milliseconds(300))  // past its first claims: asleep
         try await setup.post("email-enabled", sub: "001.wake.1")
         #expect(try await eventually(upTo: .seconds(5)) { setup.hook.accepted(sub: "001.wake.1").count == 1 }, "\(worker.log.suffix(2000))")
@@ -135,18 +130,17 @@ struct AppWebhookTests {
     /// body, and the user's next event, enqueued meanwhile, waits for it.
     @Test func aRetryKeepsItsIDAndTheUsersNextEventWaits() async throws {
         let setup = try await Setup.start()
-        defer { Task { await setup.stop() } }
         setup.receiver.answer { _, body, attempt in
             String(decoding: body, as: UTF8.self).contains("apple.email-disabled") && attempt == 1 ? 500 : 204
         }
         // A backoff of 2 s: the second event, and another user's, arrive well within it.
         let worker = try await setup.startWorker(["SIWA_JOB_RETRY_BASE_SECONDS": "2"])
-        defer { Task { await worker.kill9() } }
+        try atTestEnd { await worker.kill9() }
         let sub = "001.order.1"
         try await setup.post("email-disabled", sub: sub, eventTime: Date().addingTimeInterval(-5))
         try await setup.post("email-enabled", sub: sub)
         // While the first waits for its retry, the second is not runnable
-        // before it (the claim's scan passes it by, sql/013).
+        // before it (the claim's scan passes it by, sql/014).
         #expect(try await eventually(upTo: .seconds(10)) {
             try await setup.database.scalar("""
                 SELECT count(*) FROM siwa.jobs AS first
@@ -174,10 +168,9 @@ struct AppWebhookTests {
     /// event goes out then.
     @Test func aDeliveryIsDiscardedAfterItsAttemptsAndListed() async throws {
         let setup = try await Setup.start()
-        defer { Task { await setup.stop() } }
         setup.receiver.answer { _, body, _ in String(decoding: body, as: UTF8.self).contains("apple.email-disabled") ? 500 : 204 }
         let worker = try await setup.startWorker(["SIWA_JOB_MAX_ATTEMPTS": "2"])
-        defer { Task { await worker.kill9() } }
+        try atTestEnd { await worker.kill9() }
         let sub = "001.discard.1"
         try await setup.post("email-disabled", sub: sub, eventTime: Date().addingTimeInterval(-5))
         try await setup.post("email-enabled", sub: sub)
@@ -198,9 +191,8 @@ struct AppWebhookTests {
     /// refresh token Apple answers invalid_grant for.
     @Test func siwasOwnLifecycleEventsAreDelivered() async throws {
         let hook = try await AppWebhookHarness.start()
-        defer { Task { await hook.stop() } }
         let setup = try await AccountDeletionTests.Setup.start(worker: hook.settings())
-        defer { Task { await setup.stop() } }
+        try atTestEnd { await setup.stop() }
         // As a worker with SIWA_APP_WEBHOOK_URL started earlier leaves it.
         try await setup.database.execute("UPDATE siwa.app_webhook SET enabled = true")
         let (deleted, kept) = ("001.life.del", "001.life.gone")
@@ -214,7 +206,7 @@ struct AppWebhookTests {
         #expect(try await setup.delete(deleted).status == 202)
 
         let worker = try setup.worker.startWorker()
-        defer { Task { await worker.kill9() } }
+        try atTestEnd { await worker.kill9() }
         #expect(try await eventually(upTo: .seconds(40)) {
             hook.accepted(sub: deleted).count == 3 && hook.accepted(sub: kept).count == 3
         }, "\(hook.receiver.deliveries.map { "\($0.sub) \($0.type)" }) \(worker.log.suffix(3000))")
@@ -235,12 +227,11 @@ struct AppWebhookTests {
     /// step and the audit trail's error.
     @Test func aPurgeThatFailsIsPurgeFailed() async throws {
         let hook = try await AppWebhookHarness.start()
-        defer { Task { await hook.stop() } }
         let harness = try await WorkerHarness.start(settings: hook.settings().merging(["SIWA_JOB_MAX_ATTEMPTS": "1"]) { $1 })
-        defer { Task { await harness.stop() } }
+        try atTestEnd { await harness.stop() }
         harness.downstream.set(.alwaysFail)
         let worker = try harness.startWorker()
-        defer { Task { await worker.kill9() } }
+        try atTestEnd { await worker.kill9() }
         try await worker.waitForLog("Worker started")
         try await harness.enqueue(subs: ["001.fail.1"])
         #expect(try await eventually(upTo: .seconds(30)) { hook.accepted(sub: "001.fail.1").count == 1 }, "\(worker.log.suffix(3000))")
@@ -255,11 +246,11 @@ struct AppWebhookTests {
     /// is refused.
     @Test func offMeansNoDeliveryJobsAtAll() async throws {
         let setup = try await AccountDeletionTests.Setup.start()
-        defer { Task { await setup.stop() } }
+        try atTestEnd { await setup.stop() }
         // As a worker with the URL would have left it: this one turns it off.
         try await setup.database.execute("UPDATE siwa.app_webhook SET enabled = true")
         let worker = try setup.worker.startWorker()
-        defer { Task { await worker.kill9() } }
+        try atTestEnd { await worker.kill9() }
         try await worker.waitForLog("App events webhook is off")
         #expect(try await setup.database.strings("SELECT enabled::text FROM siwa.app_webhook") == ["false"])
         let server = setup.signIn.server
@@ -280,7 +271,6 @@ struct AppWebhookTests {
     /// `siwa webhooks test` sends a signed `siwa.test` and prints the answer.
     @Test func webhooksTestSendsASignedTestEvent() async throws {
         let hook = try await AppWebhookHarness.start()
-        defer { Task { await hook.stop() } }
         let ok = try await runSIWA(["webhooks", "test"], environment: hook.settings(rotating: true))
         #expect(ok.status == 0 && ok.output.contains("answered HTTP 204"), "\(ok.output)")
         let delivery = try #require(hook.receiver.deliveries.last)
@@ -299,9 +289,8 @@ struct AppWebhookTests {
     /// out again with their webhook-ids; other users' do not.
     @Test func replayReenqueuesPastEventsWithTheirIDs() async throws {
         let setup = try await Setup.start()
-        defer { Task { await setup.stop() } }
         let worker = try await setup.startWorker()
-        defer { Task { await worker.kill9() } }
+        try atTestEnd { await worker.kill9() }
         let since = Date().addingTimeInterval(-1)
         try await setup.post("email-disabled", sub: "001.replay.1", eventTime: Date().addingTimeInterval(-5))
         try await setup.post("email-enabled", sub: "001.replay.1")

@@ -9,7 +9,7 @@ import Testing
 /// siwa's client of Apple's `/auth/token` and `/auth/revoke` against the
 /// simulator on loopback: code exchange, refresh, revocation and its
 /// consent-revoked notification, client authentication.
-@Suite("Apple token endpoints")
+@Suite("Apple token endpoints", .testDatabases)
 struct AppleAuthClientTests {
     static let clientID = "com.example.app"
 
@@ -86,6 +86,47 @@ struct AppleAuthClientTests {
         }
     }
 
+    /// The simulator checks every part of a secret as Apple does, each on
+    /// its own: a secret right but for one thing (the header's kid, an extra
+    /// header field, aud, sub against the form's client_id, a DER signature)
+    /// is invalid_client; the same secret made right is accepted.
+    @Test func eachPartOfTheClientSecretIsChecked() async throws {
+        struct Header: Encodable { var alg = "ES256"; var kid: String; var typ: String? }
+        struct Claims: Encodable { let iss: String; let iat: Int64; let exp: Int64; let aud: String; let sub: String }
+        try await AppleTokenHarness.with { h in
+            let now = Int64(Date().timeIntervalSince1970)
+            func secret(kid: String = AppleTokenHarness.keyID, typ: String? = nil, aud: String = "https://appleid.apple.com",
+                        sub: String = Self.clientID) throws -> String {
+                try ES256JWS.sign(header: Header(kid: kid, typ: typ),
+                                  claims: Claims(iss: AppleTokenHarness.teamID, iat: now - 10, exp: now + 600, aud: aud, sub: sub),
+                                  with: h.privateKey)
+            }
+            func exchange(_ secret: String) async throws -> HTTPAnswer {
+                let code = h.apple.issueAuthorizationCode(sub: "s", clientID: Self.clientID)
+                let form = "client_id=\(Self.clientID)&client_secret=\(secret)&code=\(code)&grant_type=authorization_code"
+                return try await HTTPAnswer.send(method: .POST, url: h.server.baseURL + "/auth/token", body: Data(form.utf8),
+                                                 headers: [("Content-Type", "application/x-www-form-urlencoded")])
+            }
+            let good = try secret()
+            let parts = good.split(separator: ".").map(String.init)
+            let signature = try #require(Base64URL.decode(parts[2]))
+            let der = try P256.Signing.ECDSASignature(rawRepresentation: signature).derRepresentation
+            let bad = [
+                "unknown kid": try secret(kid: "OTHERKEY12"),
+                "extra header field": try secret(typ: "JWT"),
+                "aud": try secret(aud: "https://appleid.apple.com/"),
+                "sub": try secret(sub: "com.example.other"),
+                "DER signature": parts[0] + "." + parts[1] + "." + Base64URL.encode(der),
+            ]
+            for (what, secret) in bad {
+                let answer = try await exchange(secret)
+                #expect(answer.status == 400 && answer.reason == "invalid_client", "\(what): \(answer.status) \(answer.text)")
+            }
+            let accepted = try await exchange(good)
+            #expect(accepted.status == 200 && accepted.json["refresh_token"] is String, "\(accepted.text)")
+        }
+    }
+
     @Test func aRefreshTokenWorksUntilRevoked() async throws {
         try await AppleTokenHarness.with { h in
             let code = h.apple.issueAuthorizationCode(sub: "001.r", clientID: Self.clientID)
@@ -130,7 +171,7 @@ struct AppleAuthClientTests {
             return Response(status: .ok)
         }
         let endpoint = try await RunningServer.start(router: router, port: 0, logger: AppleTokenHarness.logger)
-        defer { Task { await endpoint.stop() } }
+        try atTestEnd { await endpoint.stop() }
 
         try await AppleTokenHarness.with { h in
             h.apple.setNotificationEndpoint(URL(string: endpoint.baseURL + "/apple/notifications"))

@@ -9,7 +9,7 @@ import Testing
 /// and 429 are "unavailable" with their Retry-After, other refusals are
 /// typed; the form encoding survives odd characters; nothing printed holds
 /// a token or a secret.
-@Suite("Apple token endpoints: failures and encoding")
+@Suite("Apple token endpoints: failures and encoding", .testDatabases)
 struct AppleAuthFailureTests {
     static let clientID = "com.example.app"
 

@@ -9,7 +9,7 @@ import Testing
 /// Fetching Apple's keys: unusable keys are skipped, one deadline covers the
 /// whole fetch, no redirect is followed, and an unknown kid that cannot be
 /// checked now (cooldown) is 503, not a final 400.
-@Suite("Apple key fetch")
+@Suite("Apple key fetch", .testDatabases)
 struct AppleKeysFetchTests {
     let logger = Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
 
@@ -56,7 +56,7 @@ struct AppleKeysFetchTests {
         let document = try Self.document(Array(unusable.prefix(4)) + real + Array(unusable.dropFirst(4)))
         apple.serve(document: document)
         let server = try await apple.start()
-        defer { Task { await server.stop() } }
+        try atTestEnd { await server.stop() }
 
         let parsed = try AppleKeySet.parseReporting(jwks: document)
         #expect(Set(parsed.keys.keys) == Set(apple.keys.map(\.kid)))
@@ -101,7 +101,7 @@ struct AppleKeysFetchTests {
             })
         }
         let server = try await RunningServer.start(router: router, port: 0, logger: logger)
-        defer { Task { await server.stop() } }
+        try atTestEnd { await server.stop() }
         try await Self.withKeysClient { client in
             for path in ["/stall", "/trickle"] {
                 let source = HTTPJWKSSource(url: server.baseURL + path, httpClient: client, timeout: .seconds(1))
@@ -118,7 +118,7 @@ struct AppleKeysFetchTests {
     @Test func redirectsAreNotFollowed() async throws {
         let apple = try AppleSimulator()
         let appleServer = try await apple.start()
-        defer { Task { await appleServer.stop() } }
+        try atTestEnd { await appleServer.stop() }
         let target = appleServer.baseURL + "/auth/keys"
         let router = Router(context: BasicRequestContext.self)
         for code in [301, 302, 303, 307, 308] {
@@ -127,7 +127,7 @@ struct AppleKeysFetchTests {
             }
         }
         let redirector = try await RunningServer.start(router: router, port: 0, logger: logger)
-        defer { Task { await redirector.stop() } }
+        try atTestEnd { await redirector.stop() }
         try await Self.withKeysClient { client in
             for code in [301, 302, 303, 307, 308] {
                 let keys = AppleKeySet(source: HTTPJWKSSource(url: redirector.baseURL + "/redirect/\(code)", httpClient: client),
@@ -142,7 +142,7 @@ struct AppleKeysFetchTests {
         // ready, and never asks the redirect's target.
         let siwa = try await ServerHarness.start(settings: ["SIWA_APPLE_JWKS_URL": redirector.baseURL + "/redirect/302"],
                                                  waitUntilReady: false)
-        defer { Task { await siwa.stop() } }
+        try atTestEnd { await siwa.stop() }
         try await Task.sleep(for: .seconds(1))
         let ready = try await siwa.get("/readyz")
         #expect(ready.status == 503, "\(ready.text)")
@@ -157,7 +157,7 @@ struct AppleKeysFetchTests {
     @Test func anUnknownKidInsideTheCooldownIsUnavailableThenAccepted() async throws {
         let cooldown = 5.0
         let siwa = try await ServerHarness.start(settings: ["SIWA_APPLE_JWKS_REFETCH_COOLDOWN_SECONDS": "\(cooldown)"])
-        defer { Task { await siwa.stop() } }
+        try atTestEnd { await siwa.stop() }
         let sim = siwa.simulator
         let bogus = try sim.unpublishedKey()
         let forged = try sim.notification(type: "email-enabled", sub: "cool.bogus", audience: ServerHarness.clientID, key: bogus)

@@ -8,7 +8,7 @@ import Testing
 /// answers and nothing personal; one user's history goes through indexes;
 /// the SLA comes from `siwa migrate`; earlier purges are backfilled; bad
 /// arguments are one line.
-@Suite("Audit access")
+@Suite("Audit access", .testDatabases)
 struct AuditAccessTests {
     static let auditor = "siwa_test_auditor"
 
@@ -26,7 +26,7 @@ struct AuditAccessTests {
 
     @Test func theAuditorReadsTheAnswersAndNothingPersonal() async throws {
         let setup = try await SignInTests.Setup.start()
-        defer { Task { await setup.server.stop() } }
+        try atTestEnd { await setup.server.stop() }
         let database = setup.server.database
         let sub = "001.auditor.0001"
         #expect(try await setup.signIn(try setup.appleSignIn(sub: sub, user: ["name": ["firstName": "Grace", "lastName": "H"]])).status == 200)
@@ -97,7 +97,7 @@ struct AuditAccessTests {
     /// records from SIWA_PURGE_SLA_HOURS) need attention; a younger purge does not.
     @Test func aDiscardedJobAndAPurgePastTheSLANeedAttention() async throws {
         let harness = try await WorkerHarness.start(settings: ["SIWA_JOB_MAX_ATTEMPTS": "1"])
-        defer { Task { await harness.stop() } }
+        try atTestEnd { await harness.stop() }
         let database = harness.database
         harness.downstream.set(.alwaysFail)
         try await harness.enqueue(subs: ["doomed.1"])

@@ -8,14 +8,14 @@ import Testing
 /// every writer (two `siwa serve`, two `siwa worker`, an admin's `siwa jobs
 /// retry`) ends up in one chain that `siwa audit verify` accepts; then each
 /// kind of tampering a superuser can do is named by the first seq it breaks.
-@Suite("Audit chain")
+@Suite("Audit chain", .testDatabases)
 struct AuditChainTests {
     static let admin = "siwa_chain_admin"
     static let auditor = "siwa_chain_auditor"
 
     @Test func aMixedWorkloadMakesOneChainAndEveryTamperingIsFound() async throws {
         let harness = try await WorkerHarness.start()
-        defer { Task { await harness.stop() } }
+        try atTestEnd { await harness.stop() }
         let database = harness.database
         // An auditor of their own (a name no other suite uses); the admin is made by the workload.
         let auditorURL = try await APIKeysTests.loginURL(Self.auditor, in: "siwa_auditor", for: database)
@@ -32,6 +32,12 @@ struct AuditChainTests {
         let verified = try await Self.verify(database)
         #expect(verified.status == 0, "\(verified.output)")
         #expect(verified.output == "ok: \(total) rows, head \(recorded.seq) \(recorded.hashHex)\n", "\(verified.output)")
+        // A worker logs the head at start, at notice (production's level
+        // may be above info), as SEQ:HASH for `verify --head`.
+        let logging = try harness.startWorker(["SIWA_LOG_LEVEL": "notice"])
+        try await logging.waitForLog("Audit chain head")
+        #expect(await logging.terminate() == 0)
+        #expect(logging.log.contains("head=\(recorded.description)"), "\(logging.log.suffix(2000))")
 
         // Tampering, as the superuser with the log's triggers off. Each case
         // is undone from a copy before the next, and verify is ok again.
@@ -125,6 +131,58 @@ struct AuditChainTests {
         #expect(report.sealed == 254 && report.unsealed == 0)
     }
 
+    /// Only this database's audit writers hold sealing back: a transaction
+    /// left open in another database of the cluster, or one here that
+    /// writes elsewhere and only reads the log, does not; a writer of the
+    /// log that is still open does.
+    @Test func onlyThisDatabasesAuditWritersHoldSealingBack() async throws {
+        let database = try await TestDatabase.create()
+        let elsewhere = try await TestDatabase.create()
+        try await TestDatabase.withClient(try database.runtimeConfiguration) { client in
+            let sealer = AuditSealer(client: client, logger: TestEnvironment.logger)
+            try await elsewhere.withClient { other in
+                try await other.withConnection { open in
+                    // An old transaction with an id, open in another database.
+                    try await open.query("BEGIN", logger: TestEnvironment.logger)
+                    try await open.query("CREATE TABLE held (x int)", logger: TestEnvironment.logger)
+                    try await database.withClient { owner in
+                        try await owner.withConnection { reader in
+                            // Here: a transaction with an id that reads the log and writes elsewhere.
+                            try await reader.query("BEGIN", logger: TestEnvironment.logger)
+                            try await reader.query("SELECT count(*) FROM siwa.audit_log", logger: TestEnvironment.logger)
+                            try await reader.query("CREATE TABLE public.reader_held (x int)", logger: TestEnvironment.logger)
+                            try await Self.appendRows(client, count: 5, action: "test.sealed")
+                            #expect(try await eventually(upTo: .seconds(10)) {
+                                _ = try await sealer.seal()
+                                return try await Self.unsealed(database) == 0
+                            }, "sealed while the other transactions stay open")
+
+                            // A writer of the log left open here does hold it back.
+                            try await client.withConnection { writer in
+                                try await writer.query("BEGIN", logger: TestEnvironment.logger)
+                                try await writer.query("INSERT INTO siwa.audit_log (actor, action) VALUES ('test', 'test.open')",
+                                                       logger: TestEnvironment.logger)
+                                try await Self.appendRows(client, count: 3, action: "test.waiting")
+                                for _ in 0..<3 {
+                                    _ = try await sealer.seal()
+                                    try await Task.sleep(for: .milliseconds(100))
+                                }
+                                #expect(try await Self.unsealed(database) == 3)
+                                try await writer.query("COMMIT", logger: TestEnvironment.logger)
+                            }
+                            #expect(try await eventually(upTo: .seconds(10)) {
+                                _ = try await sealer.seal()
+                                return try await Self.unsealed(database) == 0
+                            })
+                            try await reader.query("ROLLBACK", logger: TestEnvironment.logger)
+                        }
+                    }
+                    try await open.query("ROLLBACK", logger: TestEnvironment.logger)
+                }
+            }
+        }
+    }
+
     /// An existing installation: the rows written before the chain existed
     /// are sealed first, and seqs go on from the last one.
     @Test func rowsWrittenBeforeTheUpgradeAreSealedToo() async throws {
@@ -176,7 +234,7 @@ struct AuditChainTests {
     static func runMixedWorkload(_ harness: WorkerHarness) async throws {
         let apple = try AppleSimulator()
         let appleServer = try await apple.start()
-        defer { Task { await appleServer.stop() } }
+        try atTestEnd { await appleServer.stop() }
         let subs = (0..<30).map { "chain.\($0)" }
         let serves = try (0..<2).map { _ in
             try SIWAProcess(port: try freePort(), environment: [

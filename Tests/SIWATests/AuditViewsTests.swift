@@ -7,7 +7,7 @@ import Testing
 /// The views of sql/010_audit_views.sql and `siwa audit`, on a history made
 /// by siwa's real parts: sign-in over HTTP, Apple's notifications from the
 /// simulator, a real `siwa worker` process whose downstream fails once.
-@Suite("Audit views")
+@Suite("Audit views", .testDatabases)
 struct AuditViewsTests {
     static func reports<T: Sendable>(_ database: TestDatabase, _ body: (AuditReports) async throws -> T) async throws -> T {
         try await database.withClient { client in try await body(AuditReports(client: client, logger: TestEnvironment.logger)) }
@@ -30,11 +30,11 @@ struct AuditViewsTests {
 
     @Test func aScriptedHistoryIsToldInOrderAndItsPurgeIsTimed() async throws {
         let setup = try await AccountDeletionTests.Setup.start()
-        defer { Task { await setup.stop() } }
+        try atTestEnd { await setup.stop() }
         let database = setup.database
         let server = setup.signIn.server
         let worker = try setup.worker.startWorker()
-        defer { Task { await worker.kill9() } }
+        try atTestEnd { await worker.kill9() }
         let sub = "001.audit.0001"
 
         _ = try await setup.signedIn(sub)
@@ -146,7 +146,7 @@ struct AuditViewsTests {
     /// the purge: its latency counts from the deletion, not the sign-out.
     @Test func aSignOutWidenedByADeletionIsTimedFromTheDeletion() async throws {
         let setup = try await SignInTests.Setup.start()
-        defer { Task { await setup.server.stop() } }
+        try atTestEnd { await setup.server.stop() }
         let database = setup.server.database
         let sub = "001.audit.widen"
         try #require(try await setup.signIn(try setup.appleSignIn(sub: sub)).status == 200)

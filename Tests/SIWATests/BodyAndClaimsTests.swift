@@ -5,13 +5,13 @@ import Logging
 import Testing
 
 /// The hand-written parts of the hot path read and write JSON as a parser would.
-@Suite("Body spellings and stored claims")
+@Suite("Body spellings and stored claims", .testDatabases)
 struct BodyAndClaimsTests {
     /// Apple's compact body is read without a parser; every other spelling
     /// of the same JSON goes through the parser and is recorded the same way.
     @Test func everySpellingOfTheBodyIsRead() async throws {
         let siwa = try await ServerHarness.start()
-        defer { Task { await siwa.stop() } }
+        try atTestEnd { await siwa.stop() }
         func token() throws -> String { try siwa.notification("email-enabled", sub: "spell.\(UUID().uuidString)") }
         var spellings: [String] = []
         spellings.append(#"{"payload":"\#(try token())"}"#)

@@ -4,11 +4,11 @@ import Testing
 /// `SIWA_ON_CONSENT_REVOKED`: a revoked consent is a sign-out by default
 /// (the user may come back with the same sub and their data), a purge when
 /// the operator says so. An account deletion always purges.
-@Suite("Consent policy")
+@Suite("Consent policy", .testDatabases)
 struct ConsentPolicyTests {
     @Test func signOutByDefaultKeepsTheUsersData() async throws {
         let siwa = try await ServerHarness.start()
-        defer { Task { await siwa.stop() } }
+        try atTestEnd { await siwa.stop() }
         let db = siwa.database
         let sub = "signout.\(UUID().uuidString)"
         let t0 = Date().addingTimeInterval(-60)
@@ -38,7 +38,7 @@ struct ConsentPolicyTests {
 
     @Test func purgePolicyEnqueuesAPurge() async throws {
         let siwa = try await ServerHarness.start(settings: ["SIWA_ON_CONSENT_REVOKED": "purge"])
-        defer { Task { await siwa.stop() } }
+        try atTestEnd { await siwa.stop() }
         let sub = "purged.\(UUID().uuidString)"
         #expect(try await siwa.post(token: siwa.notification("consent-revoked", sub: sub)).status == 200)
         #expect(try await siwa.database.strings("SELECT status FROM siwa.users WHERE apple_sub = '\(sub)'") == ["consent_revoked"])

@@ -11,7 +11,7 @@ import Testing
 /// purge completes, siwa serve publishes the key set, and the receipt is
 /// checked by jwt-kit and openssl (no code shared with siwa's verifier) and
 /// by `siwa receipts verify`.
-@Suite("Deletion receipts")
+@Suite("Deletion receipts", .testDatabases)
 struct DeletionReceiptTests {
     struct ReceiptClaims: JWTPayload {
         let iss: IssuerClaim
@@ -37,13 +37,13 @@ struct DeletionReceiptTests {
 
     @Test func aCompletedPurgeHasAReceiptThatVerifiesAndSaysWhatWasDone() async throws {
         let (setup, keys) = try await Self.start()
-        defer { Task { await setup.stop(); keys.remove() } }
+        try atTestEnd { await setup.stop(); keys.remove() }
         let sub = "011.receipt.0001"
         let (_, refreshToken) = try await setup.signedIn(sub)
         let started = Date().timeIntervalSince1970.rounded(.down)
         let jobID = try #require(try await setup.delete(sub).json["job_id"] as? Int)
         let worker = try setup.worker.startWorker()
-        defer { Task { await worker.kill9() } }
+        try atTestEnd { await worker.kill9() }
         #expect(try await setup.worker.wait { try await setup.jobState(jobID) == ["completed"] }, "\(worker.log)")
         #expect(worker.log.contains("Deletion receipts: one signed for each completed purge"), "\(worker.log)")
 
@@ -126,11 +126,11 @@ struct DeletionReceiptTests {
     @Test func anAuditorReadsAUsersReceiptsWithSiwaReceiptsShow() async throws {
         let keys = try await ReceiptFixture.make()
         let harness = try await WorkerHarness.start(planSteps: { _ in [] }, settings: keys.workerSettings)
-        defer { Task { await harness.stop(); keys.remove() } }
+        try atTestEnd { await harness.stop(); keys.remove() }
         let sub = "011.show.0001"
         try await harness.enqueue(subs: [sub])
         let worker = try harness.startWorker()
-        defer { Task { await worker.kill9() } }
+        try atTestEnd { await worker.kill9() }
         #expect(try await harness.wait { try await harness.count(state: "completed") == 1 }, "\(worker.log)")
         let receipt = try #require(try await ReceiptFixture.receipts(in: harness.database, sub: sub).first)
         let kid = try ES256KeySet.load(path: keys.jwksFile).entries.first?.keyID ?? ""
@@ -170,11 +170,11 @@ struct DeletionReceiptTests {
     @Test func batchPurgesEachGetAReceiptNewestFirst() async throws {
         let keys = try await ReceiptFixture.make()
         let harness = try await WorkerHarness.start(planSteps: { _ in [] }, settings: keys.workerSettings)
-        defer { Task { await harness.stop(); keys.remove() } }
+        try atTestEnd { await harness.stop(); keys.remove() }
         let subs = (1...6).map { "011.batch.000\($0)" }
         try await harness.enqueue(subs: subs)
         let worker = try harness.startWorker()
-        defer { Task { await worker.kill9() } }
+        try atTestEnd { await worker.kill9() }
         #expect(try await harness.wait { try await harness.count(state: "completed") == subs.count }, "\(worker.log)")
         #expect(try await harness.database.scalar("SELECT count(*) FROM siwa.deletion_receipts") == subs.count)
         let keySet = try ES256KeySet.load(path: keys.jwksFile)
@@ -198,12 +198,12 @@ struct DeletionReceiptTests {
     /// own that is no purge: no receipt, with receipts on.
     @Test func aTokenOnlySignOutHasNoReceipt() async throws {
         let (setup, keys) = try await Self.start()
-        defer { Task { await setup.stop(); keys.remove() } }
+        try atTestEnd { await setup.stop(); keys.remove() }
         let sub = "011.signout.0001"
         _ = try await setup.signedIn(sub)
         #expect(try await setup.signIn.server.post(token: try setup.signIn.server.notification("consent-revoked", sub: sub)).status == 200)
         let worker = try setup.worker.startWorker()
-        defer { Task { await worker.kill9() } }
+        try atTestEnd { await worker.kill9() }
         #expect(try await setup.worker.wait {
             try await setup.database.scalar("SELECT count(*) FROM siwa.jobs WHERE state = 'completed' AND args->>'scope' = 'tokens'") == 1
         }, "\(worker.log)")

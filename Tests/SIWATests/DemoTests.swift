@@ -53,6 +53,18 @@ struct DemoTests {
         #expect(result.output.contains("granted the runtime privileges to siwa_app"))
         #expect(result.output.contains("GRANT SELECT, DELETE ON demo_app.profiles TO siwa_app"))
         #expect(result.output.contains("signature valid"))
+        // The token lifecycle part: sign-in, lookup, in-app deletion, the
+        // revoke reaching the simulator, and the purge that followed.
+        let lines = result.output.split(separator: "\n").map(String.init)
+        let answers = lines.filter { $0.hasPrefix("  -> ") }
+        #expect(answers.count >= 3, "\(result.output.suffix(3000))")
+        if answers.count >= 3 {
+            #expect(answers[0].hasPrefix("  -> 200 ") && answers[0].contains(#""refresh_token_stored":true"#), "\(answers[0])")
+            #expect(answers[1].hasPrefix("  -> 200 ") && answers[1].contains(#""status":"active""#), "\(answers[1])")
+            #expect(answers[2].hasPrefix("  -> 202 ") && answers[2].contains(#""deletion_scheduled""#), "\(answers[2])")
+        }
+        #expect(lines.contains { $0.hasPrefix("Apple simulator /auth/revoke received 1 token(s): ") && $0.hasSuffix("(now revoked)") },
+                "\(result.output.suffix(3000))")
         #expect(!result.output.contains("INVALID"))
         #expect(result.output.contains("Dropped the demo database \(name ?? "?")."))
         let after = try await Self.databaseNames()

@@ -4,14 +4,14 @@ import Synchronization
 import Testing
 
 /// What happens when things die: the database, or siwa itself.
-@Suite("Faults", .serialized)
+@Suite("Faults", .serialized, .testDatabases)
 struct FaultTests {
     /// Database stopped: 503 so Apple retries. Started again: 200, without
     /// restarting siwa.
     @Test func databaseRestartAnswers503ThenRecovers() async throws {
         let database = try await TestDatabase.create(serverURL: try TestEnvironment.faultDatabaseURL)
         let siwa = try await ServerHarness.start(database: database, settings: ["SIWA_INGEST_TIMEOUT_SECONDS": "3"])
-        defer { Task { await siwa.stop() } }
+        try atTestEnd { await siwa.stop() }
         #expect(try await siwa.post(token: siwa.notification("email-enabled", sub: "before")).status == 200)
         try await pgScript("stop", "fault")
         do {
@@ -46,7 +46,7 @@ struct FaultTests {
         let database = try await TestDatabase.create()
         let apple = try AppleSimulator()
         let appleServer = try await apple.start()
-        defer { Task { await appleServer.stop() } }
+        try atTestEnd { await appleServer.stop() }
         let port = try freePort()
         let environment = [
             "SIWA_DATABASE_URL": database.url,

@@ -7,7 +7,7 @@ import Testing
 /// What siwa does with connections, over real sockets: idle ones are closed
 /// after `SIWA_HTTP_IDLE_TIMEOUT_SECONDS`; an answer given before the body
 /// was read whole says `Connection: close` and ends the connection.
-@Suite("HTTP hygiene")
+@Suite("HTTP hygiene", .testDatabases)
 struct HTTPHygieneTests {
     /// A connection that never sends a request, one that goes quiet after
     /// an answered request, and one whose request stops arriving mid-body
@@ -26,7 +26,7 @@ struct HTTPHygieneTests {
             "SIWA_DATABASE_URL": database.url, "SIWA_APPLE_CLIENT_IDS": ServerHarness.clientID,
             "SIWA_APPLE_JWKS_URL": appleServer.baseURL + "/auth/keys", "SIWA_HTTP_IDLE_TIMEOUT_SECONDS": "0.5",
         ])
-        defer { Task { await siwa.kill9(); await appleServer.stop() } }
+        try atTestEnd { await siwa.kill9(); await appleServer.stop() }
         try await siwa.waitUntilReady()
 
         let silent = try await RawConnection.with(port: siwa.port) { connection in
@@ -92,7 +92,7 @@ struct HTTPHygieneTests {
     /// requests stays open: the timeout above is the setting, not an accident.
     @Test func anIdleConnectionStaysOpenWithinTheDefaultTimeout() async throws {
         let siwa = try await ServerHarness.start()
-        defer { Task { await siwa.stop() } }
+        try atTestEnd { await siwa.stop() }
         let reading = try await RawConnection.with(port: siwa.port) { connection in
             await connection.send("GET /healthz HTTP/1.1\r\nHost: siwa\r\n\r\n")
             return await connection.readUntilClosed(limit: .seconds(2))
@@ -106,7 +106,7 @@ struct HTTPHygieneTests {
     /// without waiting for the body; a pipelined request after it is not served.
     @Test func anAnnouncedOversizeBodyIsRefusedAndTheConnectionClosed() async throws {
         let siwa = try await ServerHarness.start()
-        defer { Task { await siwa.stop() } }
+        try atTestEnd { await siwa.stop() }
         let reading = try await RawConnection.with(port: siwa.port) { connection in
             await connection.send("POST /apple/notifications HTTP/1.1\r\nHost: siwa\r\nContent-Type: application/json\r\n" +
                                   "Content-Length: 10000000\r\n\r\n{\"payload\":\"" + String(repeating: "A", count: 2000))
@@ -130,7 +130,7 @@ struct HTTPHygieneTests {
     /// a request that follows on the same connection gets no answer.
     @Test func aStreamedOversizeBodyIsRefusedAndTheConnectionClosed() async throws {
         let siwa = try await ServerHarness.start()
-        defer { Task { await siwa.stop() } }
+        try atTestEnd { await siwa.stop() }
         let chunk = String(repeating: "A", count: 40 * 1024)
         let chunkHeader = String(chunk.utf8.count, radix: 16)
         let reading = try await RawConnection.with(port: siwa.port) { connection in
@@ -152,7 +152,7 @@ struct HTTPHygieneTests {
     /// `Connection: close`, instead of reading the rest of the body.
     @Test func anyEarlyClientErrorClosesTheConnection() async throws {
         let siwa = try await ServerHarness.start()
-        defer { Task { await siwa.stop() } }
+        try atTestEnd { await siwa.stop() }
         let reading = try await RawConnection.with(port: siwa.port) { connection in
             await connection.send("POST /no/such/route HTTP/1.1\r\nHost: siwa\r\nContent-Type: application/json\r\n" +
                                   "Content-Length: 10000000\r\n\r\n{\"payload\":\"" + String(repeating: "A", count: 2000))
@@ -168,7 +168,7 @@ struct HTTPHygieneTests {
     /// 400 for a bad token, a 200): only early answers close it.
     @Test func answersAfterTheWholeBodyKeepTheConnection() async throws {
         let siwa = try await ServerHarness.start()
-        defer { Task { await siwa.stop() } }
+        try atTestEnd { await siwa.stop() }
         let bad = #"{"payload":"x.y.z"}"#
         let good = String(decoding: AppleSimulator.body(for: try siwa.notification("email-enabled", sub: "keep.alive")), as: UTF8.self)
         func post(_ body: String) -> String {

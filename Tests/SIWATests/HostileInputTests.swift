@@ -5,7 +5,7 @@ import Testing
 
 /// Every hostile input is answered 4xx with a reason; none writes a
 /// notification; each body that was read leaves one rejection row.
-@Suite("Hostile input")
+@Suite("Hostile input", .testDatabases)
 struct HostileInputTests {
     struct Case: Sendable {
         let name: String
@@ -119,10 +119,10 @@ struct HostileInputTests {
         // A short refetch cooldown, waited out before each unknown kid: inside
         // it an unknown kid is 503 (cannot check now), not a final 400.
         let siwa = try await ServerHarness.start(settings: ["SIWA_APPLE_JWKS_REFETCH_COOLDOWN_SECONDS": "0.1"])
-        defer { Task { await siwa.stop() } }
+        try atTestEnd { await siwa.stop() }
         let watched = try AppleSimulator(keyCount: 1)
         let watchedServer = try await watched.start()
-        defer { Task { await watchedServer.stop() } }
+        try atTestEnd { await watchedServer.stop() }
         let cases = try Self.cases(siwa, watcher: watchedServer.baseURL + "/auth/keys")
         #expect(cases.count >= 30)
 

@@ -5,7 +5,7 @@ import Logging
 import Testing
 
 /// Identity tokens from the simulator: nonce, real_user_status, flexible booleans.
-@Suite("Identity tokens")
+@Suite("Identity tokens", .testDatabases)
 struct IdentityTokenTests {
     let apple: AppleSimulator
     let keys: AppleKeySet

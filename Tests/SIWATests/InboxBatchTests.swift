@@ -5,7 +5,7 @@ import Testing
 
 /// The batch statement on its own, against real PostgreSQL: a group-commit
 /// batch may hold several events for one user and the same `jti` twice.
-@Suite("Inbox batches")
+@Suite("Inbox batches", .testDatabases)
 struct InboxBatchTests {
     static func entry(_ jti: String, sub: String, at eventTime: Int64, _ effect: UserEffect, type: String = "email-enabled") -> InboxEntry {
         InboxEntry(jti: jti, eventType: type, appleSub: sub, eventTime: eventTime, audience: "com.example.siwa.tests",

@@ -7,13 +7,13 @@ import Testing
 /// The inbox under concurrency, with the interleavings driven by hand on
 /// real connections: a deletion committing under an email event, and two
 /// transactions recording the same notification.
-@Suite("Inbox concurrency")
+@Suite("Inbox concurrency", .testDatabases)
 struct InboxConcurrencyTests {
     /// An email event whose statement began before a concurrent deletion
     /// (and its erase) committed must not leave the address behind.
     @Test func anEmailRacingADeletionIsNotKept() async throws {
         let siwa = try await ServerHarness.start()
-        defer { Task { await siwa.stop() } }
+        try atTestEnd { await siwa.stop() }
         let db = siwa.database
         let sub = "race.\(UUID().uuidString)"
         try await db.execute("INSERT INTO siwa.users (apple_sub, email) VALUES ('\(sub)', 'before@privaterelay.appleid.com')")

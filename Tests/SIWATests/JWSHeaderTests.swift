@@ -7,13 +7,13 @@ import Testing
 /// nothing an attacker puts in the header comes back in an answer or a
 /// rejection row. Every token here carries a valid RS256 signature by
 /// Apple's (the simulator's) published key.
-@Suite("JWS header")
+@Suite("JWS header", .testDatabases)
 struct JWSHeaderTests {
     /// `crit` naming any extension is refused; a `crit` that is not a
     /// non-empty list of strings is a malformed header.
     @Test func critIsRefused() async throws {
         let siwa = try await ServerHarness.start()
-        defer { Task { await siwa.stop() } }
+        try atTestEnd { await siwa.stop() }
         let key = siwa.simulator.currentKey
         let signer = siwa.simulator.signer
         func claims() -> [String: any Sendable] {
@@ -56,7 +56,7 @@ struct JWSHeaderTests {
     /// holds any of those bytes (both are printable ASCII).
     @Test func noAttackerBytesAreEchoed() async throws {
         let siwa = try await ServerHarness.start()
-        defer { Task { await siwa.stop() } }
+        try atTestEnd { await siwa.stop() }
         let key = siwa.simulator.currentKey
         let signer = siwa.simulator.signer
         let claims = TokenSigner.notificationClaims(type: "account-deleted", sub: "echo.sub", audience: ServerHarness.clientID)

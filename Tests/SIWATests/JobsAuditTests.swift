@@ -7,7 +7,7 @@ import Testing
 /// `siwa jobs retry/cancel` record who acted from the database role they
 /// logged in with (`session_user`), which no environment variable changes;
 /// the login name is only a hint.
-@Suite("Jobs audit actor")
+@Suite("Jobs audit actor", .testDatabases)
 struct JobsAuditTests {
     /// A discarded job to retry, enqueued by the owner.
     static func discardedJob(in database: TestDatabase, sub: String) async throws -> Int64 {

@@ -6,7 +6,7 @@ import Testing
 
 /// Apple rotates keys without notice: an unknown kid triggers one refetch
 /// (single flight, at most one per cooldown); a failed refetch keeps the old keys.
-@Suite("Apple key rotation")
+@Suite("Apple key rotation", .testDatabases)
 struct KeyRotationTests {
     let logger = Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
 
@@ -17,7 +17,7 @@ struct KeyRotationTests {
         let apple = try AppleSimulator()
         apple.serve(document: try Fixtures.jwksSnapshot("snapshot_2019_AIDOPK1.json"))
         let server = try await apple.start()
-        defer { Task { await server.stop() } }
+        try atTestEnd { await server.stop() }
         let keys = AppleKeySet(source: HTTPJWKSSource(url: server.baseURL + "/auth/keys", httpClient: .shared),
                                refetchCooldown: .seconds(30), logger: logger)
         #expect(await keys.reload())
@@ -41,7 +41,7 @@ struct KeyRotationTests {
     @Test func aFloodOfUnknownKidsCausesAtMostOneRefetchPerCooldown() async throws {
         let apple = try AppleSimulator()
         let server = try await apple.start()
-        defer { Task { await server.stop() } }
+        try atTestEnd { await server.stop() }
         let keys = AppleKeySet(source: HTTPJWKSSource(url: server.baseURL + "/auth/keys", httpClient: .shared),
                                refetchCooldown: .seconds(30), logger: logger)
         #expect(await keys.reload())
@@ -77,7 +77,7 @@ struct KeyRotationTests {
     @Test func aFailedRefetchKeepsTheOldKeysAndAnswersUnavailable() async throws {
         let apple = try AppleSimulator()
         let server = try await apple.start()
-        defer { Task { await server.stop() } }
+        try atTestEnd { await server.stop() }
         let keys = AppleKeySet(source: HTTPJWKSSource(url: server.baseURL + "/auth/keys", httpClient: .shared),
                                refetchCooldown: .milliseconds(100), logger: logger)
         #expect(await keys.reload())

@@ -7,7 +7,7 @@ import Testing
 /// rewrite the audit trail nor undo the guards around it. Each statement
 /// below succeeds for the owner (shown inside a rolled-back transaction)
 /// and is refused to the runtime role.
-@Suite("Least privilege")
+@Suite("Least privilege", .testDatabases)
 struct LeastPrivilegeTests {
     static let ownerOnly = [
         "ALTER TABLE siwa.audit_log DISABLE TRIGGER audit_log_append_only",

@@ -3,15 +3,10 @@ import Foundation
 import PostgresNIO
 import Testing
 
-@Suite("Migrations")
+@Suite("Migrations", .testDatabases)
 struct MigrationTests {
     static func emptyDatabase() async throws -> DatabaseConfiguration {
-        let server = try DatabaseConfiguration(url: try TestEnvironment.databaseURL)
-        let name = "m_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased().prefix(16)
-        try await TestDatabase.withClient(server) { client in
-            try await client.query(PostgresQuery(unsafeSQL: "CREATE DATABASE \(name)"), logger: TestEnvironment.logger)
-        }
-        return server.with(database: String(name))
+        try await TestDatabase.createEmpty(on: try DatabaseConfiguration(url: try TestEnvironment.databaseURL), prefix: "m_").configuration
     }
 
     func migrations(_ files: [String: String]) throws -> URL {

@@ -5,11 +5,11 @@ import Testing
 
 /// POST /apple/notifications end to end: real HTTP, real PostgreSQL,
 /// notifications signed by the Apple simulator's RSA keys.
-@Suite("Notification endpoint")
+@Suite("Notification endpoint", .testDatabases)
 struct NotificationEndpointTests {
     @Test func eachTypeUpdatesTheStore() async throws {
         let siwa = try await ServerHarness.start()
-        defer { Task { await siwa.stop() } }
+        try atTestEnd { await siwa.stop() }
         let db = siwa.database
         let sub = "001234.\(UUID().uuidString).0001"
         let t0 = Date().addingTimeInterval(-100)
@@ -45,7 +45,7 @@ struct NotificationEndpointTests {
 
     @Test func duplicateJTIIsAcceptedAndChangesNothing() async throws {
         let siwa = try await ServerHarness.start()
-        defer { Task { await siwa.stop() } }
+        try atTestEnd { await siwa.stop() }
         let db = siwa.database
         let sub = "dup.\(UUID().uuidString)"
         let token = try siwa.notification("account-deleted", sub: sub, jti: "dup-jti-1")
@@ -69,7 +69,7 @@ struct NotificationEndpointTests {
 
     @Test func olderEmailEventNeverOverwritesNewerState() async throws {
         let siwa = try await ServerHarness.start()
-        defer { Task { await siwa.stop() } }
+        try atTestEnd { await siwa.stop() }
         let sub = "order.\(UUID().uuidString)"
         let now = Date()
         // Apple delivers the newer event first.
@@ -82,7 +82,7 @@ struct NotificationEndpointTests {
 
     @Test func deletedUserIsNeverRevived() async throws {
         let siwa = try await ServerHarness.start()
-        defer { Task { await siwa.stop() } }
+        try atTestEnd { await siwa.stop() }
         let sub = "gone.\(UUID().uuidString)"
         let now = Date()
         #expect(try await siwa.post(token: siwa.notification("account-deleted", sub: sub, eventTime: now)).status == 200)
@@ -97,7 +97,7 @@ struct NotificationEndpointTests {
 
     @Test func unknownSubIsRecordedAndPurged() async throws {
         let siwa = try await ServerHarness.start()
-        defer { Task { await siwa.stop() } }
+        try atTestEnd { await siwa.stop() }
         let sub = "never-seen.\(UUID().uuidString)"
         #expect(try await siwa.post(token: siwa.notification("account-delete", sub: sub)).status == 200)
         #expect(try await siwa.database.strings("SELECT status FROM siwa.users WHERE apple_sub = '\(sub)'") == ["deleted"])
@@ -106,7 +106,7 @@ struct NotificationEndpointTests {
 
     @Test func unknownTypeIsRecordedWithoutEffects() async throws {
         let siwa = try await ServerHarness.start()
-        defer { Task { await siwa.stop() } }
+        try atTestEnd { await siwa.stop() }
         let sub = "future.\(UUID().uuidString)"
         let answer = try await siwa.post(token: siwa.notification("account-upgraded", sub: sub))
         #expect(answer.status == 200)
@@ -118,7 +118,7 @@ struct NotificationEndpointTests {
 
     @Test func twoDeletionEventsMakeOnePendingJob() async throws {
         let siwa = try await ServerHarness.start()
-        defer { Task { await siwa.stop() } }
+        try atTestEnd { await siwa.stop() }
         let sub = "twice.\(UUID().uuidString)"
         // Concurrently, so both may land in the same group-commit batch.
         async let a = siwa.post(token: siwa.notification("consent-revoked", sub: sub))
@@ -136,7 +136,7 @@ struct NotificationEndpointTests {
 
     @Test func healthReadinessAndMetrics() async throws {
         let siwa = try await ServerHarness.start()
-        defer { Task { await siwa.stop() } }
+        try atTestEnd { await siwa.stop() }
         #expect(try await siwa.get("/healthz").status == 200)
         let ready = try await siwa.get("/readyz")
         #expect(ready.status == 200)

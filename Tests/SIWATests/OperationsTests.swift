@@ -3,7 +3,7 @@ import Foundation
 import Testing
 
 /// What an operator sees: start-up errors, logs, shutdown.
-@Suite("Operations")
+@Suite("Operations", .testDatabases)
 struct OperationsTests {
     @Test(arguments: [
         (["SIWA_APPLE_CLIENT_IDS": "app"], "SIWA_DATABASE_URL"),
@@ -27,7 +27,7 @@ struct OperationsTests {
     /// Debug-level JSON logs of a real `siwa serve` carry no token, no email address.
     @Test func logsNeverContainATokenOrAnEmail() async throws {
         let (siwa, apple, appleServer) = try await Self.serveLoggingJSON(level: "trace")
-        defer { Task { await appleServer.stop() } }
+        try atTestEnd { await appleServer.stop() }
         let url = "http://127.0.0.1:\(siwa.port)/apple/notifications"
         let email = "secret.person@privaterelay.appleid.com"
         let good = try apple.notification(type: "email-enabled", sub: "log.sub", audience: ServerHarness.clientID, email: email)
@@ -37,8 +37,13 @@ struct OperationsTests {
             _ = try await HTTPAnswer.send(method: .POST, url: url, body: AppleSimulator.body(for: token),
                                           headers: [("Content-Type", "application/json")])
         }
+        // Without the sign-in settings there is no /v1 at all, and start-up said so.
+        let v1 = try await HTTPAnswer.send(method: .POST, url: "http://127.0.0.1:\(siwa.port)/v1/sign-in", body: Data("{}".utf8),
+                                           headers: [("Content-Type", "application/json"), ("Authorization", "Bearer x")])
+        #expect(v1.status == 404, "\(v1.status) \(v1.text)")
         #expect(await siwa.terminate() == 0)
         let log = siwa.log
+        #expect(log.contains("Sign-in is off (no /v1 routes)"), "\(log.prefix(3000))")
         #expect(log.contains("\"level\""), "JSON log lines expected")
         #expect(!log.contains("eyJ"), "a token (or part of one) was logged")
         #expect(!log.contains(email))
@@ -54,7 +59,7 @@ struct OperationsTests {
     /// delivery: recorded, duplicate, rejected and malformed alike.
     @Test func everyLineAboutANotificationCarriesItsRequestID() async throws {
         let (siwa, apple, appleServer) = try await Self.serveLoggingJSON(level: "debug")
-        defer { Task { await appleServer.stop() } }
+        try atTestEnd { await appleServer.stop() }
         let url = "http://127.0.0.1:\(siwa.port)/apple/notifications"
         let good = try apple.notification(type: "email-disabled", sub: "rid.sub", audience: ServerHarness.clientID)
         let forged = try apple.notification(type: "email-disabled", sub: "rid.sub", audience: ServerHarness.clientID,

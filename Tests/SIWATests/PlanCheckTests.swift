@@ -6,7 +6,7 @@ import Testing
 /// `siwa worker --check-plan`, the real binary: SQL statements PREPAREd on
 /// their databases (nothing runs), a signed test request to each HTTP step,
 /// one line per step, exit 0 or 1.
-@Suite("Purge plan check")
+@Suite("Purge plan check", .testDatabases)
 struct PlanCheckTests {
     /// A good plan (SQL on siwa's database and on another one, a webhook):
     /// exit 0, one ok line per step; the downstream got one correctly signed
@@ -24,7 +24,7 @@ struct PlanCheckTests {
              "sql": ["DELETE FROM events WHERE apple_sub = $1"]],
             ["name": WorkerHarness.httpStep, "http": ["url": hook, "secret_env": "TEST_DOWNSTREAM_SECRET", "timeout_seconds": 5]],
         ] })
-        defer { Task { await harness.stop() } }
+        try atTestEnd { await harness.stop() }
         try await harness.database.execute(
             "CREATE PROCEDURE app.forget(sub text) LANGUAGE sql AS 'DELETE FROM app.profiles WHERE apple_sub = sub'")
         try await harness.enqueue(subs: ["checked"])
@@ -64,7 +64,7 @@ struct PlanCheckTests {
             ["name": "app-data", "sql": ["DELETE FROM app.profiles WHERE apple_sub = $1", "DELETE FROM app.no_such_table WHERE apple_sub = $1"]],
             ["name": "notify-crm", "http": ["url": hook, "secret_env": "TEST_DOWNSTREAM_SECRET", "timeout_seconds": 5]],
         ] })
-        defer { Task { await harness.stop() } }
+        try atTestEnd { await harness.stop() }
         let result = try await runSIWA(["worker", "--check-plan"], environment: harness.settings)
         #expect(result.status == 1, "\(result.output)")
         let lines = result.output.split(separator: "\n").map(String.init)
@@ -81,7 +81,7 @@ struct PlanCheckTests {
             ["name": "notify-gone", "http": ["url": "http://127.0.0.1:\(closed)/hooks/purge", "secret_env": "TEST_DOWNSTREAM_SECRET",
                                              "timeout_seconds": 10]],
         ] })
-        defer { Task { await harness.stop() } }
+        try atTestEnd { await harness.stop() }
         let start = ContinuousClock.now
         let result = try await runSIWA(["worker", "--check-plan"], environment: harness.settings)
         // A refused connection fails at once, not at the step's timeout (10 s).
@@ -99,7 +99,7 @@ struct PlanCheckTests {
         let harness = try await WorkerHarness.start(planSteps: { _ in [
             ["name": "locked", "timeout_seconds": 1, "sql": ["DELETE FROM app.profiles WHERE apple_sub = $1"]],
         ] })
-        defer { Task { await harness.stop() } }
+        try atTestEnd { await harness.stop() }
         // Hold an ACCESS EXCLUSIVE lock on the table while the check runs:
         // PREPARE needs a lock on it too, and waits.
         let db = harness.database

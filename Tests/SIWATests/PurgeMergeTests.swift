@@ -6,7 +6,7 @@ import Testing
 /// `purge_user` job: siwa.enqueue_purge (sql/008), which the inbox
 /// statement, the in-app deletion and the token validator all call. One
 /// case per rule, each on a user of its own who holds an Apple token.
-@Suite("Purge merges")
+@Suite("Purge merges", .testDatabases)
 struct PurgeMergeTests {
     struct Case: Sendable {
         let name: String

@@ -7,7 +7,7 @@ import Testing
 /// A purge completes only with its receipt: they are written in one
 /// transaction, so a failure or a crash between the last step and the
 /// completion leaves neither, and the rerun leaves both.
-@Suite("Deletion receipt durability")
+@Suite("Deletion receipt durability", .testDatabases)
 struct ReceiptDurabilityTests {
     /// The receipt's INSERT fails (a trigger the test adds as the owner):
     /// the erase and the completion roll back with it, and the job is
@@ -15,7 +15,7 @@ struct ReceiptDurabilityTests {
     @Test func aReceiptThatCannotBeStoredLeavesThePurgeIncomplete() async throws {
         let keys = try await ReceiptFixture.make()
         let harness = try await WorkerHarness.start(planSteps: { _ in [] }, settings: keys.workerSettings)
-        defer { Task { await harness.stop(); keys.remove() } }
+        try atTestEnd { await harness.stop(); keys.remove() }
         try await harness.database.execute("""
             CREATE FUNCTION siwa.test_refuse_receipt() RETURNS trigger LANGUAGE plpgsql AS $$
             BEGIN RAISE EXCEPTION 'test: receipts refused'; END $$;
@@ -25,7 +25,7 @@ struct ReceiptDurabilityTests {
         let sub = "011.refused.0001"
         try await harness.enqueue(subs: [sub])
         let worker = try harness.startWorker()
-        defer { Task { await worker.kill9() } }
+        try atTestEnd { await worker.kill9() }
         #expect(try await harness.wait { try await harness.database.scalar("SELECT max(attempt) FROM siwa.jobs") >= 2 }, "\(worker.log)")
         #expect(try await harness.database.scalar("SELECT count(*) FROM siwa.jobs WHERE state = 'completed' OR steps_done <> '{}'") == 0)
         #expect(try await harness.database.scalar(
@@ -69,8 +69,11 @@ struct ReceiptDurabilityTests {
     @Test func aWorkerKilledBeforeTheCompletionCommitsLeavesNoHalfPurge() async throws {
         let keys = try await ReceiptFixture.make()
         let harness = try await WorkerHarness.start(settings: keys.workerSettings)
-        defer { Task { await harness.stop(); keys.remove() } }
+        try atTestEnd { await harness.stop(); keys.remove() }
         let lock = 1_100_011
+        // This test's lock in this database only: pg_locks shows the whole
+        // cluster, where other tests' workers take advisory locks each second.
+        let held = "locktype = 'advisory' AND objid = \(lock) AND database = (SELECT oid FROM pg_database WHERE datname = current_database())"
         try await harness.database.execute("""
             CREATE FUNCTION siwa.test_hold_receipt() RETURNS trigger LANGUAGE plpgsql AS $$
             BEGIN PERFORM pg_advisory_xact_lock(\(lock)); RETURN NEW; END $$;
@@ -84,7 +87,7 @@ struct ReceiptDurabilityTests {
                 try await holder.query("SELECT pg_advisory_lock(\(lock))", logger: TestEnvironment.logger)
                 let first = try harness.startWorker()
                 #expect(try await harness.wait(upTo: .seconds(30)) {
-                    try await harness.database.scalar("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted") == 1
+                    try await harness.database.scalar("SELECT count(*) FROM pg_locks WHERE \(held) AND NOT granted") == 1
                 }, "\(first.log)")
                 #expect(harness.downstream.deliveries.count == 1, "the last step was done")
                 await first.kill9()
@@ -94,14 +97,14 @@ struct ReceiptDurabilityTests {
             }
         }
         #expect(try await harness.wait(upTo: .seconds(30)) {
-            try await harness.database.scalar("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'") == 0
+            try await harness.database.scalar("SELECT count(*) FROM pg_locks WHERE \(held)") == 0
         })
         #expect(try await harness.database.strings("SELECT state FROM siwa.jobs") == ["running"])
         #expect(try await harness.database.scalar("SELECT count(*) FROM siwa.jobs WHERE steps_done ? '\(WorkerHarness.httpStep)'") == 0)
         #expect(try await harness.database.scalar("SELECT count(*) FROM siwa.deletion_receipts") == 0)
 
         let second = try harness.startWorker()
-        defer { Task { await second.kill9() } }
+        try atTestEnd { await second.kill9() }
         #expect(try await harness.wait { try await harness.count(state: "completed") == 1 }, "\(second.log)")
         #expect(harness.downstream.deliveries.count == 2, "delivered again after the rescue")
         #expect(try await ReceiptFixture.receipts(in: harness.database, sub: sub).count == 1)

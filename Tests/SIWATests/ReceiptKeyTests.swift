@@ -8,7 +8,7 @@ import Testing
 /// The receipt key's life outside the worker: `siwa receipts keygen` and
 /// `jwks`, the settings (both or neither, a bad file refused in one line
 /// with exit 2), and the public key set route of siwa serve.
-@Suite("Deletion receipt keys")
+@Suite("Deletion receipt keys", .testDatabases)
 struct ReceiptKeyTests {
     @Test func keygenPrintsAKeyThatLoadsAndJWKSNamesItByItsThumbprint() async throws {
         let directory = try OpenSSL.temporaryDirectory()
@@ -78,22 +78,11 @@ struct ReceiptKeyTests {
         await off.kill9()
     }
 
-    @Test func servePublishesTheKeySetWhenGivenOneAnd404Otherwise() async throws {
+    /// serve takes public keys only: the private key is no key set. (The
+    /// route that publishes the key set: RouteTests.)
+    @Test func serveRefusesAPrivateKeyAsItsKeySet() async throws {
         let keys = try await ReceiptFixture.make()
         defer { keys.remove() }
-        let with = try await ServerHarness.start(settings: keys.serverSettings)
-        defer { Task { await with.stop() } }
-        let published = try await with.get("/.well-known/siwa-receipts.json")
-        #expect(published.status == 200 && published.headers["Content-Type"].first == "application/json; charset=utf-8")
-        #expect(published.headers["Cache-Control"].first == "public, max-age=3600")
-        #expect(try ES256KeySet(jwks: published.body).json() == (try ES256KeySet.load(path: keys.jwksFile)).json())
-
-        let without = try await ServerHarness.start()
-        defer { Task { await without.stop() } }
-        let missing = try await without.get("/.well-known/siwa-receipts.json")
-        #expect(missing.status == 404 && missing.reason == "not_found", "\(missing.text)")
-
-        // serve takes public keys only: the private key is no key set.
         let error = #expect(throws: SettingError.self) {
             try ServerSettings(environment: SettingsReader(["SIWA_DATABASE_URL": "postgres://a@b/c", "SIWA_APPLE_CLIENT_IDS": "x",
                                                             "SIWA_RECEIPT_JWKS_FILE": keys.keyFile]))

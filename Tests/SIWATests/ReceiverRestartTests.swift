@@ -11,7 +11,7 @@ extension FaultTests {
     @Test func databaseRestartUnderLoadLosesNothing() async throws {
         let database = try await TestDatabase.create(serverURL: try TestEnvironment.faultDatabaseURL)
         let siwa = try await ServerHarness.start(database: database, settings: ["SIWA_INGEST_TIMEOUT_SECONDS": "2"])
-        defer { Task { await siwa.stop() } }
+        try atTestEnd { await siwa.stop() }
         let types = ["email-disabled", "email-enabled", "consent-revoked", "account-deleted"]
         let tokens = try (0..<600).map { i in
             try siwa.notification(types[i % 4], sub: "restart.\(i % 200)", jti: "rs-\(i)")

@@ -7,7 +7,7 @@ import Testing
 
 /// Refused deliveries: recorded in batches, bounded per minute, pruned, and
 /// never a reason for anything but a 4xx.
-@Suite("Rejections")
+@Suite("Rejections", .testDatabases)
 struct RejectionTests {
     /// A settable clock for the writer's minutes and retention.
     final class Clock: Sendable {
@@ -75,7 +75,7 @@ struct RejectionTests {
     /// clean detail and their real (announced) size.
     @Test func oddHeadersAndHugeLengthsLeaveTheirRecord() async throws {
         let siwa = try await ServerHarness.start()
-        defer { Task { await siwa.stop() } }
+        try atTestEnd { await siwa.stop() }
         let key = siwa.simulator.currentKey
         let claims = TokenSigner.notificationClaims(type: "account-deleted", sub: "s", audience: ServerHarness.clientID)
         let nulAlg = try siwa.simulator.signer.sign(header: ["kid": key.kid, "alg": "RS256\u{0}x"], claims: claims, key: key)
@@ -114,7 +114,7 @@ struct RejectionTests {
     @Test func aFloodIsAnsweredAndCountedNotStored() async throws {
         // The flood's refusals not held (FLOOD_DELAY 0): this is about counting.
         let siwa = try await ServerHarness.start(settings: ["SIWA_REJECTIONS_PER_MINUTE": "50", "SIWA_FLOOD_DELAY_SECONDS": "0"])
-        defer { Task { await siwa.stop() } }
+        try atTestEnd { await siwa.stop() }
         let statuses = try await withThrowingTaskGroup(of: Int.self) { group in
             for index in 0..<400 {
                 group.addTask { try await siwa.post(body: Data("junk \(index)".utf8)).status }
@@ -147,7 +147,7 @@ extension RejectionTests {
     /// a genuine notification's answer is not held.
     @Test func duringAFloodRefusalsAreHeldAndGenuineAnswersAreNot() async throws {
         let siwa = try await ServerHarness.start(settings: ["SIWA_REJECTIONS_PER_MINUTE": "60", "SIWA_FLOOD_DELAY_SECONDS": "6"])
-        defer { Task { await siwa.stop() } }
+        try atTestEnd { await siwa.stop() }
         // Four at once: more than one a second, the threshold here. They
         // are held; while they are, the flood goes on. (Four: the shared
         // HTTP client opens 8 connections to a host, and the genuine

@@ -6,7 +6,7 @@ import Testing
 /// (siwa.sign_in_replay): `prepare`, before Apple is called, and `replay`,
 /// after Apple refused the code as used, find the same answer within the
 /// window and none past it.
-@Suite("Sign-in replay")
+@Suite("Sign-in replay", .testDatabases)
 struct SignInReplayTests {
     @Test func prepareAndReplayFindTheSameAnswerWithinTheWindowOnly() async throws {
         let db = try await TestDatabase.create()

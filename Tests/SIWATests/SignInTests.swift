@@ -7,7 +7,7 @@ import Testing
 /// `POST /v1/sign-in` end to end: real HTTP to siwa, siwa's real HTTP to
 /// the simulator's `/auth/token` with an ES256 client secret, real
 /// PostgreSQL as the runtime role.
-@Suite("Sign-in")
+@Suite("Sign-in", .testDatabases)
 struct SignInTests {
     static let client = ServerHarness.clientID
 
@@ -50,7 +50,7 @@ struct SignInTests {
 
     @Test func aNewUserThenAReturningUser() async throws {
         let setup = try await Setup.start()
-        defer { Task { await setup.server.stop() } }
+        try atTestEnd { await setup.server.stop() }
         let user: [String: Any] = ["name": ["firstName": "  Ada\u{0007}\u{202E}  ", "lastName": String(repeating: "L", count: 150)],
                                    "email": "user@privaterelay.appleid.com"]
         let first = try await setup.signIn(try setup.appleSignIn(sub: "001.new.0001", user: user))
@@ -84,7 +84,7 @@ struct SignInTests {
     /// Apple's invalid_grant; the code with another user's token gets 400.
     @Test func aRetriedRequestIsAnsweredTheSameAndAReusedCodeIsRefused() async throws {
         let setup = try await Setup.start()
-        defer { Task { await setup.server.stop() } }
+        try atTestEnd { await setup.server.stop() }
         let body = try setup.appleSignIn(sub: "001.retry.0001")
         let first = try await setup.signIn(body)
         let second = try await setup.signIn(body)
@@ -108,7 +108,7 @@ struct SignInTests {
 
     @Test func theIdentityTokenIsVerified() async throws {
         let setup = try await Setup.start()
-        defer { Task { await setup.server.stop() } }
+        try atTestEnd { await setup.server.stop() }
         let apple = setup.apple
         var wrongAudience = try setup.appleSignIn(sub: "001.v.0001")
         wrongAudience["identity_token"] = try apple.identityToken(sub: "001.v.0001", audience: "com.someone.else")
@@ -146,7 +146,7 @@ struct SignInTests {
 
     @Test func applesAnswersBecomeClearStatuses() async throws {
         let setup = try await Setup.start()
-        defer { Task { await setup.server.stop() } }
+        try atTestEnd { await setup.server.stop() }
         let mismatch = try await setup.signIn(try setup.appleSignIn(sub: "001.a.0001", idTokenSub: "001.a.9999"))
         #expect(mismatch.status == 400 && mismatch.reason == "token_mismatch", "\(mismatch.text)")
 
@@ -172,7 +172,7 @@ struct SignInTests {
 
     @Test func theAPIKeyIsRequired() async throws {
         let setup = try await Setup.start()
-        defer { Task { await setup.server.stop() } }
+        try atTestEnd { await setup.server.stop() }
         let body = try setup.appleSignIn(sub: "001.k.0001")
         let none = try await HTTPAnswer.send(method: .POST, url: setup.server.baseURL + "/v1/sign-in",
                                              body: try JSONSerialization.data(withJSONObject: body), headers: [])
@@ -191,7 +191,7 @@ struct SignInTests {
     /// none of its text.
     @Test func aDumpOfTheDatabaseHoldsNoToken() async throws {
         let setup = try await Setup.start()
-        defer { Task { await setup.server.stop() } }
+        try atTestEnd { await setup.server.stop() }
         for index in 0..<3 {
             #expect(try await setup.signIn(try setup.appleSignIn(sub: "001.dump.000\(index)")).status == 200)
         }
@@ -204,14 +204,14 @@ struct SignInTests {
 }
 
 /// Races between a sign-in and what ends an account.
-@Suite("Sign-in races")
+@Suite("Sign-in races", .testDatabases)
 struct SignInRaceTests {
     /// A sign-in that waits for a concurrent deletion's transaction must see
     /// the purge it enqueued (409), not start a new account the purge would
     /// then erase.
     @Test func aSignInWaitingForADeletionIsRefusedNotRestarted() async throws {
         let setup = try await SignInTests.Setup.start()
-        defer { Task { await setup.server.stop() } }
+        try atTestEnd { await setup.server.stop() }
         let db = setup.server.database
         let sub = "001.race.0001"
         let first = try await setup.signIn(try setup.appleSignIn(sub: sub))

@@ -7,7 +7,7 @@ import Testing
 /// interleavings driven by hand on real connections (as the runtime role):
 /// the tokens a sign-in stored before the revocation are revoked, those of
 /// a sign-in after it are kept, whatever each statement's snapshot saw.
-@Suite("Sign-out races")
+@Suite("Sign-out races", .testDatabases)
 struct SignOutRaceTests {
     static func revocation(_ jti: String, sub: String, at eventTime: Int64, purge: Bool = false) -> InboxEntry {
         InboxBatchTests.entry(jti, sub: sub, at: eventTime, UserEffect(status: .consentRevoked, enqueuePurge: purge),
@@ -55,7 +55,7 @@ struct SignOutRaceTests {
     /// and the worker revokes it at Apple.
     @Test func aFirstTokenStoredUnderAWaitingRevocationIsRevoked() async throws {
         let setup = try await AccountDeletionTests.Setup.start()
-        defer { Task { await setup.stop() } }
+        try atTestEnd { await setup.stop() }
         let db = setup.database
         let sub = "001.race.0001"
         // A real sealed token, set aside: the session below stores it as
@@ -80,7 +80,7 @@ struct SignOutRaceTests {
         #expect(try await Self.signOut(db, sub: sub)?.clients == [ServerHarness.clientID])
 
         let worker = try setup.worker.startWorker()
-        defer { Task { await worker.kill9() } }
+        try atTestEnd { await worker.kill9() }
         #expect(try await setup.worker.wait(upTo: .seconds(30)) {
             try await db.scalar("SELECT count(*) FROM siwa.apple_tokens") == 0
         }, "\(worker.log.suffix(3000))")

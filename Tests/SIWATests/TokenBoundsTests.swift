@@ -7,7 +7,7 @@ import Testing
 /// `iat` lies between 2019-01-01 and now + leeway, `exp` after `iat` and at
 /// most 7 days after it; `event_time` between 2019 and `exp`. Whatever number
 /// a signed token carries, siwa answers 400 with a reason and keeps running.
-@Suite("Token time bounds")
+@Suite("Token time bounds", .testDatabases)
 struct TokenBoundsTests {
     struct Case: Sendable {
         let name: String
@@ -62,7 +62,7 @@ struct TokenBoundsTests {
     /// still records a genuine notification afterwards.
     @Test func absurdTimesAreRefusedAndTheServerKeepsRunning() async throws {
         let siwa = try await ServerHarness.start()
-        defer { Task { await siwa.stop() } }
+        try atTestEnd { await siwa.stop() }
         let key = siwa.simulator.currentKey
         for hostile in Self.cases {
             let token = try siwa.simulator.signer.sign(header: ["kid": key.kid, "alg": "RS256"],

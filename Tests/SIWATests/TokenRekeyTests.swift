@@ -6,7 +6,7 @@ import Testing
 
 /// `siwa tokens rekey` end to end: the real executable, as the runtime role,
 /// on rows sealed under an old key.
-@Suite("Token rekey")
+@Suite("Token rekey", .testDatabases)
 struct TokenRekeyTests {
     struct Row {
         let userID: Int64

@@ -6,7 +6,7 @@ import Testing
 /// The worker's daily validation of stored refresh tokens, against the
 /// simulator's `/auth/token` (grant_type=refresh_token), by real
 /// `siwa worker` processes.
-@Suite("Token validation")
+@Suite("Token validation", .testDatabases)
 struct TokenValidationTests {
     /// Signs in `subs` and returns their refresh tokens, by sub.
     static func signIn(_ setup: AccountDeletionTests.Setup, _ subs: [String]) async throws -> [String: String] {
@@ -21,7 +21,7 @@ struct TokenValidationTests {
 
     @Test func eachTokenIsCheckedOncePerPeriodEvenWithTwoWorkersAndARestart() async throws {
         let setup = try await AccountDeletionTests.Setup.start()
-        defer { Task { await setup.stop() } }
+        try atTestEnd { await setup.stop() }
         let subs = (0..<6).map { "001.val.000\($0)" }
         let tokens = try await Self.signIn(setup, subs)
         try await Self.makeDue(setup)
@@ -32,7 +32,7 @@ struct TokenValidationTests {
         }, "\(workers[0].log)")
         for worker in workers { await worker.kill9() }
         let restarted = try setup.worker.startWorker()
-        defer { Task { await restarted.kill9() } }
+        try atTestEnd { await restarted.kill9() }
         // The restarted worker claims at once; give it time to (wrongly) call Apple.
         try await Task.sleep(for: .seconds(2))
         for (sub, token) in tokens {
@@ -43,6 +43,13 @@ struct TokenValidationTests {
             SELECT count(*) FROM siwa.apple_tokens
             WHERE validate_after BETWEEN now() + interval '23 hours 59 minutes' AND now() + interval '30 hours 1 minute'
             """) == subs.count)
+        // Spread over the period, not all due again at one instant (six
+        // draws over a quarter of a day are minutes apart, not a second).
+        #expect(try await setup.database.scalar("""
+            SELECT count(*) FROM siwa.apple_tokens
+            HAVING max(validate_after) - min(validate_after) > interval '1 minute'
+               AND count(DISTINCT validate_after) = count(*)
+            """) == subs.count, "the next checks are spread")
         #expect(try await setup.database.scalar("SELECT count(*) FROM siwa.users WHERE status = 'active'") == subs.count)
     }
 
@@ -50,12 +57,12 @@ struct TokenValidationTests {
     /// invalid_grant is a consent revocation (here under `purge`).
     @Test func invalidGrantSignsTheUserOutAndPurgesUnderThePurgePolicy() async throws {
         let setup = try await AccountDeletionTests.Setup.start()
-        defer { Task { await setup.stop() } }
+        try atTestEnd { await setup.stop() }
         let tokens = try await Self.signIn(setup, ["001.gone.0001", "001.kept.0002"])
         setup.apple.revokeRefreshToken(tokens["001.gone.0001"] ?? "")
         try await Self.makeDue(setup)
         let worker = try setup.worker.startWorker(["SIWA_ON_CONSENT_REVOKED": "purge"])
-        defer { Task { await worker.kill9() } }
+        try atTestEnd { await worker.kill9() }
         #expect(try await setup.worker.wait(upTo: .seconds(30)) {
             try await setup.database.scalar("""
                 SELECT count(*) FROM siwa.users WHERE apple_sub = '001.gone.0001' AND status = 'consent_revoked'
@@ -72,12 +79,12 @@ struct TokenValidationTests {
     /// Under the default `sign_out`: signed out, data kept, tokens gone.
     @Test func invalidGrantUnderSignOutKeepsTheData() async throws {
         let setup = try await AccountDeletionTests.Setup.start()
-        defer { Task { await setup.stop() } }
+        try atTestEnd { await setup.stop() }
         let tokens = try await Self.signIn(setup, ["001.out.0001"])
         setup.apple.revokeRefreshToken(tokens["001.out.0001"] ?? "")
         try await Self.makeDue(setup)
         let worker = try setup.worker.startWorker()
-        defer { Task { await worker.kill9() } }
+        try atTestEnd { await worker.kill9() }
         #expect(try await setup.worker.wait(upTo: .seconds(30)) {
             try await setup.database.scalar("SELECT count(*) FROM siwa.audit_log WHERE action = 'token.invalid_grant'") == 1
         }, "\(worker.log)")
@@ -95,12 +102,12 @@ struct TokenValidationTests {
 
     @Test func appleUnavailableLeavesTheUserAloneAndRetries() async throws {
         let setup = try await AccountDeletionTests.Setup.start()
-        defer { Task { await setup.stop() } }
+        try atTestEnd { await setup.stop() }
         let tokens = try await Self.signIn(setup, ["001.later.0001"])
         setup.apple.setTokenEndpointBehaviour(.status(500))
         try await Self.makeDue(setup)
         let worker = try setup.worker.startWorker()
-        defer { Task { await worker.kill9() } }
+        try atTestEnd { await worker.kill9() }
         #expect(try await setup.worker.wait(upTo: .seconds(30)) {
             try await setup.database.scalar("SELECT count(*) FROM siwa.apple_tokens WHERE validation_failures = 1") == 1
         }, "\(worker.log)")
@@ -119,5 +126,38 @@ struct TokenValidationTests {
         let forced = try await runSIWA(["tokens", "validate", "--sub", "001.later.0001", "--force"], environment: env)
         #expect(forced.status == 0 && forced.output.contains("\(ServerHarness.clientID): valid"), "\(forced.output)")
         #expect(try await setup.database.scalar("SELECT count(*) FROM siwa.apple_tokens WHERE last_validated_at IS NOT NULL") == 1)
+    }
+
+    /// Apple refuses siwa's own credentials (invalid_client): one call, then
+    /// validation pauses for ten minutes; the users and their tokens stay as
+    /// they are, and the refusal is counted.
+    @Test func invalidClientPausesValidationAndTouchesNoUser() async throws {
+        let setup = try await AccountDeletionTests.Setup.start()
+        try atTestEnd { await setup.stop() }
+        let tokens = try await Self.signIn(setup, ["001.cred.0001", "001.cred.0002", "001.cred.0003"])
+        let before = setup.apple.tokenRequests
+        setup.apple.setTokenEndpointBehaviour(.status(400, error: "invalid_client"))
+        try await Self.makeDue(setup)
+        let port = try freePort()
+        // One call a second: the first refusal stops the batch before the next call.
+        let worker = try setup.worker.startWorker(["SIWA_APPLE_REQUESTS_PER_SECOND": "1", "SIWA_WORKER_METRICS_PORT": String(port)])
+        try atTestEnd { await worker.kill9() }
+        try await worker.waitForLog("invalid_client")
+        // Long enough for a worker that did not pause to make its next calls.
+        try await Task.sleep(for: .seconds(3))
+        #expect(setup.apple.tokenRequests - before == 1, "one call, then the pause: \(setup.apple.tokenRequests - before)")
+        // The refused token is due again after the pause; the others were
+        // never asked about; none counts as a failed validation.
+        #expect(try await setup.database.scalar("""
+            SELECT count(*) FROM siwa.apple_tokens
+            WHERE validate_after BETWEEN now() + interval '9 minutes' AND now() + interval '11 minutes'
+            """) == 1)
+        #expect(try await setup.database.scalar(
+            "SELECT count(*) FROM siwa.apple_tokens WHERE last_validated_at IS NULL AND validation_failures = 0") == tokens.count)
+        #expect(try await setup.database.scalar("SELECT count(*) FROM siwa.users WHERE status = 'active'") == tokens.count)
+        #expect(try await setup.database.scalar("SELECT count(*) FROM siwa.audit_log WHERE action = 'token.invalid_grant'") == 0)
+        for token in tokens.values { #expect(setup.apple.isRefreshTokenLive(token)) }
+        let metrics = try await PrometheusText.scrape("http://127.0.0.1:\(port)")
+        #expect(metrics.value("siwa_token_validations_total", ["outcome": "invalid_client"]) == 1, "\(metrics.text)")
     }
 }

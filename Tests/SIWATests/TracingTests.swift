@@ -9,7 +9,7 @@ import Testing
 /// on loopback that keeps what it is sent (protobuf, whose strings are
 /// plain UTF-8 in the bytes, so the span and service names can be found
 /// without decoding it).
-@Suite("Tracing")
+@Suite("Tracing", .testDatabases)
 struct TracingTests {
     @Test func spansOfTheNotificationPathAndTheJobStepsReachAnOTLPReceiver() async throws {
         let received = Locked<[Data]>([])
@@ -20,17 +20,17 @@ struct TracingTests {
             return Response(status: .ok, headers: [.contentType: "application/x-protobuf"])
         }
         let collector = try await RunningServer.start(router: router, port: 0, logger: Logger(label: "otlp-receiver"))
-        defer { Task { await collector.stop() } }
+        try atTestEnd { await collector.stop() }
         let tracing = ["OTEL_EXPORTER_OTLP_ENDPOINT": collector.baseURL, "OTEL_BSP_SCHEDULE_DELAY": "200"]
         func exported(_ text: String) -> Bool {
             received.withLock { bodies in bodies.contains { $0.range(of: Data(text.utf8)) != nil } }
         }
 
         let harness = try await WorkerHarness.start()
-        defer { Task { await harness.stop() } }
+        try atTestEnd { await harness.stop() }
         let apple = try AppleSimulator()
         let appleServer = try await apple.start()
-        defer { Task { await appleServer.stop() } }
+        try atTestEnd { await appleServer.stop() }
         let serve = try SIWAProcess(port: try freePort(), environment: tracing.merging([
             "SIWA_DATABASE_URL": harness.database.url, "SIWA_APPLE_CLIENT_IDS": ServerHarness.clientID,
             "SIWA_APPLE_JWKS_URL": appleServer.baseURL + "/auth/keys",
@@ -60,7 +60,7 @@ struct TracingTests {
     /// Without the endpoint no tracer is bootstrapped and nothing says otherwise.
     @Test func offWithoutAnEndpoint() async throws {
         let harness = try await WorkerHarness.start()
-        defer { Task { await harness.stop() } }
+        try atTestEnd { await harness.stop() }
         let worker = try harness.startWorker()
         try await worker.waitForLog("Worker started")
         #expect(!worker.log.contains("Tracing on"))

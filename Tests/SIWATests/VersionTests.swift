@@ -6,7 +6,7 @@ import Testing
 /// siwa says which build it is, the same way everywhere: `siwa --version`,
 /// `siwa_build_info` on /metrics, and CHANGELOG.md's newest entry all name
 /// SIWAVersion's version (and the first two its commit).
-@Suite("Version")
+@Suite("Version", .testDatabases)
 struct VersionTests {
     @Test func versionFlagPrintsTheVersionAndTheCommit() async throws {
         let result = try await runSIWA(["--version"])
@@ -28,7 +28,7 @@ struct VersionTests {
             "SIWA_DATABASE_URL": database.url, "SIWA_APPLE_CLIENT_IDS": ServerHarness.clientID,
             "SIWA_APPLE_JWKS_URL": appleServer.baseURL + "/auth/keys",
         ])
-        defer { Task { await siwa.kill9(); await appleServer.stop() } }
+        try atTestEnd { await siwa.kill9(); await appleServer.stop() }
         try await siwa.waitUntilReady()
         let metrics = try await HTTPAnswer.send(method: .GET, url: "http://127.0.0.1:\(siwa.port)/metrics", body: nil, headers: [])
         #expect(metrics.status == 200)

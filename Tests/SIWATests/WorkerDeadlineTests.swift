@@ -7,7 +7,7 @@ import Testing
 /// maximum run time: a downstream or a database that stops answering fails
 /// the attempt (retried with backoff) instead of holding a worker slot.
 /// Real `siwa worker` processes, real PostgreSQL, a real HTTP downstream.
-@Suite("Worker deadlines")
+@Suite("Worker deadlines", .testDatabases)
 struct WorkerDeadlineTests {
     /// Seconds between the attempt's claim and its recorded failure.
     static func firstAttemptSeconds(_ db: TestDatabase) async throws -> Double {
@@ -24,7 +24,7 @@ struct WorkerDeadlineTests {
     /// too, so the attempt fails at it ("timed out") and the retry completes.
     @Test func downstreamStallingAfterHeadersFailsTheAttemptAtItsTimeout() async throws {
         let harness = try await WorkerHarness.start(httpTimeout: 1)
-        defer { Task { await harness.stop() } }
+        try atTestEnd { await harness.stop() }
         harness.downstream.set(.stallAfterHeaders(first: 1))
         try await harness.enqueue(subs: ["stalled"])
         let worker = try harness.startWorker()
@@ -53,8 +53,13 @@ struct WorkerDeadlineTests {
             try await session.run("BEGIN")
             try await session.run(lock)
             let worker = try harness.startWorker()
-            defer { Task { await worker.kill9() } }
-            try await body(session, worker)
+            do {
+                try await body(session, worker)
+            } catch {
+                await worker.kill9()
+                throw error
+            }
+            await worker.kill9()
         }
     }
 
@@ -65,7 +70,7 @@ struct WorkerDeadlineTests {
     /// meanwhile; once the lock is gone the purge completes.
     @Test func aLockHeldByAStuckSessionFailsTheAttemptInsteadOfHanging() async throws {
         let harness = try await WorkerHarness.start(settings: ["SIWA_JOB_LEASE_SECONDS": "30", "SIWA_JOB_MAX_ATTEMPTS": "1000"])
-        defer { Task { await harness.stop() } }
+        try atTestEnd { await harness.stop() }
         let db = harness.database
         try await Self.holding("SELECT FROM siwa.users WHERE apple_sub = 'held' FOR UPDATE", purging: "held", in: harness) { stuck, worker in
             let failed = try await harness.wait(upTo: .seconds(60)) {
@@ -93,7 +98,7 @@ struct WorkerDeadlineTests {
     /// completes on its first attempt.
     @Test func aPlanStepWaitsForTheAppsLocksUpToItsOwnTimeout() async throws {
         let harness = try await WorkerHarness.start()
-        defer { Task { await harness.stop() } }
+        try atTestEnd { await harness.stop() }
         let db = harness.database
         try await Self.holding("SELECT FROM app.profiles WHERE apple_sub = 'busy' FOR UPDATE", purging: "busy", in: harness) { app, worker in
             #expect(try await harness.wait(upTo: .seconds(30)) {
@@ -128,7 +133,7 @@ struct WorkerDeadlineTests {
             ]],
             ["name": WorkerHarness.httpStep, "http": ["url": hook, "secret_env": "TEST_DOWNSTREAM_SECRET", "timeout_seconds": 5]],
         ] })
-        defer { Task { await harness.stop() } }
+        try atTestEnd { await harness.stop() }
         try await harness.enqueue(subs: ["sleeper"])
         let worker = try harness.startWorker()
         let done = try await harness.wait(upTo: .seconds(30)) { try await harness.count(state: "completed") == 1 }
@@ -156,7 +161,7 @@ struct WorkerDeadlineTests {
             ["name": WorkerHarness.analyticsStep, "database_url_env": "TEST_ANALYTICS_DATABASE_URL", "timeout_seconds": 0.5,
              "sql": ["DELETE FROM events WHERE apple_sub = $1", "SELECT pg_sleep(30)"]],
         ] }, settings: ["SIWA_JOB_MAX_ATTEMPTS": "2"])
-        defer { Task { await harness.stop() } }
+        try atTestEnd { await harness.stop() }
         try await harness.enqueue(subs: ["sleeper"])
         let start = ContinuousClock.now
         let worker = try harness.startWorker()
@@ -181,7 +186,7 @@ struct WorkerDeadlineTests {
         let harness = try await WorkerHarness.start(planSteps: { _ in
             (1...3).map { ["name": "nap-\($0)", "timeout_seconds": 2, "sql": ["SELECT pg_sleep(1.5)"]] }
         }, settings: ["SIWA_JOB_MAX_RUN_SECONDS": "4", "SIWA_JOB_LEASE_SECONDS": "2"])
-        defer { Task { await harness.stop() } }
+        try atTestEnd { await harness.stop() }
         try await harness.enqueue(subs: ["long-run"])
         let worker = try harness.startWorker()
         let done = try await harness.wait(upTo: .seconds(30)) { try await harness.count(state: "completed") == 1 }
@@ -208,7 +213,7 @@ struct WorkerDeadlineTests {
     @Test func maxRunTimeIsCheckedAgainstTheLeaseAndTheSteps() async throws {
         // The plan's SQL step has the default timeout (60 s, so 65 s with the margin).
         let harness = try await WorkerHarness.start()
-        defer { Task { await harness.stop() } }
+        try atTestEnd { await harness.stop() }
         let short = try await runSIWA(["worker"], environment: harness.settings.merging(["SIWA_JOB_MAX_RUN_SECONDS": "20"]) { $1 })
         #expect(short.status == 2)
         #expect(short.output.contains("siwa: SIWA_JOB_MAX_RUN_SECONDS: 20 s is too short for step '\(WorkerHarness.sqlStep)', which may take up to 65 s"),
@@ -223,7 +228,7 @@ struct WorkerDeadlineTests {
     /// than SIWA_JOB_MAX_RUN_SECONDS, or holding an expired lease.
     @Test func metricsReportOverdueRunningJobs() async throws {
         let siwa = try await ServerHarness.start(settings: ["SIWA_JOB_MAX_RUN_SECONDS": "600"])
-        defer { Task { await siwa.stop() } }
+        try atTestEnd { await siwa.stop() }
         try await siwa.database.execute("""
             INSERT INTO siwa.jobs (kind, args, state, attempt, locked_by, locked_until, attempted_at) VALUES
               ('purge_user', '{"apple_sub": "fresh"}', 'running', 1, 'w/1', now() + interval '1 minute', now() - interval '1 minute'),

@@ -10,7 +10,7 @@ extension FaultTests {
     /// least once, always under the same webhook-id.
     @Test func workerKillNineMidwayLosesNothing() async throws {
         let harness = try await WorkerHarness.start(slowSQL: 0.02, settings: ["SIWA_WORKER_CONCURRENCY": "8"])
-        defer { Task { await harness.stop() } }
+        try atTestEnd { await harness.stop() }
         let subs = (0..<500).map { "k9w.\($0)" }
         try await harness.enqueue(subs: subs)
         let first = try harness.startWorker()
@@ -50,7 +50,7 @@ extension FaultTests {
     @Test func workerRecoversFromDatabaseRestart() async throws {
         let database = try await TestDatabase.create(serverURL: try TestEnvironment.faultDatabaseURL)
         let harness = try await WorkerHarness.start(database: database, slowSQL: 0.05, settings: ["SIWA_WORKER_CONCURRENCY": "4"])
-        defer { Task { await harness.stop() } }
+        try atTestEnd { await harness.stop() }
         let subs = (0..<200).map { "pgr.\($0)" }
         try await harness.enqueue(subs: subs)
         let port = try freePort()

@@ -6,7 +6,7 @@ import Testing
 /// What an operator scrapes from `siwa worker` (its own listener:
 /// /healthz, /readyz, /metrics) after real jobs ran in a real worker
 /// process, and what its log lines look like under systemd.
-@Suite("Worker metrics")
+@Suite("Worker metrics", .testDatabases)
 struct WorkerMetricsTests {
     /// Jobs that complete after a failed webhook, one discarded, one rescued
     /// from a dead worker's expired lease: each counted by kind, each step
@@ -14,7 +14,7 @@ struct WorkerMetricsTests {
     /// writes its lines with journald's priority prefix.
     @Test func countsWhatTheJobsDid() async throws {
         let harness = try await WorkerHarness.start()
-        defer { Task { await harness.stop() } }
+        try atTestEnd { await harness.stop() }
         // Every job's first webhook is answered 500: each job is retried once.
         harness.downstream.set(.failFirst(1))
         try await harness.enqueue(subs: ["m.1", "m.2", "m.3"])
@@ -79,7 +79,7 @@ struct WorkerMetricsTests {
     /// taken away while it runs is counted when the heartbeat finds out.
     @Test func showsTheOldestRunningJobAndLostLeases() async throws {
         let harness = try await WorkerHarness.start()
-        defer { Task { await harness.stop() } }
+        try atTestEnd { await harness.stop() }
         harness.downstream.set(delay: .seconds(4))
         try await harness.enqueue(subs: ["lost.1"])
         let port = try freePort()
@@ -102,7 +102,7 @@ struct WorkerMetricsTests {
     /// The listener is off with `off`, and then the worker says so.
     @Test func theListenerCanBeTurnedOff() async throws {
         let harness = try await WorkerHarness.start()
-        defer { Task { await harness.stop() } }
+        try atTestEnd { await harness.stop() }
         let worker = try harness.startWorker(["SIWA_WORKER_METRICS_PORT": "off"])
         try await worker.waitForLog("Worker started")
         #expect(worker.log.contains("The metrics listener is off (SIWA_WORKER_METRICS_PORT=off)"))
@@ -114,14 +114,14 @@ struct WorkerMetricsTests {
     /// an alert that never fires).
     @Test func theAlertRulesNameRealSeries() async throws {
         let harness = try await WorkerHarness.start()
-        defer { Task { await harness.stop() } }
+        try atTestEnd { await harness.stop() }
         harness.downstream.set(.failFirst(1))
         try await harness.enqueue(subs: ["alerts.1"])
         let workerPort = try freePort()
         let worker = try harness.startWorker(["SIWA_WORKER_METRICS_PORT": String(workerPort)])
         let apple = try AppleSimulator()
         let appleServer = try await apple.start()
-        defer { Task { await appleServer.stop() } }
+        try atTestEnd { await appleServer.stop() }
         let serve = try SIWAProcess(port: try freePort(), environment: [
             "SIWA_DATABASE_URL": harness.database.url, "SIWA_APPLE_CLIENT_IDS": ServerHarness.clientID,
             "SIWA_APPLE_JWKS_URL": appleServer.baseURL + "/auth/keys",

@@ -5,19 +5,19 @@ import Testing
 
 /// `siwa worker` as a real process against real PostgreSQL and a real HTTP
 /// downstream: notifications in, purges out, audited.
-@Suite("Worker")
+@Suite("Worker", .testDatabases)
 struct WorkerTests {
     /// Notifications through HTTP -> jobs -> `siwa worker` -> the app's rows
     /// gone, the downstream got a correctly signed request, audit rows written.
     @Test func notificationsToPurgesEndToEnd() async throws {
         let siwa = try await ServerHarness.start(settings: ["SIWA_ON_CONSENT_REVOKED": "purge"])
-        defer { Task { await siwa.stop() } }
+        try atTestEnd { await siwa.stop() }
         // The app's analytics live in a database of their own.
         let analytics = try await TestDatabase.create()
         // public, not unqualified: the owner role is named siwa, so its search_path ("$user", public) starts with schema siwa.
         try await analytics.execute("CREATE TABLE public.events (apple_sub text NOT NULL, kind text)")
         let harness = try await WorkerHarness.start(database: siwa.database, analytics: analytics)
-        defer { Task { await harness.stop() } }
+        try atTestEnd { await harness.stop() }
         let db = siwa.database
         let revoked = "e2e.revoked.\(UUID().uuidString)"
         let deleted = "e2e.deleted.\(UUID().uuidString)"
@@ -86,7 +86,7 @@ struct WorkerTests {
     /// (retry n waits at least base x 2^(n-1)), completed on attempt 3.
     @Test func downstreamFailingTwiceIsRetriedWithBackoff() async throws {
         let harness = try await WorkerHarness.start(settings: ["SIWA_JOB_RETRY_BASE_SECONDS": "0.4"])
-        defer { Task { await harness.stop() } }
+        try atTestEnd { await harness.stop() }
         harness.downstream.set(.failFirst(2))
         try await harness.enqueue(subs: ["flaky"])
         let worker = try harness.startWorker()
@@ -115,7 +115,7 @@ struct WorkerTests {
     /// it; `siwa jobs retry` brings it back, and it completes.
     @Test func alwaysFailingJobIsDiscardedAndCanBeRetried() async throws {
         let harness = try await WorkerHarness.start(settings: ["SIWA_JOB_MAX_ATTEMPTS": "3"])
-        defer { Task { await harness.stop() } }
+        try atTestEnd { await harness.stop() }
         harness.downstream.set(.alwaysFail)
         try await harness.enqueue(subs: ["doomed"])
         let worker = try harness.startWorker()
@@ -174,7 +174,7 @@ struct WorkerTests {
             ["name": WorkerHarness.analyticsStep, "database_url_env": "TEST_ANALYTICS_DATABASE_URL",
              "sql": ["DELETE FROM events WHERE apple_sub = $1", "SELECT 1 / (count(*) - count(*)) FROM events"]],
         ] }, settings: ["SIWA_JOB_MAX_ATTEMPTS": "1"])
-        defer { Task { await harness.stop() } }
+        try atTestEnd { await harness.stop() }
         try await harness.enqueue(subs: ["midway"])
         let worker = try harness.startWorker()
         let discarded = try await harness.wait(upTo: .seconds(30)) { try await harness.count(state: "discarded") == 1 }
@@ -192,7 +192,7 @@ struct WorkerTests {
     /// each SQL step and delivery happens once.
     @Test func twoWorkersNeverRunTheSameJob() async throws {
         let harness = try await WorkerHarness.start(slowSQL: 0.01)
-        defer { Task { await harness.stop() } }
+        try atTestEnd { await harness.stop() }
         let subs = (0..<200).map { "pair.\($0)" }
         try await harness.enqueue(subs: subs)
         let first = try harness.startWorker()
@@ -212,10 +212,31 @@ struct WorkerTests {
         #expect(await second.terminate() == 0)
     }
 
+    /// An idle worker starts a job as soon as it is enqueued: the insert's
+    /// NOTIFY wakes it (JobNotifier), not its poll, which is 30 s here. Each
+    /// of ten jobs, enqueued one at a time, is claimed within a second (on a
+    /// quiet machine, a few milliseconds: make bench's wake-up figure).
+    @Test func anEnqueuedJobWakesAnIdleWorkerAtOnce() async throws {
+        let harness = try await WorkerHarness.start(planSteps: { _ in [] }, settings: ["SIWA_WORKER_POLL_SECONDS": "30"])
+        try atTestEnd { await harness.stop() }
+        let worker = try harness.startWorker()
+        try await worker.waitForLog("Worker started")
+        try await Task.sleep(for: .seconds(1))  // its LISTEN is in place, and its first claim found nothing
+        let db = harness.database
+        for sample in 0..<10 {
+            try await db.execute("INSERT INTO siwa.jobs (kind, args) VALUES ('purge_user', jsonb_build_object('apple_sub', 'wake.\(sample)'))")
+            let done = try await harness.wait(upTo: .seconds(10)) { try await harness.count(state: "completed") == sample + 1 }
+            #expect(done, "\(worker.log.suffix(2000))")
+        }
+        let slowest = try await db.scalar("SELECT (max(extract(epoch FROM attempted_at - created_at)) * 1000)::bigint FROM siwa.jobs")
+        #expect(slowest < 1000, "slowest wake-up \(slowest) ms")
+        #expect(await worker.terminate() == 0)
+    }
+
     /// SIGTERM: running jobs finish within the grace period; nothing new is claimed.
     @Test func sigtermLetsRunningJobsFinish() async throws {
         let harness = try await WorkerHarness.start(settings: ["SIWA_WORKER_CONCURRENCY": "2", "SIWA_WORKER_SHUTDOWN_GRACE_SECONDS": "10"])
-        defer { Task { await harness.stop() } }
+        try atTestEnd { await harness.stop() }
         harness.downstream.set(delay: .seconds(1.5))
         try await harness.enqueue(subs: (0..<6).map { "grace.\($0)" })
         let worker = try harness.startWorker()
@@ -231,7 +252,7 @@ struct WorkerTests {
     /// (available again, the attempt not counted) for another worker.
     @Test func sigtermReleasesJobsPastTheGracePeriod() async throws {
         let harness = try await WorkerHarness.start(settings: ["SIWA_WORKER_CONCURRENCY": "2", "SIWA_WORKER_SHUTDOWN_GRACE_SECONDS": "0.3"])
-        defer { Task { await harness.stop() } }
+        try atTestEnd { await harness.stop() }
         harness.downstream.set(delay: .seconds(4))
         try await harness.enqueue(subs: ["slow.1", "slow.2"])
         let worker = try harness.startWorker()
@@ -250,7 +271,7 @@ struct WorkerTests {
     /// ones stay; the audit trail keeps the proof of both.
     @Test func finishedJobsArePrunedAfterTheRetention() async throws {
         let harness = try await WorkerHarness.start(settings: ["SIWA_JOB_RETENTION_DAYS": "0.00002"])  // 1.7 s
-        defer { Task { await harness.stop() } }
+        try atTestEnd { await harness.stop() }
         try await harness.enqueue(subs: ["pruned"])
         // A job a worker can never run (no apple_sub): discarded at once.
         try await harness.database.execute("INSERT INTO siwa.jobs (kind, args) VALUES ('purge_user', '{}')")
@@ -272,7 +293,7 @@ struct WorkerTests {
     /// SQL step on siwa's database is not run again.
     @Test func aRunThatLostItsLeaseChangesNothing() async throws {
         let harness = try await WorkerHarness.start()
-        defer { Task { await harness.stop() } }
+        try atTestEnd { await harness.stop() }
         harness.downstream.set(delay: .seconds(3))
         try await harness.enqueue(subs: ["rescued"])
         let worker = try harness.startWorker()
@@ -304,9 +325,9 @@ struct WorkerTests {
     /// passed the steps already; the downstream hears of the new event).
     @Test func anEventDuringARunningPurgeGetsAPurgeOfItsOwn() async throws {
         let siwa = try await ServerHarness.start(settings: ["SIWA_ON_CONSENT_REVOKED": "purge"])
-        defer { Task { await siwa.stop() } }
+        try atTestEnd { await siwa.stop() }
         let harness = try await WorkerHarness.start(database: siwa.database)
-        defer { Task { await harness.stop() } }
+        try atTestEnd { await harness.stop() }
         harness.downstream.set(delay: .seconds(1.5))
         let sub = "during.\(UUID().uuidString)"
         #expect(try await siwa.post(token: siwa.notification("consent-revoked", sub: sub)).status == 200)

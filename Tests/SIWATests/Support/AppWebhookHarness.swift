@@ -12,9 +12,11 @@ final class AppWebhookHarness: Sendable {
     let secret: String
     let nextSecret: String
 
+    /// Stopped when the test ends (`.testDatabases`' scope: atTestEnd).
     static func start() async throws -> AppWebhookHarness {
         let receiver = AppEventReceiver()
         let server = try await receiver.start()
+        try atTestEnd { await server.stop() }
         return AppWebhookHarness(receiver: receiver, server: server, secret: Self.newSecret(), nextSecret: Self.newSecret())
     }
 
@@ -33,8 +35,6 @@ final class AppWebhookHarness: Sendable {
         if rotating { settings["SIWA_APP_WEBHOOK_SECRET_NEXT"] = nextSecret }
         return settings
     }
-
-    func stop() async { await server.stop() }
 
     /// The deliveries about `sub` the app took (2xx), in arrival order.
     func accepted(sub: String) -> [AppEventReceiver.Delivery] {

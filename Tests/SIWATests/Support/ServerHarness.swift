@@ -54,19 +54,8 @@ final class ServerHarness: Sendable {
         let simulator = try AppleSimulator()
         let appleServer = try await simulator.start()
         let database = if let database { database } else { try await TestDatabase.create() }
-        var values = [
-            "SIWA_DATABASE_URL": database.url,
-            "SIWA_HTTP_PORT": "0",
-            "SIWA_ADMIN_HTTP_PORT": "off",
-            "SIWA_APPLE_CLIENT_IDS": clientID,
-            "SIWA_APPLE_JWKS_URL": appleServer.baseURL + "/auth/keys",
-        ]
-        if let signIn {
-            signIn.register(with: simulator)
-            values.merge(SignInFixture.settings(signIn, appleBaseURL: appleServer.baseURL)) { $1 }
-        }
-        values.merge(extra) { $1 }
-        let settings = try ServerSettings(environment: SettingsReader(values))
+        let settings = try Self.settings(database: database, simulator: simulator, appleBaseURL: appleServer.baseURL,
+                                         signIn: signIn, extra: extra)
         let port = OneShot<Int>(), adminPort = OneShot<Int>()
         let app = try ServerAssembly.makeApplication(
             settings: settings,
@@ -82,6 +71,25 @@ final class ServerHarness: Sendable {
                                     group: group, task: task)
         if waitUntilReady { try await harness.waitUntilKeysLoaded() }
         return harness
+    }
+
+    /// `siwa serve`'s settings for a test: its database, the simulator as
+    /// Apple, the test client id; `extra` last.
+    static func settings(database: TestDatabase, simulator: AppleSimulator, appleBaseURL: String,
+                         signIn: SimulatedTeamKeyFiles? = nil, extra: [String: String] = [:]) throws -> ServerSettings {
+        var values = [
+            "SIWA_DATABASE_URL": database.url,
+            "SIWA_HTTP_PORT": "0",
+            "SIWA_ADMIN_HTTP_PORT": "off",
+            "SIWA_APPLE_CLIENT_IDS": clientID,
+            "SIWA_APPLE_JWKS_URL": appleBaseURL + "/auth/keys",
+        ]
+        if let signIn {
+            signIn.register(with: simulator)
+            values.merge(SignInFixture.settings(signIn, appleBaseURL: appleBaseURL)) { $1 }
+        }
+        values.merge(extra) { $1 }
+        return try ServerSettings(environment: SettingsReader(values))
     }
 
     /// A graceful shutdown, as production's SIGTERM does. Not a cancel: a

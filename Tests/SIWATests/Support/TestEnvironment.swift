@@ -17,6 +17,13 @@ enum TestEnvironment {
         return value
     }
 
+    /// Running under CI (`.ci/run` is started with CI=true): tests that a
+    /// developer's machine may skip for a missing tool must run there.
+    static var isCI: Bool {
+        let value = ProcessInfo.processInfo.environment["CI"] ?? ""
+        return !value.isEmpty && value != "0" && value != "false"
+    }
+
     static var databaseURL: String { get throws { try require("SIWA_TEST_DATABASE_URL") } }
     static var faultDatabaseURL: String { get throws { try require("SIWA_TEST_FAULT_DATABASE_URL") } }
     static var pgScript: String {
@@ -59,8 +66,9 @@ struct TestSetupError: Error, CustomStringConvertible {
     init(_ description: String) { self.description = description }
 }
 
-/// A fresh, migrated database of its own for one test (or suite), in the
-/// shared throwaway cluster, so tests run in parallel without interfering.
+/// A fresh, migrated database of its own for one test, in the shared
+/// throwaway cluster, so tests run in parallel without interfering; dropped
+/// when the test ends (the suite's `.testDatabases` trait).
 ///
 /// As in production, the schema belongs to the owner role (`siwa`, which
 /// migrates it) and siwa runs as the runtime role (`siwa_app`, granted its
@@ -79,11 +87,7 @@ struct TestDatabase: Sendable {
 
     static func create(serverURL: String? = nil) async throws -> TestDatabase {
         let server = try DatabaseConfiguration(url: try serverURL ?? TestEnvironment.databaseURL)
-        let name = "t_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased().prefix(16)
-        try await withClient(server) { client in
-            try await client.query(PostgresQuery(unsafeSQL: "CREATE DATABASE \(name)"), logger: TestEnvironment.logger)
-        }
-        let configuration = server.with(database: String(name))
+        let (name, configuration) = try await createEmpty(on: server)
         let migrator = try Migrator(directory: TestEnvironment.repositoryRoot.appendingPathComponent("sql"))
         try await withClient(configuration) { client in
             try await migrator.migrate(client: client, logger: TestEnvironment.logger)
@@ -96,6 +100,21 @@ struct TestDatabase: Sendable {
         components.user = runtimeRole
         components.password = runtimeRole
         return TestDatabase(url: components.string ?? base, ownerURL: ownerURL, configuration: configuration)
+    }
+
+    /// A database with nothing in it (not migrated) on `server`, dropped
+    /// when the test ends (`.testDatabases`); its name starts with `prefix`.
+    static func createEmpty(on server: DatabaseConfiguration, prefix: String = "t_") async throws
+        -> (name: String, configuration: DatabaseConfiguration) {
+        let scope = try TestScope.required(for: "TestDatabase.create")
+        let name: String = prefix + UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased().prefix(16)
+        try await withClient(server) { client in
+            try await client.query(PostgresQuery(unsafeSQL: "CREATE DATABASE \(name)"), logger: TestEnvironment.logger)
+        }
+        scope.onExit {
+            if await !drop(name, server: server) { Issue.record("test database \(name) could not be dropped: it is left behind") }
+        }
+        return (name, server.with(database: name))
     }
 
     /// The runtime role's view of this database, for tests of its privileges.
@@ -118,6 +137,18 @@ struct TestDatabase: Sendable {
     /// One integer from a query (counts, mostly).
     func scalar(_ sql: String) async throws -> Int {
         try await withClient { client in
+            let rows = try await client.query(PostgresQuery(unsafeSQL: sql), logger: TestEnvironment.logger)
+            for try await value in rows.decode(Int.self) { return value }
+            return 0
+        }
+    }
+
+    /// One integer from a query run as the cluster's superuser (what only
+    /// it may see or do: other roles' sessions, ending them).
+    func superuserScalar(_ sql: String) async throws -> Int {
+        let superuser = try DatabaseConfiguration(
+            url: "postgres://postgres@\(configuration.host):\(configuration.port)/\(configuration.database)?sslmode=disable")
+        return try await Self.withClient(superuser) { client in
             let rows = try await client.query(PostgresQuery(unsafeSQL: sql), logger: TestEnvironment.logger)
             for try await value in rows.decode(Int.self) { return value }
             return 0

@@ -252,11 +252,11 @@ GRANT EXECUTE ON FUNCTION siwa.app_events_of(text, jsonb, text), siwa.app_event_
     TO siwa_admin;
 
 INSERT INTO siwa.runtime_grants (migration, position, why, statement) VALUES
-    (13, 1, 'the worker turns the app webhook on or off at start; every writer of events reads it',
+    (14, 1, 'the worker turns the app webhook on or off at start; every writer of events reads it',
         'GRANT SELECT, UPDATE ON siwa.app_webhook TO %I'),
-    (13, 2, 'the inbox statement and the audit trigger map events to deliveries',
+    (14, 2, 'the inbox statement and the audit trigger map events to deliveries',
         'GRANT EXECUTE ON FUNCTION siwa.app_events_of(text, jsonb, text), siwa.app_event_args(bigint, text, integer, text), '
         'siwa.app_event_run_at(text), siwa.app_event_job_kind(bigint, text, bigint), siwa.enqueue_app_events(), '
         'siwa.app_events_idle() TO %I'),
-    (13, 3, 'the worker builds each delivery''s body',
+    (14, 3, 'the worker builds each delivery''s body',
         'GRANT EXECUTE ON FUNCTION siwa.app_event_payload(bigint, text, boolean) TO %I');
