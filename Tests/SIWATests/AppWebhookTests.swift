@@ -134,7 +134,8 @@ struct AppWebhookTests {
             String(decoding: body, as: UTF8.self).contains("apple.email-disabled") && attempt == 1 ? 500 : 204
         }
         // A backoff of 2 s: the second event, and another user's, arrive well within it.
-        let worker = try await setup.startWorker(["SIWA_JOB_RETRY_BASE_SECONDS": "2"])
+        let port = try freePort()
+        let worker = try await setup.startWorker(["SIWA_JOB_RETRY_BASE_SECONDS": "2", "SIWA_WORKER_METRICS_PORT": String(port)])
         try atTestEnd { await worker.kill9() }
         let sub = "001.order.1"
         try await setup.post("email-disabled", sub: sub, eventTime: Date().addingTimeInterval(-5))
@@ -161,6 +162,23 @@ struct AppWebhookTests {
         let other = try #require(setup.receiver.deliveries.firstIndex { $0.sub == "001.order.other" })
         let retry = try #require(setup.receiver.deliveries.lastIndex { $0.sub == sub && $0.type == "apple.email-disabled" })
         #expect(other < retry, "the retry held up only its own user")
+        // A job kind of the worker's registry like the purge: claimed by its
+        // own statement, its failure retried by the worker's retry policy,
+        // each counted by kind.
+        let kind = ["kind": "app_event"]
+        let base = "http://127.0.0.1:\(port)"
+        #expect(try await eventually(upTo: .seconds(5)) {
+            try await PrometheusText.scrape(base).value("siwa_worker_jobs_completed_total", kind) == 3
+        })
+        let metrics = try await PrometheusText.scrape(base)
+        #expect(metrics.value("siwa_worker_jobs_claimed_total", kind) == 4, "\(metrics.text)")
+        #expect(metrics.value("siwa_worker_jobs_retried_total", kind) == 1)
+        #expect(metrics.value("siwa_worker_jobs_discarded_total", kind) == 0)
+        #expect(metrics.value("siwa_worker_webhook_failures_total", ["step": "app_event.deliver", "status_class": "5xx"]) == 1)
+        #expect(try await setup.database.scalar("""
+            SELECT count(*) FROM siwa.audit_log WHERE action = 'job.retry_scheduled' AND apple_sub = '\(sub)'
+              AND details->>'step' = 'app_event.deliver'
+            """) == 1)
     }
 
     /// The app keeps refusing one event: it is discarded after the attempts,
