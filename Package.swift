@@ -94,6 +94,7 @@ let package = Package(
             dependencies: [
                 "AppleSignIn", "AccountStore", "AccountEvents", "SIWABuildStamp",
                 .product(name: "Configuration", package: "swift-configuration"),
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Logging", package: "swift-log"),
@@ -191,6 +192,8 @@ let package = Package(
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 // A second ES256 verifier for the client secret, independent of siwa's code.
                 .product(name: "JWTKit", package: "jwt-kit"),
+                // The app's side of the webhook's HMAC, independent of siwa's code.
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ],

@@ -13,7 +13,10 @@ import PostgresNIO
 /// and a status event older than the user's latest sign-in changes nothing.
 /// The purge job is enqueued by siwa.enqueue_purge (sql/008), once per
 /// purge or sign-out of the batch; its insert trigger wakes the workers when
-/// the transaction commits (sql/002_queue.sql).
+/// the transaction commits (sql/002_queue.sql). With the app webhook on
+/// (siwa.app_webhook, sql/014), each recorded notification's deliveries to
+/// the app are enqueued here too, one insert for the batch, keyed by the
+/// notification's audit row.
 ///
 /// One statement cannot touch the same row twice (ON CONFLICT DO UPDATE
 /// refuses), so a batch must not repeat a `jti` or a `sub`:
@@ -25,7 +28,7 @@ import PostgresNIO
 /// `siwa-bench` (`make bench`) runs this same text under pgbench, one
 /// notification per transaction, to measure the ceiling.
 public struct RecordNotificationStatement: PostgresPreparedStatement {
-    public static let name = "siwa_record_notifications_v6"
+    public static let name = "siwa_record_notifications_v8"
 
     public static let sql = """
         WITH input AS (
@@ -125,8 +128,11 @@ public struct RecordNotificationStatement: PostgresPreparedStatement {
             -- have been inserted meanwhile by a first sign-in, which the
             -- upsert waited for; a consent revocation older than it left
             -- the user active, and is stale after all.
+            -- `revoked`: this consent revocation set the user's status
+            -- (the app's `consent.revoked`, sql/014).
             SELECT fresh.ord, fresh.jti, fresh.event_type, fresh.apple_sub, fresh.event_time, fresh.notification_id,
-                   fresh.purge AND NOT late AS purge, fresh.sign_out AND NOT late AS sign_out, fresh.stale OR late AS stale
+                   fresh.purge AND NOT late AS purge, fresh.sign_out AND NOT late AS sign_out, fresh.stale OR late AS stale,
+                   coalesce(fresh.revocation AND account.status = 'consent_revoked', false) AS revoked
             FROM fresh LEFT JOIN account USING (apple_sub),
                  LATERAL (SELECT fresh.revocation AND coalesce(account.status = 'active', false) AS late) AS l
         ), jobs AS MATERIALIZED (
@@ -147,11 +153,29 @@ public struct RecordNotificationStatement: PostgresPreparedStatement {
                                       'purge_job_id', CASE WHEN jobs.inserted AND effect.purge THEN jobs.id END,
                                       'purge_merged_into_job_id', CASE WHEN NOT jobs.inserted AND effect.purge THEN jobs.id END,
                                       'sign_out_job_id', CASE WHEN effect.sign_out THEN jobs.id END,
-                                      'older_than_sign_in', effect.stale)
+                                      'older_than_sign_in', effect.stale, 'consent_revoked', effect.revoked)
             FROM effect LEFT JOIN jobs USING (apple_sub) ORDER BY effect.ord
+            RETURNING seq, apple_sub, details
+        ), deliveries AS (
+            -- The app's backend hears of each (sql/014): one delivery per
+            -- app event of the row, the row's seq its id, in the batch's
+            -- order; nothing at all while the webhook is off.
+            INSERT INTO siwa.jobs (kind, args, run_at)
+            SELECT 'app_event', siwa.app_event_args(audit.seq, audit.apple_sub, e.event_position, e.event_type),
+                   siwa.app_event_run_at(audit.apple_sub)
+            FROM audit, siwa.app_events_of('notification.recorded', audit.details, NULL) AS e
+            WHERE (SELECT enabled FROM siwa.app_webhook)
+            ORDER BY audit.seq, e.event_position
+            RETURNING id
+        ), wake AS (
+            -- Only when no delivery was waiting (this statement's snapshot
+            -- does not see its own): a NOTIFY serializes commits (sql/014).
+            SELECT pg_notify('siwa_jobs', 'app_event')
+            WHERE EXISTS (SELECT FROM deliveries) AND siwa.app_events_idle()
         )
         SELECT input.ord, effect.notification_id, CASE WHEN jobs.inserted AND effect.purge THEN jobs.id END
-        FROM input LEFT JOIN effect USING (ord) LEFT JOIN jobs ON jobs.apple_sub = effect.apple_sub
+        FROM input LEFT JOIN effect USING (ord) LEFT JOIN jobs ON jobs.apple_sub = effect.apple_sub,
+             (SELECT count(*) FROM wake) AS woken
         ORDER BY input.ord
         """
 

@@ -16,6 +16,13 @@ struct IngestScenario {
     var analyzeAfterWarmUp = false
     /// Junk at wrk's full rate while the open loop runs.
     var junkFlood = false
+    /// More settings for the `siwa worker` that runs beside the load (the
+    /// app events webhook's, for `BENCH_ONLY=webhook`).
+    var workerSettings: [String: String] = [:]
+    /// Deliveries enqueued but not delivered: the switch turned on by hand
+    /// after a worker without the webhook's settings started (the enqueue's
+    /// cost alone).
+    var enqueueOnly = false
 }
 
 struct IngestReport {
@@ -31,6 +38,8 @@ struct IngestReport {
     var recorded = ""
     var sent = 0
     var chain: AuditChainFigures?
+    /// With the webhook on: the app's deliveries enqueued and completed by the end.
+    var deliveries: (enqueued: String, completed: String)?
 
     var ratios: [Double] { zip(siwaRates, pgbenchRates).map { $0 / $1 } }
 }
@@ -127,11 +136,32 @@ enum IngestBench {
         var worker: WorkerProcess?
         do {
             if try await database.scalar("SELECT to_regclass('siwa.audit_chain') IS NOT NULL") == "t" {
-                worker = try WorkerProcess.start(databaseURL: database.runtimeURL, settings: [:])
+                worker = try WorkerProcess.start(databaseURL: database.runtimeURL, settings: scenario.workerSettings)
+            }
+            if scenario.enqueueOnly {
+                // After the worker has turned it off at start (it has no URL).
+                let deadline = ContinuousClock.now + .seconds(30)
+                while try await database.scalar("SELECT updated_by IS NOT NULL FROM siwa.app_webhook") != "t" {
+                    guard ContinuousClock.now < deadline else { throw BenchError("the worker did not start") }
+                    try await Task.sleep(for: .milliseconds(50))
+                }
+                _ = try await database.scalar("UPDATE siwa.app_webhook SET enabled = true")
+            }
+            if scenario.workerSettings["SIWA_APP_WEBHOOK_URL"] != nil {
+                // The worker turns enqueueing on at start: wait for it before the first notification.
+                let deadline = ContinuousClock.now + .seconds(30)
+                while try await database.scalar("SELECT enabled FROM siwa.app_webhook") != "t" {
+                    guard ContinuousClock.now < deadline else { throw BenchError("the worker did not turn the app webhook on") }
+                    try await Task.sleep(for: .milliseconds(50))
+                }
             }
             var report = try await drive(siwa, scenario: scenario, database: database, bodies: bodies, bareURL: bareURL, http: http,
                                          concurrency: concurrency, pgbenchSeconds: pgbenchSeconds, offeredRate: offeredRate)
             if let worker { report.chain = try await AuditChainFigures.measure(database: database, worker: worker) }
+            if scenario.workerSettings["SIWA_APP_WEBHOOK_URL"] != nil || scenario.enqueueOnly {
+                report.deliveries = (try await database.scalar("SELECT count(*) FROM siwa.jobs WHERE kind = 'app_event'"),
+                                     try await database.scalar("SELECT count(*) FROM siwa.jobs WHERE kind = 'app_event' AND state = 'completed'"))
+            }
             await siwa.stop()
             _ = await worker?.stop()
             return report

@@ -39,8 +39,8 @@ let pgbenchSeconds = setting("BENCH_PGBENCH_SECONDS", 5)
 let offeredRate = setting("BENCH_OFFERED_RATE", 1000)
 let openLoopCount = offeredRate * setting("BENCH_OPEN_LOOP_SECONDS", 5)
 let preloadUsers = setting("BENCH_PRELOAD_USERS", 1_000_000)
-// BENCH_ONLY=ingest, worker or signin (or a comma list) runs only those parts.
-let allParts = ["ingest", "worker", "signin"]
+// BENCH_ONLY=ingest, worker, signin or webhook (or a comma list) runs only those parts.
+let allParts = ["ingest", "worker", "signin", "webhook"]
 let parts = (ProcessInfo.processInfo.environment["BENCH_ONLY"] ?? "").split(separator: ",").map(String.init)
 if let unknown = parts.first(where: { !allParts.contains($0) }) {
     fail("BENCH_ONLY: unknown part '\(unknown)' (parts: \(allParts.joined(separator: ", ")))", status: 2)
@@ -72,29 +72,32 @@ let scenarios = ProcessInfo.processInfo.environment["BENCH_SCENARIOS"].map { lis
     allScenarios.filter { list.split(separator: ",").map(String.init).contains($0.label) }
 } ?? allScenarios
 
-if runs("ingest") {
-    // Apple stand-in (its JWKS endpoint); siwa serve runs per scenario in its own process.
-    let apple = try AppleSimulator()
-    let appleServer = try await apple.start(logger: logger)
-    let clientID = "com.example.siwa.bench"
-    // The open loop's client: enough connections that a slow answer never
-    // makes the next send queue in the client.
-    var httpConfiguration = HTTPClient.Configuration()
-    httpConfiguration.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = concurrency
-    let http = HTTPClient(eventLoopGroupProvider: .singleton, configuration: httpConfiguration)
-
-    // A second ceiling: the bare HTTP stack. A Hummingbird route that reads
-    // the body and answers 200 with no work at all, on the same two cores,
-    // under the same load: what any Swift HTTP service could do here.
-    let bareRouter = Router(context: BasicRequestContext.self)
-    bareRouter.post("/apple/notifications") { request, _ -> Response in
-        _ = try await request.body.collect(upTo: 64 * 1024)
-        return Response(status: .ok, body: .init(byteBuffer: ByteBuffer(string: #"{"status":"recorded"}"#)))
-    }
-    let bareServer = try await RunningServer.start(router: bareRouter, port: 0, logger: logger)
-
+/// Runs ingest scenarios (each: warm-up, rounds under wrk against the
+/// pgbench ceiling, the open loop) and returns their reports.
+@MainActor
+func ingestReports(_ scenarios: [IngestScenario]) async -> [IngestReport] {
     var reports: [IngestReport] = []
     do {
+        // Apple stand-in (its JWKS endpoint); siwa serve runs per scenario in its own process.
+        let apple = try AppleSimulator()
+        let appleServer = try await apple.start(logger: logger)
+        let clientID = "com.example.siwa.bench"
+        // The open loop's client: enough connections that a slow answer never
+        // makes the next send queue in the client.
+        var httpConfiguration = HTTPClient.Configuration()
+        httpConfiguration.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = concurrency
+        let http = HTTPClient(eventLoopGroupProvider: .singleton, configuration: httpConfiguration)
+
+        // A second ceiling: the bare HTTP stack. A Hummingbird route that reads
+        // the body and answers 200 with no work at all, on the same two cores,
+        // under the same load: what any Swift HTTP service could do here.
+        let bareRouter = Router(context: BasicRequestContext.self)
+        bareRouter.post("/apple/notifications") { request, _ -> Response in
+            _ = try await request.body.collect(upTo: 64 * 1024)
+            return Response(status: .ok, body: .init(byteBuffer: ByteBuffer(string: #"{"status":"recorded"}"#)))
+        }
+        let bareServer = try await RunningServer.start(router: bareRouter, port: 0, logger: logger)
+
         // Pre-sign everything (RSA signing is Apple's cost, not ours).
         say("signing notifications (not timed)…")
         let bodies = try await IngestBench.sign(apple: apple, clientID: clientID, warmUp: 5000, rounds: rounds, perRound: perRound,
@@ -108,13 +111,17 @@ if runs("ingest") {
                 bareURL: bareServer.baseURL + "/apple/notifications", http: http, concurrency: concurrency,
                 pgbenchSeconds: pgbenchSeconds, offeredRate: offeredRate))
         }
+        _ = try? await http.shutdown().get()
+        await appleServer.stop()
+        await bareServer.stop()
     } catch {
         fail("\(error)")
     }
-    _ = try? await http.shutdown().get()
-    await appleServer.stop()
-    await bareServer.stop()
-    IngestSummary.print(reports, concurrency: concurrency, offeredRate: offeredRate)
+    return reports
+}
+
+if runs("ingest") {
+    IngestSummary.print(await ingestReports(scenarios), concurrency: concurrency, offeredRate: offeredRate)
 }
 
 if runs("worker") {
@@ -170,4 +177,24 @@ if runs("signin") {
     }
     _ = try? await http.shutdown().get()
     SignInSummary.print(report, options: options)
+}
+
+if runs("webhook") {
+    // The app events webhook: the ingest with it on beside it off (the worker
+    // delivering to a receiver in this process while the load runs), then
+    // the deliveries' burn-down.
+    let hook = try await WebhookBench.Receiver.start(logger: logger)
+    say("")
+    say("webhook: the ingest without and with the app events webhook (\(rounds) rounds each), then \(setting("BENCH_DELIVERIES", 20_000)) deliveries burnt down")
+    let reports = await ingestReports(WebhookBench.scenarios(hook))
+    IngestSummary.print(reports, concurrency: concurrency, offeredRate: offeredRate)
+    WebhookBench.printIngestCost(reports)
+    do {
+        let burnDown = try await WebhookBench.burnDown(serverURL: serverURL, hook: hook, deliveries: setting("BENCH_DELIVERIES", 20_000),
+                                                       concurrency: setting("BENCH_WORKER_CONCURRENCY", 16), rounds: rounds)
+        WebhookBench.print(burnDown)
+    } catch {
+        fail("\(error)")
+    }
+    await hook.stop()
 }

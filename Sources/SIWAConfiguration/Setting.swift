@@ -25,6 +25,7 @@ public struct Setting: Sendable, Hashable {
         case serve, worker, migrate, jobs, audit, tokens
         case apiKeys = "api-keys"
         case receipts
+        case webhooks
     }
 
     /// Where it goes in deploy/ (each unit reads only its own files, so the

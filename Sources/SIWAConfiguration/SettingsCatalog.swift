@@ -288,6 +288,53 @@ public enum SettingsCatalog {
             Keep it below the unit's TimeoutStopSec (60).
             """)
 
+    // MARK: App events webhook (the worker delivers; `siwa webhooks` tests and replays)
+
+    public static let appWebhookURL = Setting(
+        "SIWA_APP_WEBHOOK_URL", .url, example: "https://app.internal/siwa/events", readers: [.worker, .webhooks],
+        files: [.worker],
+        help: "the app's backend endpoint that hears every event siwa records (Apple's notifications, sign-ins, deletions, purges), signed the Standard Webhooks way; unset: no event is delivered",
+        details: """
+            Each `siwa worker` turns delivery on (set) or off (unset) at start, for every \
+            process that records events (siwa.app_webhook): give all workers the same \
+            value. A delivery is a job (kind app_event, `siwa jobs list`): enqueued in the \
+            transaction that records the event, retried with the jobs' backoff \
+            (SIWA_JOB_RETRY_BASE_SECONDS, SIWA_JOB_MAX_ATTEMPTS), one user's events in \
+            order. Only a 2xx counts; redirects are not followed. README.md, "The app \
+            events webhook", shows how to verify a delivery.
+            """)
+    public static let appWebhookSecret = Setting(
+        "SIWA_APP_WEBHOOK_SECRET", .text, example: "whsec_CHANGE-ME-make-one-with-siwa-webhooks-secret", readers: [.worker, .webhooks],
+        files: [.worker], secret: true,
+        help: "the deliveries' signing secret, `whsec_` + base64 of 24 to 64 random bytes (`siwa webhooks secret` makes one); required with SIWA_APP_WEBHOOK_URL",
+        details: """
+            The app's backend holds the same secret and checks webhook-signature with it. \
+            It is a secret: keep it in worker.env (mode 0640) or a credential, never in \
+            siwa.env, which serve reads too.
+            """)
+    public static let appWebhookSecretNext = Setting(
+        "SIWA_APP_WEBHOOK_SECRET_NEXT", .text, example: "whsec_CHANGE-ME-the-next-secret", readers: [.worker, .webhooks],
+        files: [.worker], secret: true,
+        help: "during a rotation, the next secret: every delivery is then signed with both (two `v1,` signatures in webhook-signature)",
+        details: """
+            To rotate: set the new secret here and restart the workers; give it to the app; \
+            once the app checks with it, move it to SIWA_APP_WEBHOOK_SECRET, unset this one \
+            and restart the workers again.
+            """)
+    public static let appWebhookIncludeEmail = Setting(
+        "SIWA_APP_WEBHOOK_INCLUDE_EMAIL", .choice(["false", "true"]), default: "false", readers: [.worker, .webhooks],
+        files: [.worker],
+        help: "`true`: Apple's email events carry the user's (relay) email address to the app; `false`: no delivery holds an email address",
+        details: """
+            Turn it on only if the app keeps its own mailer in step with email-enabled. A \
+            user's purge erases the address from siwa's records, and deliveries made after \
+            it carry none.
+            """)
+    public static let appWebhookTimeout = Setting(
+        "SIWA_APP_WEBHOOK_TIMEOUT_SECONDS", .seconds(0.5...120), default: "10", readers: [.worker, .webhooks],
+        files: [.worker],
+        help: "one deadline for each delivery (connect, answer and body); past it the attempt failed and is retried")
+
     // MARK: Audit reports
 
     public static let purgeSLAHours = Setting(
@@ -419,6 +466,8 @@ public enum SettingsCatalog {
         ("purge jobs", [purgePlan, workerConcurrency, jobLease, jobMaxRun, jobRetryBase, jobMaxAttempts,
                         jobRetentionDays, workerPoll, workerShutdownGrace]),
         ("worker metrics listener", [workerMetricsHost, workerMetricsPort]),
+        ("app events webhook", [appWebhookURL, appWebhookSecret, appWebhookSecretNext, appWebhookIncludeEmail,
+                                appWebhookTimeout]),
         ("audit reports", [purgeSLAHours]),
         ("deletion receipts", [receiptKeyFile, receiptIssuer, receiptJWKSFile]),
         ("audit chain", [auditHeadLogMinutes]),

@@ -22,6 +22,9 @@ public struct WorkerSettings: Sendable {
     public var auditHeadLogMinutes: Int
     /// nil: no health and metrics listener (SIWA_WORKER_METRICS_PORT=off).
     public var metricsListener: ListenerAddress?
+    /// nil: the app events webhook is off (no SIWA_APP_WEBHOOK_URL); the
+    /// worker turns the enqueueing of deliveries off at start.
+    public var appWebhook: AppWebhookSettings?
 
     /// SIWA_JOB_MAX_RUN_SECONDS, whose default is 900 s or the lease if
     /// longer (`siwa serve` reads it too, for `siwa_jobs_running_overdue`).
@@ -65,6 +68,7 @@ public struct WorkerSettings: Sendable {
         receipts = try ReceiptSettings.read(env)
         auditHeadLogMinutes = try env.integer(S.auditHeadLogMinutes)
         metricsListener = try env.listenerPort(S.workerMetricsPort).map { ListenerAddress(host: try env.text(S.workerMetricsHost), port: $0) }
+        appWebhook = try AppWebhookSettings.read(env)
     }
 }
 

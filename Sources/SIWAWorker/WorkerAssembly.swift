@@ -33,7 +33,7 @@ public struct WorkerAssembly: Sendable {
                                     backgroundLogger: Logger(label: "siwa.postgres"))
         let plan = try Self.loadPlan(settings: settings, environment: environment)
         let external = Self.externalClients(plan)
-        let webhookClient = Self.webhookClient()
+        let webhookClient = Self.webhookClient(concurrency: settings.worker.concurrency)
         let queue = JobQueue(client: client, worker: workerName, logger: Logger(label: "siwa.jobs"), receipts: receipts)
         let revoker = access.map {
             TokenRevoker(apple: $0.apple, keyRing: $0.keyRing,
@@ -44,8 +44,17 @@ public struct WorkerAssembly: Sendable {
         let purges = PurgeJobRunner(plan: plan, queue: queue, externalDatabases: external,
                                     webhooks: WebhookDelivery(http: webhookClient), revoker: revoker, metrics: jobMetrics,
                                     logger: Logger(label: "siwa.purge"))
-        // The job kinds this worker claims and runs, each with its runner.
-        let kinds = JobKinds([purges])
+        let hook = settings.appWebhook
+        let appEvents = AppEventQueue(client: client, worker: workerName, logger: Logger(label: "siwa.app-events"))
+        let deliveries = hook.map {
+            AppEventDelivery(queue: appEvents, target: $0.target, webhooks: WebhookDelivery(http: webhookClient), metrics: jobMetrics,
+                             logger: Logger(label: "siwa.app-events"))
+        }
+        // The job kinds this worker claims and runs, each with its runner;
+        // purges first: the app's deliveries take the slots they leave.
+        var runners: [any JobKindRunner] = [purges]
+        if let deliveries { runners.append(deliveries) }
+        let kinds = JobKinds(runners)
         var validation: [any Service] = []
         if let access, let hours = settings.tokenValidation.periodHours {
             validation = [TokenValidator(
@@ -63,6 +72,16 @@ public struct WorkerAssembly: Sendable {
             for warning in access?.warnings ?? [] { logger.warning("\(warning)") }
             logger.info(access == nil ? "Sign-in settings absent: Apple tokens are neither validated nor revoked"
                                       : "Apple tokens: revoked before each purge; validation \(settings.tokenValidation.describe)")
+            // Every process that records events reads the switch (sql/014).
+            let wasOn = try await appEvents.setEnabled(hook != nil)
+            if let hook {
+                logger.info("App events webhook: every event is delivered, signed",
+                            metadata: ["url": "\(hook.redactedURL)", "secrets": "\(hook.keys.count)",
+                                       "include_email": "\(hook.includeEmail)"])
+            } else {
+                logger.log(level: wasOn ? .notice : .info,
+                           "App events webhook is off: no event is enqueued for the app (set SIWA_APP_WEBHOOK_URL and SIWA_APP_WEBHOOK_SECRET to deliver them)")
+            }
             if let receipts {
                 logger.info("Deletion receipts: one signed for each completed purge",
                             metadata: ["issuer": "\(receipts.issuer)", "kid": "\(receipts.keyID)"])
@@ -114,10 +133,13 @@ public struct WorkerAssembly: Sendable {
     /// are not followed. A refused connection fails the step at once (the
     /// job's retry, with its backoff, tries again later) instead of being
     /// retried until the step's deadline.
-    static func webhookClient() -> HTTPClient {
+    /// `concurrency`: the jobs run at once, each may hold a connection (the
+    /// client's default, 8 per host, would queue the app's deliveries).
+    public static func webhookClient(concurrency: Int = 8) -> HTTPClient {
         var http = HTTPClient.Configuration()
         http.redirectConfiguration = .disallow
         http.connectionPool.retryConnectionEstablishment = false
+        http.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = max(8, concurrency)
         return HTTPClient(eventLoopGroupProvider: .singleton, configuration: http)
     }
 

@@ -20,6 +20,9 @@ struct Worker: AsyncParsableCommand {
             you like: a job runs in one of them at a time. With SIWA_RECEIPT_KEY_FILE and \
             SIWA_RECEIPT_ISSUER each completed purge also gets a signed deletion receipt \
             (siwa receipts --help), stored in the transaction that completes it.
+            With SIWA_APP_WEBHOOK_URL and SIWA_APP_WEBHOOK_SECRET it also delivers every event \
+            siwa records to the app's backend, signed, in order per user (app_event jobs; \
+            siwa webhooks --help); without them it turns that off for every process at start.
             SIGTERM or SIGINT: stop claiming, let running jobs finish within the grace period, \
             release the rest for another worker.
             GET /healthz, /readyz and /metrics on a listener of its own (SIWA_WORKER_METRICS_HOST, \

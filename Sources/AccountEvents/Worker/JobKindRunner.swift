@@ -40,6 +40,29 @@ extension JobKindRunner {
     public func runBatchStep(for jobs: [ClaimedJob]) async -> [ClaimedJob] { jobs }
 }
 
+/// A kind whose jobs are claimed by a statement of its own instead of the
+/// shared `ClaimJobsStatement`: for a kind whose rule for which job may run
+/// next is more than "oldest `run_at` first" (the app's deliveries: a
+/// user's next one waits while an earlier one is pending).
+///
+/// Why a claim of its own and not an extra condition spliced into the
+/// shared claim: that statement is one prepared text for every kind (a
+/// per-kind condition would make it text composed per worker from the
+/// kinds' SQL fragments, prepared per combination), and a kind that needs
+/// its own order usually needs its own claim in other ways too (the
+/// delivery's claim builds each body in the same statement and writes no
+/// `job.claimed` audit row: the event it carries has its row already).
+///
+/// The claim must leave each job as the shared one does (state `running`,
+/// `attempt` + 1, `locked_until`, `locked_by` = the queue's worker name,
+/// '/', a new UUID, and `ClaimedJob.lease` = that `locked_by`), so the lease
+/// keeper, the rescuer, `JobQueue.fail` and `release` treat its jobs as any
+/// others.
+public protocol SelfClaimingJobKindRunner: JobKindRunner {
+    /// Up to `limit` of this kind's runnable jobs, each under a new lease.
+    func claim(limit: Int, leaseSeconds: Double) async throws -> [ClaimedJob]
+}
+
 /// The job kinds a worker runs, each with its runner.
 public struct JobKinds: Sendable {
     private let runners: [any JobKindRunner]
@@ -51,8 +74,19 @@ public struct JobKinds: Sendable {
         self.runners = runners
     }
 
-    /// The kinds, in the order they were registered (the claim asks for these).
+    /// The kinds, in the order they were registered.
     public var names: [String] { runners.map { type(of: $0).kind } }
+
+    /// The kinds the shared claim asks for: those without a claim of their own.
+    public var sharedClaimNames: [String] {
+        runners.filter { !($0 is any SelfClaimingJobKindRunner) }.map { type(of: $0).kind }
+    }
+
+    /// The kinds that claim their own jobs, in the order they were
+    /// registered: each takes the slots the shared claim and those before it left.
+    public var selfClaiming: [any SelfClaimingJobKindRunner] {
+        runners.compactMap { $0 as? any SelfClaimingJobKindRunner }
+    }
 
     /// Every kind's step names.
     public var stepNames: [String] { runners.flatMap(\.stepNames) }

@@ -57,7 +57,7 @@ final class JobProducer: Service, Sendable {
             let free = configuration.concurrency - running.count
             if free > 0 {
                 do {
-                    let jobs = try await queue.claim(limit: free, kinds: kinds.names, leaseSeconds: configuration.leaseSeconds)
+                    let jobs = try await claim(limit: free)
                     if failures > 0 { logger.notice("Database reachable again; claiming jobs") }
                     failures = 0
                     metrics.claimed(jobs)
@@ -77,6 +77,25 @@ final class JobProducer: Service, Sendable {
             logger.trace("Waiting", metadata: ["running": "\(running.count)"])
             await wakeup.wait(upTo: .seconds(configuration.pollSeconds))
         }
+    }
+
+    /// The shared claim for the kinds that use it, then each kind with a
+    /// claim of its own in the slots left (registration order: purges
+    /// first, then the app's deliveries). Jobs already claimed when a later
+    /// claim fails are returned to run; the error is for the next round.
+    private func claim(limit: Int) async throws -> [ClaimedJob] {
+        let leaseSeconds = configuration.leaseSeconds
+        var jobs = try await queue.claim(limit: limit, kinds: kinds.sharedClaimNames, leaseSeconds: leaseSeconds)
+        for runner in kinds.selfClaiming where jobs.count < limit {
+            do {
+                jobs += try await runner.claim(limit: limit - jobs.count, leaseSeconds: leaseSeconds)
+            } catch where !jobs.isEmpty {
+                logger.warning("Cannot claim jobs of a kind; running those claimed",
+                               metadata: ["kind": "\(type(of: runner).kind)", "error": "\(safeDescription(error))"])
+                break
+            }
+        }
+        return jobs
     }
 
     private func start(_ job: ClaimedJob) {

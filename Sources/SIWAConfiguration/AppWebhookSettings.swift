@@ -1,0 +1,57 @@
+import AccountEvents
+import Crypto
+import Foundation
+
+/// The app events webhook: on when SIWA_APP_WEBHOOK_URL is set (with its
+/// secret), off when neither is; a secret without a URL, a URL that is not
+/// http(s) or a secret that is not a Standard Webhooks one stops start-up
+/// with one line naming the setting.
+public struct AppWebhookSettings: Sendable {
+    public var url: URL
+    /// SIWA_APP_WEBHOOK_SECRET's key, then SIWA_APP_WEBHOOK_SECRET_NEXT's.
+    public var keys: [SymmetricKey]
+    public var includeEmail: Bool
+    public var timeoutSeconds: Double
+
+    /// nil when the webhook is off.
+    public static func read(_ env: SettingsReader) throws -> AppWebhookSettings? {
+        typealias S = SettingsCatalog
+        guard let text = env.string(S.appWebhookURL) else {
+            for setting in [S.appWebhookSecret, S.appWebhookSecretNext] where env.string(setting) != nil {
+                throw SettingError(setting.name, "is set but SIWA_APP_WEBHOOK_URL is not (the webhook needs both)")
+            }
+            return nil
+        }
+        guard let url = URL(string: text), let scheme = url.scheme?.lowercased(), ["http", "https"].contains(scheme),
+              url.host?.isEmpty == false else {
+            throw SettingError(S.appWebhookURL.name, "expected an http(s) URL, got '\(text.prefix(80))'")
+        }
+        guard let secret = env.string(S.appWebhookSecret) else {
+            throw SettingError(S.appWebhookSecret.name, "is required when SIWA_APP_WEBHOOK_URL is set (e.g. the output of `siwa webhooks secret`)")
+        }
+        var keys = [try key(secret, S.appWebhookSecret)]
+        if let next = env.string(S.appWebhookSecretNext) { keys.append(try key(next, S.appWebhookSecretNext)) }
+        return AppWebhookSettings(url: url, keys: keys, includeEmail: try env.choice(S.appWebhookIncludeEmail) == "true",
+                                  timeoutSeconds: try env.number(S.appWebhookTimeout))
+    }
+
+    /// Never quotes the secret back.
+    private static func key(_ secret: String, _ setting: Setting) throws -> SymmetricKey {
+        do { return try StandardWebhook.strictKey(fromSecret: secret) } catch let error as WebhookSecretError {
+            throw SettingError(setting.name, error.description)
+        }
+    }
+
+    /// For logs: the URL without a user or password it may carry.
+    public var redactedURL: String {
+        guard var components = URLComponents(url: url, resolvingAgainstBaseURL: false) else { return url.host ?? "?" }
+        components.user = nil
+        components.password = nil
+        components.query = nil
+        return components.string ?? (url.host ?? "?")
+    }
+
+    public var target: AppWebhookTarget {
+        AppWebhookTarget(url: url, keys: keys, timeoutSeconds: timeoutSeconds, includeEmail: includeEmail)
+    }
+}

@@ -1,0 +1,60 @@
+import AppleSimulator
+import Crypto
+import Foundation
+
+/// The app's side of the app events webhook for the tests: a receiver on
+/// loopback (AppEventReceiver), two Standard Webhooks secrets, the worker
+/// settings that point siwa at it, and the spec's signature check written
+/// here, independently of siwa's.
+final class AppWebhookHarness: Sendable {
+    let receiver: AppEventReceiver
+    let server: RunningServer
+    let secret: String
+    let nextSecret: String
+
+    /// Stopped when the test ends (`.testDatabases`' scope: atTestEnd).
+    static func start() async throws -> AppWebhookHarness {
+        let receiver = AppEventReceiver()
+        let server = try await receiver.start()
+        try atTestEnd { await server.stop() }
+        return AppWebhookHarness(receiver: receiver, server: server, secret: Self.newSecret(), nextSecret: Self.newSecret())
+    }
+
+    private init(receiver: AppEventReceiver, server: RunningServer, secret: String, nextSecret: String) {
+        self.receiver = receiver
+        self.server = server
+        self.secret = secret
+        self.nextSecret = nextSecret
+    }
+
+    var url: String { server.baseURL + AppEventReceiver.path }
+
+    /// `siwa worker`'s settings for this receiver; `rotating`: both secrets.
+    func settings(rotating: Bool = false) -> [String: String] {
+        var settings = ["SIWA_APP_WEBHOOK_URL": url, "SIWA_APP_WEBHOOK_SECRET": secret]
+        if rotating { settings["SIWA_APP_WEBHOOK_SECRET_NEXT"] = nextSecret }
+        return settings
+    }
+
+    /// The deliveries about `sub` the app took (2xx), in arrival order.
+    func accepted(sub: String) -> [AppEventReceiver.Delivery] {
+        receiver.deliveries.filter { $0.sub == sub && (200..<300).contains($0.status) }
+    }
+
+    /// `whsec_` + base64 of 32 random bytes, made here (not by siwa).
+    static func newSecret() -> String {
+        "whsec_" + Data((0..<32).map { _ in UInt8.random(in: 0...255) }).base64EncodedString()
+    }
+
+    /// Standard Webhooks, receiving side: HMAC-SHA256 with the key under
+    /// `whsec_` over "id.timestamp.body", base64, as one of the header's
+    /// space-separated `v1,` signatures; the timestamp within 5 minutes.
+    static func verify(_ delivery: AppEventReceiver.Delivery, secret: String, now: Date = Date()) -> Bool {
+        guard secret.hasPrefix("whsec_"), let key = Data(base64Encoded: String(secret.dropFirst(6))),
+              let timestamp = Int(delivery.timestamp), abs(now.timeIntervalSince1970 - Double(timestamp)) < 300 else { return false }
+        var signed = Data("\(delivery.webhookID).\(delivery.timestamp).".utf8)
+        signed.append(delivery.body)
+        let expected = "v1," + Data(HMAC<SHA256>.authenticationCode(for: signed, using: SymmetricKey(data: key))).base64EncodedString()
+        return delivery.signature.split(separator: " ").contains { $0 == expected }
+    }
+}
