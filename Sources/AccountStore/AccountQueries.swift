@@ -21,7 +21,7 @@ public struct AccountQueries: Sendable {
         }
     }
 
-    /// The purge queue at a glance, for `/metrics`: jobs per state, how
+    /// The job queue at a glance, for `/metrics`: jobs per kind and state, how
     /// long the oldest runnable job has been waiting (0 if none), the
     /// oldest unfinished purge's age beside the purge SLA, and the
     /// running jobs that are overdue: attempted longer ago than the worker's
@@ -30,17 +30,17 @@ public struct AccountQueries: Sendable {
     public func queueSnapshot(logger: Logger) async throws -> QueueSnapshot {
         try await client.withGuardedConnection { [jobMaxRunSeconds] connection in
             let rows = try await connection.query("""
-                SELECT state, count(*)::bigint,
+                SELECT kind, state, count(*)::bigint,
                        coalesce(extract(epoch FROM now() - min(run_at) FILTER (
                            WHERE state IN ('available', 'retryable') AND run_at <= now())), 0)::float8,
                        count(*) FILTER (WHERE state = 'running' AND (
                            attempted_at < now() - make_interval(secs => \(jobMaxRunSeconds)::float8) OR locked_until < now()))::bigint,
                        coalesce(extract(epoch FROM now() - min(attempted_at) FILTER (WHERE state = 'running')), 0)::float8
-                FROM siwa.jobs GROUP BY state
+                FROM siwa.jobs GROUP BY kind, state
                 """, logger: logger)
-            var snapshot = QueueSnapshot(jobsByState: [:], oldestRunnableSeconds: 0, runningOverdue: 0)
-            for try await (state, count, oldest, overdue, running) in rows.decode((String, Int64, Double, Int64, Double).self) {
-                snapshot.jobsByState[state] = Int(count)
+            var snapshot = QueueSnapshot(jobs: [:], oldestRunnableSeconds: 0, runningOverdue: 0)
+            for try await (kind, state, count, oldest, overdue, running) in rows.decode((String, String, Int64, Double, Int64, Double).self) {
+                snapshot.jobs[kind, default: [:]][state] = Int(count)
                 snapshot.oldestRunnableSeconds = max(snapshot.oldestRunnableSeconds, oldest)
                 snapshot.runningOverdue += Int(overdue)
                 snapshot.oldestRunningSeconds = max(snapshot.oldestRunningSeconds, running)
@@ -61,7 +61,8 @@ public struct AccountQueries: Sendable {
 }
 
 public struct QueueSnapshot: Sendable {
-    public var jobsByState: [String: Int]
+    /// Jobs by kind, then by state (kinds with no job are absent).
+    public var jobs: [String: [String: Int]]
     public var oldestRunnableSeconds: Double
     /// Running jobs past the maximum run time or with an expired lease.
     public var runningOverdue: Int

@@ -1,3 +1,4 @@
+import AccountEvents
 import AccountStore
 import AppleSignIn
 import Foundation
@@ -13,7 +14,7 @@ struct HealthRoutes: Sendable {
     /// The purge queue's gauges, read at scrape time; each process exports
     /// its own, so that no series comes from both.
     enum QueueGauge: Sendable {
-        /// `siwa_jobs{state}`, `siwa_jobs_oldest_runnable_seconds`, `siwa_jobs_running_overdue`,
+        /// `siwa_jobs{kind,state}`, `siwa_jobs_oldest_runnable_seconds`, `siwa_jobs_running_overdue`,
         /// `siwa_purges_oldest_pending_seconds` and `siwa_purge_sla_seconds` (serve).
         case backlog
         /// `siwa_jobs_oldest_running_seconds` (the worker).
@@ -41,8 +42,11 @@ struct HealthRoutes: Sendable {
     /// The purge queue, read at scrape time (one small query; skipped if the
     /// database does not answer within a second, so /metrics never hangs,
     /// and `siwa_database_reachable` is then 0). Alert on
-    /// `siwa_jobs{state="discarded"} > 0`, on a growing oldest age, and on
+    /// `siwa_jobs{kind="purge_user",state="discarded"} > 0`, on a growing oldest age, and on
     /// overdue running jobs (a worker stuck or gone): deploy/prometheus/alerts.yml.
+    /// The job kinds siwa enqueues: purges, and deliveries to the app.
+    static let jobKinds = [PurgeJobRunner.kind, AppEventDelivery.kind]
+
     func refreshQueueGauges() async {
         let snapshot = await withDeadline(.seconds(1), { try await queries.queueSnapshot(logger: logger) })
         registry.makeGauge(descriptor: MetricNameDescriptor(
@@ -52,10 +56,14 @@ struct HealthRoutes: Sendable {
         guard let snapshot else { return }
         if queueGauges.contains(.backlog) {
             let jobs = MetricNameDescriptor(namespace: "siwa", metricName: "jobs", unitName: "",
-                                            helpText: "Purge jobs in siwa.jobs by state")
-            for state in JobState.allCases {
-                registry.makeGauge(descriptor: jobs, labels: [("state", state.rawValue)])
-                    .set(Double(snapshot.jobsByState[state.rawValue] ?? 0))
+                                            helpText: "Jobs in siwa.jobs by kind (purge_user, app_event) and state")
+            // The kinds siwa makes are always there (0 before the first job),
+            // so an alert on one kind's discarded jobs has a series to read.
+            for kind in Set(Self.jobKinds).union(snapshot.jobs.keys).sorted() {
+                for state in JobState.allCases {
+                    registry.makeGauge(descriptor: jobs, labels: [("kind", kind), ("state", state.rawValue)])
+                        .set(Double(snapshot.jobs[kind]?[state.rawValue] ?? 0))
+                }
             }
             registry.makeGauge(descriptor: MetricNameDescriptor(namespace: "siwa", metricName: "jobs_oldest_runnable", unitName: "seconds",
                                                                 helpText: "How long the oldest runnable purge job has waited (0: none)"))

@@ -238,7 +238,7 @@ struct WorkerDeadlineTests {
             """)
         let metrics = try await siwa.get("/metrics").text
         #expect(metrics.contains("siwa_jobs_running_overdue 2"), "\(metrics)")
-        #expect(metrics.contains(#"siwa_jobs{state="running"} 3"#))
+        #expect(metrics.contains(#"siwa_jobs{kind="purge_user",state="running"} 3"#))
         try await siwa.database.execute("UPDATE siwa.jobs SET state = 'retryable', locked_by = NULL, locked_until = NULL WHERE state = 'running'")
         #expect(try await siwa.get("/metrics").text.contains("siwa_jobs_running_overdue 0"))
     }
