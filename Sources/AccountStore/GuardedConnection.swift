@@ -169,3 +169,36 @@ extension PostgresConnection {
         }
     }
 }
+
+extension PostgresClient {
+    /// LISTENs on `channel`, on a guarded connection of its own, until the
+    /// task is cancelled; a connection lost (a database restart) is
+    /// replaced a second later. `listening` runs once the server has
+    /// confirmed the LISTEN (PostgresNIO calls the consumer only then),
+    /// `notified` for each notification, and `ended` each time a LISTEN
+    /// ends, with the error unless the task was cancelled.
+    public func listenUntilCancelled(
+        on channel: String,
+        listening: @escaping @Sendable () -> Void,
+        notified: @escaping @Sendable () -> Void,
+        ended: (_ error: (any Error)?) -> Void
+    ) async {
+        while !Task.isCancelled {
+            do {
+                // Guarded: the wait ends when the connection closes, whatever
+                // the notification stream does.
+                try await withGuardedConnection { connection in
+                    try await connection.listen(on: channel) { notifications in
+                        listening()
+                        for try await _ in notifications { notified() }
+                    }
+                }
+                ended(nil)
+            } catch {
+                ended(Task.isCancelled ? nil : error)
+                if Task.isCancelled { return }
+            }
+            try? await Task.sleep(for: .seconds(1))
+        }
+    }
+}

@@ -13,34 +13,19 @@ struct APIKeyChangeListener: Service {
     let logger: Logger
 
     func run() async throws {
-        await cancelWhenGracefulShutdown { await listen() }
-        cache.setListening(false)
-    }
-
-    private func listen() async {
-        var failures = 0
-        while !Task.isCancelled {
-            do {
-                // Guarded: the wait ends when the connection closes, whatever
-                // the notification stream does.
-                try await client.withGuardedConnection { [cache] connection in
-                    try await connection.listen(on: APIKeyCache.channel) { notifications in
-                        // PostgresNIO calls this once the server has confirmed LISTEN.
-                        cache.setListening(true)
-                        defer { cache.setListening(false) }
-                        for try await _ in notifications { cache.keysChanged() }
-                    }
-                }
-            } catch {
+        await cancelWhenGracefulShutdown {
+            var failures = 0
+            await client.listenUntilCancelled(on: APIKeyCache.channel, listening: { [cache] in cache.setListening(true) },
+                                              notified: cache.keysChanged) { error in
                 cache.setListening(false)
-                if Task.isCancelled { return }
+                guard let error else { return }
                 failures += 1
                 if failures == 1 || failures % 60 == 0 {
                     logger.notice("API key changes cannot be heard (LISTEN lost); every request asks the database until it is back",
                                   metadata: ["error": "\(safeDescription(error))"])
                 }
             }
-            try? await Task.sleep(for: .seconds(1))
         }
+        cache.setListening(false)
     }
 }

@@ -16,26 +16,11 @@ struct JobNotifier: Service {
 
     func run() async {
         await cancelWhenGracefulShutdown {
-            while !Task.isCancelled {
-                await listenUntilDisconnected()
-                try? await Task.sleep(for: .seconds(1))
-            }
-        }
-    }
-
-    private func listenUntilDisconnected() async {
-        do {
-            // Guarded: the wait ends when the connection closes or the
-            // worker stops, whatever the notification stream does.
-            try await client.withGuardedConnection { [wakeup] connection in
-                try await connection.listen(on: JobQueue.wakeChannel) { notifications in
-                    wakeup.signal()
-                    for try await _ in notifications { wakeup.signal() }
+            await client.listenUntilCancelled(on: JobQueue.wakeChannel, listening: wakeup.signal, notified: wakeup.signal) { error in
+                if let error {
+                    logger.debug("LISTEN connection lost; polling until it is back", metadata: ["error": "\(safeDescription(error))"])
                 }
             }
-        } catch {
-            if Task.isCancelled { return }
-            logger.debug("LISTEN connection lost; polling until it is back", metadata: ["error": "\(safeDescription(error))"])
         }
     }
 }
