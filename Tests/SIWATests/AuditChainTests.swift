@@ -311,8 +311,7 @@ struct AuditChainTests {
 
     /// The cluster's superuser on this test's database.
     static func asSuperuser(_ database: TestDatabase, _ body: (PostgresClient) async throws -> Void) async throws {
-        let config = database.configuration
-        let superuser = try DatabaseConfiguration(url: "postgres://postgres@\(config.host):\(config.port)/\(config.database)?sslmode=disable")
+        let superuser = try database.configuration.superuser()
         try await superuser.withClient { try await body($0) }
     }
 

@@ -298,7 +298,7 @@ struct TLSCluster {
             chmod 755 '\(directory.path)' && chmod 600 '\(key)' && chmod 644 '\(certificate)' && \
             chown --reference='\(clusterDirectory.path)/data' '\(directory.path)' '\(key)' '\(certificate)'
             """)
-        let superuser = try DatabaseConfiguration(url: "postgres://postgres@127.0.0.1:\(configuration.port)/postgres?sslmode=disable")
+        let superuser = try configuration.superuser(database: "postgres")
         try await superuser.withClient { client in
             for statement in ["ALTER SYSTEM SET ssl_cert_file = '\(certificate)'", "ALTER SYSTEM SET ssl_key_file = '\(key)'",
                               "ALTER SYSTEM SET ssl = on", "SELECT pg_reload_conf()"] {

@@ -119,7 +119,7 @@ struct JobsAuditTests {
 
     static func asSuperuser(_ body: (PostgresClient) async throws -> Void) async throws {
         let server = try DatabaseConfiguration(url: try TestEnvironment.databaseURL)
-        let superuser = try DatabaseConfiguration(url: "postgres://postgres@\(server.host):\(server.port)/postgres?sslmode=disable")
+        let superuser = try server.superuser(database: "postgres")
         try await superuser.withClient { try await body($0) }
     }
 }

@@ -69,8 +69,7 @@ extension TestDatabase {
     /// moment ago can still hold one. Three tries, each at most 20 s (a
     /// fault test's cluster may be on its way back up). False if it stayed.
     static func drop(_ name: String, server: DatabaseConfiguration) async -> Bool {
-        guard let superuser = try? DatabaseConfiguration(
-            url: "postgres://postgres@\(server.host):\(server.port)/postgres?sslmode=disable") else { return false }
+        guard let superuser = try? server.superuser(database: "postgres") else { return false }
         for attempt in 1...3 {
             let dropped = await withDeadline(.seconds(20)) {
                 try await withClient(superuser) { client in

@@ -146,9 +146,7 @@ struct TestDatabase: Sendable {
     /// One integer from a query run as the cluster's superuser (what only
     /// it may see or do: other roles' sessions, ending them).
     func superuserScalar(_ sql: String) async throws -> Int {
-        let superuser = try DatabaseConfiguration(
-            url: "postgres://postgres@\(configuration.host):\(configuration.port)/\(configuration.database)?sslmode=disable")
-        return try await Self.withClient(superuser) { client in
+        return try await Self.withClient(try configuration.superuser()) { client in
             let rows = try await client.query(PostgresQuery(unsafeSQL: sql), logger: TestEnvironment.logger)
             for try await value in rows.decode(Int.self) { return value }
             return 0
@@ -162,5 +160,14 @@ struct TestDatabase: Sendable {
             for try await value in rows.decode(String.self) { result.append(value) }
             return result
         }
+    }
+}
+
+extension DatabaseConfiguration {
+    /// The cluster's superuser (`postgres`, trusted on loopback by
+    /// scripts/testdb.sh) on the same server, in `database` (this
+    /// configuration's database unless named): what only it may see or do.
+    func superuser(database: String? = nil) throws -> DatabaseConfiguration {
+        try DatabaseConfiguration(url: "postgres://postgres@\(host):\(port)/\(database ?? self.database)?sslmode=disable")
     }
 }
