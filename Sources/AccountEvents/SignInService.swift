@@ -148,11 +148,11 @@ public struct SignInService: Sendable {
                 return SealedTokenPair(keyID: refresh.keyID, refreshToken: refresh.bytes, accessToken: access.bytes,
                                        accessExpiresIn: tokens.expiresIn)
             }
-        } catch let unknown as ConnectionClosed {
-            // The connection died with the transaction's outcome unknown
-            // (the COMMIT may have landed): keep the token live; a retry of
-            // the request gets the stored answer, or Apple's invalid_grant.
-            throw unknown
+        } catch where Self.mayHaveBeenStored(error) {
+            // The outcome is unknown (the COMMIT may have landed): keep the
+            // token live; a retry of the request gets the stored answer, or
+            // Apple's invalid_grant.
+            throw error
         } catch {
             // Not stored.
             revokeUnstored(refreshToken, clientID: clientID)
@@ -179,6 +179,17 @@ public struct SignInService: Sendable {
 
     private func store(_ record: SignInRecord, seal: (@Sendable (Int64) throws -> SealedTokenPair)?) async throws -> SignInOutcome {
         answer(try await storeOutcome(record, seal: seal), sub: record.appleSub, tokensStored: seal != nil)
+    }
+
+    /// The store failed, but its transaction may have committed: the
+    /// connection closed under it, no answer came in time, or the caller
+    /// stopped waiting.
+    static func mayHaveBeenStored(_ error: any Error) -> Bool {
+        switch error {
+        case is ConnectionClosed, is CancellationError: true
+        case let late as RoundTripTimedOut: late.sent
+        default: false
+        }
     }
 
     /// Revokes a refresh token siwa got and could not keep, in the background.

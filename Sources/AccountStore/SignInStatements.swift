@@ -1,26 +1,35 @@
 import Foundation
+import NIOCore
 import PostgresNIO
 
-// The sign-in's two calls as prepared statements: every sign-in makes them,
-// so each connection parses them once (GuardedConnection's guardedExecute).
+// The sign-in's two calls, each made for a batch of sign-ins in one round
+// trip (SignInStore's batchers): one row per sign-in, numbered as given.
+// Prepared statements: each connection parses them once.
 
-/// `siwa.sign_in_prepare` (sql/006, sql/008): the user's ids and the earlier
-/// answer for this code.
+/// `siwa.sign_in_prepare` (sql/006, sql/008) for each sign-in: the user's
+/// ids and the earlier answer for the code. Reads only (and hands out fresh
+/// ids), so a batch needs no transaction.
 struct SignInPrepareStatement: PostgresPreparedStatement {
     static let sql = """
-        SELECT current_id, fresh_id, replay_user_id, replay_sub, replay_is_new, replay_stored
-        FROM siwa.sign_in_prepare($1, $2, $3)
+        SELECT u.ord::int4, p.current_id, p.fresh_id, p.replay_user_id, p.replay_sub, p.replay_is_new, p.replay_stored
+        FROM unnest($1::text[], $2::bytea[]) WITH ORDINALITY AS u(sub, code, ord)
+        CROSS JOIN LATERAL siwa.sign_in_prepare(u.sub, u.code, $3) AS p
+        ORDER BY u.ord
         """
-    typealias Row = (Int64?, Int64, Int64?, String?, Bool?, Bool?)
+    typealias Row = (Int32, Int64?, Int64, Int64?, String?, Bool?, Bool?)
 
-    let appleSub: String
-    let codeSHA256: Data?
+    struct Input: Sendable {
+        let appleSub: String
+        let codeSHA256: Data?
+    }
+
+    let inputs: [Input]
     let replayWindowSeconds: Int32
 
     func makeBindings() throws -> PostgresBindings {
         var bindings = PostgresBindings(capacity: 3)
-        bindings.append(appleSub)
-        try bindings.append(codeSHA256)
+        bindings.append(inputs.map(\.appleSub))
+        try bindings.append(NullableArray(inputs.map { $0.codeSHA256.map { ByteBuffer(bytes: $0) } }))
         bindings.append(replayWindowSeconds)
         return bindings
     }
@@ -28,44 +37,61 @@ struct SignInPrepareStatement: PostgresPreparedStatement {
     func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Row.self) }
 }
 
-/// `siwa.sign_in` (sql/006): one transaction that upserts the user, stores
-/// the sealed tokens and the code's hash, and audits it.
+/// `siwa.sign_in` (sql/006) for each sign-in: upserts the user, stores the
+/// sealed tokens and the code's hash, and audits it. One statement, so the
+/// batch is one transaction; the function's statements see the earlier
+/// sign-ins of the batch (two of one user: the second answers `again`).
 struct SignInStatement: PostgresPreparedStatement {
     static let sql = """
-        SELECT outcome, user_id, is_new_user, user_email, user_is_private_email, user_real_user_status
-        FROM siwa.sign_in($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)
+        SELECT u.ord::int4, s.outcome, s.user_id, s.is_new_user, s.user_email, s.user_is_private_email, s.user_real_user_status
+        FROM unnest($1::text[], $2::int8[], $3::int8[], $4::text[], $5::text[], $6::bool[], $7::text[], $8::text[], $9::int2[],
+                    $10::int8[], $11::bytea[], $12::text[], $13::text[], $14::bytea[], $15::bytea[], $16::bytea[], $17::bytea[],
+                    $18::int4[])
+             WITH ORDINALITY AS u(sub, current_id, fresh_id, client_id, email, is_private_email, given_name, family_name,
+                                  real_user_status, signed_in_ms, code, api_key, key_id, refresh_for_current, access_for_current,
+                                  refresh_for_fresh, access_for_fresh, access_expires_in, ord)
+        CROSS JOIN LATERAL siwa.sign_in(u.sub, u.current_id, u.fresh_id, u.client_id, u.email, u.is_private_email, u.given_name,
+                                        u.family_name, u.real_user_status, u.signed_in_ms, u.code, u.api_key, u.key_id,
+                                        u.refresh_for_current, u.access_for_current, u.refresh_for_fresh, u.access_for_fresh,
+                                        u.access_expires_in, $19) AS s
+        ORDER BY u.ord
         """
-    typealias Row = (String, Int64?, Bool?, String?, Bool?, Int16?)
+    typealias Row = (Int32, String, Int64?, Bool?, String?, Bool?, Int16?)
 
-    let record: SignInRecord
-    let prepared: SignInStore.Prepared
-    /// The tokens sealed for the current id and for the fresh one.
-    let forCurrent: SealedTokenPair?
-    let forFresh: SealedTokenPair?
+    /// One sign-in: the record, its prepared ids, and the tokens sealed for
+    /// the current id and for the fresh one.
+    struct Input: Sendable {
+        let record: SignInRecord
+        let prepared: SignInStore.Prepared
+        let forCurrent: SealedTokenPair?
+        let forFresh: SealedTokenPair?
+        var sealed: SealedTokenPair? { forFresh ?? forCurrent }
+    }
+
+    let inputs: [Input]
     let validationPeriodHours: Int
 
     func makeBindings() throws -> PostgresBindings {
-        let r = record
-        let sealed = forFresh ?? forCurrent
+        func bytes(_ data: Data?) -> ByteBuffer? { data.map { ByteBuffer(bytes: $0) } }
         var bindings = PostgresBindings(capacity: 19)
-        bindings.append(r.appleSub)
-        bindings.append(prepared.currentID)
-        bindings.append(prepared.freshID)
-        bindings.append(r.clientID)
-        bindings.append(r.email)
-        bindings.append(r.isPrivateEmail)
-        bindings.append(r.givenName)
-        bindings.append(r.familyName)
-        bindings.append(r.realUserStatus.map(Int16.init))
-        bindings.append(Int64((r.signedInAt.timeIntervalSince1970 * 1000).rounded()))
-        try bindings.append(r.codeSHA256)
-        bindings.append(r.apiKeyName)
-        bindings.append(sealed?.keyID)
-        try bindings.append(forCurrent?.refreshToken)
-        try bindings.append(forCurrent?.accessToken)
-        try bindings.append(forFresh?.refreshToken)
-        try bindings.append(forFresh?.accessToken)
-        bindings.append(Int32(clamping: sealed?.accessExpiresIn ?? 0))
+        bindings.append(inputs.map(\.record.appleSub))
+        try bindings.append(NullableArray(inputs.map(\.prepared.currentID)))
+        bindings.append(inputs.map(\.prepared.freshID))
+        bindings.append(inputs.map(\.record.clientID))
+        try bindings.append(NullableArray(inputs.map(\.record.email)))
+        try bindings.append(NullableArray(inputs.map(\.record.isPrivateEmail)))
+        try bindings.append(NullableArray(inputs.map(\.record.givenName)))
+        try bindings.append(NullableArray(inputs.map(\.record.familyName)))
+        try bindings.append(NullableArray(inputs.map { $0.record.realUserStatus.map(Int16.init) }))
+        bindings.append(inputs.map { Int64(($0.record.signedInAt.timeIntervalSince1970 * 1000).rounded()) })
+        try bindings.append(NullableArray(inputs.map { bytes($0.record.codeSHA256) }))
+        bindings.append(inputs.map(\.record.apiKeyName))
+        try bindings.append(NullableArray(inputs.map { $0.sealed?.keyID }))
+        try bindings.append(NullableArray(inputs.map { bytes($0.forCurrent?.refreshToken) }))
+        try bindings.append(NullableArray(inputs.map { bytes($0.forCurrent?.accessToken) }))
+        try bindings.append(NullableArray(inputs.map { bytes($0.forFresh?.refreshToken) }))
+        try bindings.append(NullableArray(inputs.map { bytes($0.forFresh?.accessToken) }))
+        bindings.append(inputs.map { Int32(clamping: $0.sealed?.accessExpiresIn ?? 0) })
         bindings.append(Int32(clamping: validationPeriodHours))
         return bindings
     }

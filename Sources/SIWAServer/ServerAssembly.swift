@@ -83,7 +83,7 @@ public enum ServerAssembly {
             let keyCache = APIKeyCache()
             dependencies.signIn = SignInDependencies(service: service, directory: directory,
                                                      apiKeys: APIKeyVerifier(client: client, cache: keyCache, logger: keyLogger))
-            signInServices = [APIKeyChangeListener(client: client, cache: keyCache, logger: keyLogger)]
+            signInServices = [WriterService(writer: store), APIKeyChangeListener(client: client, cache: keyCache, logger: keyLogger)]
         }
         // The admin listener has a pool of its own, as the rejections do: an
         // admin's long read (the chain's verification walks the whole log)

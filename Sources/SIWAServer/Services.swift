@@ -3,7 +3,7 @@ import AppleSignIn
 import ServiceLifecycle
 
 /// A writer that runs until closed and then finishes what is queued: the
-/// group-commit inbox and the rejection writer.
+/// group-commit inbox, the rejection writer and sign-in's store.
 public protocol DrainingWriter: Sendable {
     func run() async
     func close()
@@ -11,6 +11,7 @@ public protocol DrainingWriter: Sendable {
 
 extension InboxWriter: DrainingWriter {}
 extension RejectionWriter: DrainingWriter {}
+extension SignInStore: DrainingWriter {}
 
 /// Runs a writer; on shutdown (or cancellation) it stops taking work and
 /// writes what is queued.

@@ -1,0 +1,166 @@
+import AccountStore
+import Foundation
+import PostgresNIO
+import Testing
+
+/// Sign-in's store makes concurrent sign-ins' calls as one round trip
+/// (RoundTripBatcher): each sign-in still gets its own answer, NULLs and
+/// bytes arrive intact, two sign-ins of one user in one batch do not both
+/// insert, one bad sign-in does not fail the others of its batch, and a
+/// caller who stops waiting is told whether its call was sent.
+@Suite("Sign-in store batches", .testDatabases)
+struct SignInStoreTests {
+    /// `body` with `store` running, closed after it however it ends.
+    static func running<T: Sendable>(_ store: SignInStore, _ body: () async throws -> T) async throws -> T {
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { await store.run() }
+            defer { store.close() }
+            return try await body()
+        }
+    }
+
+    static func record(_ sub: String, email: String? = nil, code: Data? = nil) -> SignInRecord {
+        SignInRecord(appleSub: sub, clientID: "com.example.app", email: email, isPrivateEmail: email.map { _ in true },
+                     givenName: nil, familyName: nil, realUserStatus: nil, signedInAt: Date(timeIntervalSince1970: 1_700_000_000),
+                     codeSHA256: code, apiKeyName: "tests")
+    }
+
+    /// Stand-in sealed tokens whose bytes name the user id they were made for.
+    static let seal: @Sendable (Int64) throws -> SealedTokenPair = { userID in
+        SealedTokenPair(keyID: "k1", refreshToken: Data("refresh-\(userID)".utf8), accessToken: nil, accessExpiresIn: 3600)
+    }
+
+    @Test func manyConcurrentSignInsAreEachStoredWithTheirOwnAnswer() async throws {
+        let db = try await TestDatabase.create()
+        let count = 300
+        let outcomes = try await TestDatabase.withClient(db.runtimeConfiguration) { client in
+            var batching = RoundTripBatching()
+            batching.lanes = 2
+            batching.timeout = .seconds(120)  // a loaded machine runs the whole suite at once
+            let store = SignInStore(client: client, validationPeriodHours: 24, batching: batching, logger: TestEnvironment.logger)
+            return try await Self.running(store) {
+                try await withThrowingTaskGroup(of: (String, SignInStoreOutcome).self) { group in
+                    for index in 0..<count {
+                        group.addTask {
+                            // Every other one without an email: NULLs in the batch's arrays.
+                            let record = Self.record("batch-\(index)", email: index % 2 == 0 ? "u\(index)@privaterelay.appleid.com" : nil,
+                                                     code: Data("code-\(index)".utf8))
+                            let prepared = try await store.prepare(appleSub: record.appleSub, codeSHA256: record.codeSHA256)
+                            #expect(prepared.currentID == nil && prepared.replay == nil)
+                            return (record.appleSub, try await store.store(record, prepared: prepared, seal: Self.seal))
+                        }
+                    }
+                    return try await group.reduce(into: [String: SignInStoreOutcome]()) { $0[$1.0] = $1.1 }
+                }
+            }
+        }
+        #expect(outcomes.count == count)
+        for index in 0..<count {
+            guard case .stored(let userID, let isNew, let email, let isPrivate, _)? = outcomes["batch-\(index)"] else {
+                Issue.record("batch-\(index): \(String(describing: outcomes["batch-\(index)"]))")
+                continue
+            }
+            #expect(isNew)
+            #expect(email == (index % 2 == 0 ? "u\(index)@privaterelay.appleid.com" : nil))
+            #expect(isPrivate == (index % 2 == 0 ? true : nil))
+            // The answer is this user's row, and its token was sealed for it.
+            #expect(try await db.strings("""
+                SELECT u.apple_sub || '/' || convert_from(t.refresh_token, 'UTF8') FROM siwa.users u
+                JOIN siwa.apple_tokens t ON t.user_id = u.id WHERE u.id = \(userID)
+                """) == ["batch-\(index)/refresh-\(userID)"])
+        }
+        #expect(try await db.scalar("SELECT count(DISTINCT id) FROM siwa.users") == Int64(count))
+        #expect(try await db.scalar("SELECT count(*) FROM siwa.sign_in_codes") == Int64(count))
+        #expect(try await db.scalar("SELECT count(*) FROM siwa.audit_log WHERE action = 'user.signed_in'") == Int64(count))
+    }
+
+    /// While the lane is held up (a lock on the first sign-in's row), the
+    /// others queue and then go as one batch: two first sign-ins of one
+    /// user store one account (the second answers `again`), and a sign-in
+    /// whose statement fails (its fresh id is taken) fails alone.
+    @Test func oneBatchKeepsEachSignInApart() async throws {
+        let db = try await TestDatabase.create()
+        try await db.execute("INSERT INTO siwa.users (id, apple_sub) VALUES (999999, 'holder')")
+        let outcomes = try await TestDatabase.withClient(db.runtimeConfiguration) { client in
+            var batching = RoundTripBatching()
+            batching.lanes = 1
+            batching.timeout = .seconds(120)
+            let store = SignInStore(client: client, validationPeriodHours: 24, batching: batching, logger: TestEnvironment.logger)
+            return try await Self.running(store) {
+                try await OpenConnection.with(db.runtimeConfiguration) { blocker in
+                    try await blocker.run("BEGIN")
+                    try await blocker.run("SELECT FROM siwa.users WHERE apple_sub = 'holder' FOR UPDATE")
+                    let holder = try await store.prepare(appleSub: "holder", codeSHA256: nil)
+                    let held = Task { try await store.store(Self.record("holder"), prepared: holder, seal: nil) }
+                    #expect(try await eventually(upTo: .seconds(10)) { try await InboxConcurrencyTests.waitingForALock(db) })
+
+                    let twin = try await store.prepare(appleSub: "twin", codeSHA256: nil)
+                    let twinAgain = try await store.prepare(appleSub: "twin", codeSHA256: nil)
+                    let other = try await store.prepare(appleSub: "other", codeSHA256: nil)
+                    // Its fresh id is taken by another user meanwhile: its INSERT fails.
+                    let bad = try await store.prepare(appleSub: "bad", codeSHA256: nil)
+                    try await db.execute("INSERT INTO siwa.users (id, apple_sub) VALUES (\(bad.freshID), 'taken')")
+                    let queued = [("twin", twin), ("twin", twinAgain), ("bad", bad), ("other", other)].map { sub, prepared in
+                        Task { () -> Result<SignInStoreOutcome, any Error> in
+                            do { return .success(try await store.store(Self.record(sub), prepared: prepared, seal: nil)) } catch {
+                                return .failure(error)
+                            }
+                        }
+                    }
+                    try await Task.sleep(for: .milliseconds(300))  // all four queued behind the held batch
+                    try await blocker.run("COMMIT")
+                    _ = try await held.value
+                    var results: [Result<SignInStoreOutcome, any Error>] = []
+                    for task in queued { results.append(await task.value) }
+                    return results
+                }
+            }
+        }
+        let stored = outcomes.compactMap { try? $0.get() }
+        // The twins: one new account, one `again` (the service prepares again).
+        #expect(stored.filter { if case .stored(_, true, _, _, _) = $0 { true } else { false } }.count == 2)  // twin and other
+        #expect(stored.filter { $0 == SignInStoreOutcome.again }.count == 1)
+        #expect(outcomes.filter { if case .failure = $0 { true } else { false } }.count == 1)
+        if case .success = outcomes[2] { Issue.record("the sign-in with a taken id was stored") }
+        #expect(try await db.strings("SELECT apple_sub FROM siwa.users ORDER BY apple_sub") == ["holder", "other", "taken", "twin"])
+    }
+
+    /// A caller whose batch does not answer in time gets RoundTripTimedOut,
+    /// saying it was sent (it may commit later); one still queued behind it
+    /// is told it was not, and is never sent.
+    @Test func aCallerPastItsTimeoutKnowsWhetherItWasSent() async throws {
+        let db = try await TestDatabase.create()
+        try await db.execute("INSERT INTO siwa.users (id, apple_sub) VALUES (999999, 'holder')")
+        try await TestDatabase.withClient(db.runtimeConfiguration) { client in
+            var batching = RoundTripBatching()
+            batching.lanes = 1
+            batching.timeout = .seconds(2)
+            let store = SignInStore(client: client, validationPeriodHours: 24, batching: batching, logger: TestEnvironment.logger)
+            try await Self.running(store) {
+                try await OpenConnection.with(db.runtimeConfiguration) { blocker in
+                    try await blocker.run("BEGIN")
+                    try await blocker.run("SELECT FROM siwa.users WHERE apple_sub = 'holder' FOR UPDATE")
+                    let holder = try await store.prepare(appleSub: "holder", codeSHA256: nil)
+                    let later = try await store.prepare(appleSub: "later", codeSHA256: nil)
+                    let held = Task { try await store.store(Self.record("holder"), prepared: holder, seal: nil) }
+                    #expect(try await eventually(upTo: .seconds(10)) { try await InboxConcurrencyTests.waitingForALock(db) })
+                    let queued = Task { try await store.store(Self.record("later"), prepared: later, seal: nil) }
+                    for (task, sent) in [(held, true), (queued, false)] {
+                        do {
+                            _ = try await task.value
+                            Issue.record("answered while the lane was held")
+                        } catch let timedOut as RoundTripTimedOut {
+                            #expect(timedOut.sent == sent)
+                        }
+                    }
+                    try await blocker.run("COMMIT")
+                }
+            }
+        }
+        // The held sign-in committed after its caller gave up; the queued one never ran.
+        #expect(try await eventually(upTo: .seconds(10)) {
+            try await db.scalar("SELECT count(*) FROM siwa.audit_log WHERE action = 'user.signed_in' AND apple_sub = 'holder'") == 1
+        })
+        #expect(try await db.scalar("SELECT count(*) FROM siwa.users WHERE apple_sub = 'later'") == 0)
+    }
+}
