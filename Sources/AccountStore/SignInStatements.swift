@@ -41,15 +41,20 @@ struct SignInPrepareStatement: PostgresPreparedStatement {
 /// sealed tokens and the code's hash, and audits it. One statement, so the
 /// batch is one transaction; the function's statements see the earlier
 /// sign-ins of the batch (two of one user: the second answers `again`).
+/// The users are taken in `apple_sub` order, the order in which the inbox
+/// statement locks its batch's users, so the two do not lock one pair of
+/// users in opposite orders (a deadlock, which PostgreSQL would break after
+/// a second by failing one batch, retried then sign-in by sign-in).
 struct SignInStatement: PostgresPreparedStatement {
     static let sql = """
         SELECT u.ord::int4, s.outcome, s.user_id, s.is_new_user, s.user_email, s.user_is_private_email, s.user_real_user_status
-        FROM unnest($1::text[], $2::int8[], $3::int8[], $4::text[], $5::text[], $6::bool[], $7::text[], $8::text[], $9::int2[],
-                    $10::int8[], $11::bytea[], $12::text[], $13::text[], $14::bytea[], $15::bytea[], $16::bytea[], $17::bytea[],
-                    $18::int4[])
-             WITH ORDINALITY AS u(sub, current_id, fresh_id, client_id, email, is_private_email, given_name, family_name,
-                                  real_user_status, signed_in_ms, code, api_key, key_id, refresh_for_current, access_for_current,
-                                  refresh_for_fresh, access_for_fresh, access_expires_in, ord)
+        FROM (SELECT * FROM unnest($1::text[], $2::int8[], $3::int8[], $4::text[], $5::text[], $6::bool[], $7::text[],
+                                   $8::text[], $9::int2[], $10::int8[], $11::bytea[], $12::text[], $13::text[], $14::bytea[],
+                                   $15::bytea[], $16::bytea[], $17::bytea[], $18::int4[])
+                   WITH ORDINALITY AS i(sub, current_id, fresh_id, client_id, email, is_private_email, given_name, family_name,
+                                        real_user_status, signed_in_ms, code, api_key, key_id, refresh_for_current,
+                                        access_for_current, refresh_for_fresh, access_for_fresh, access_expires_in, ord)
+              ORDER BY i.sub) AS u
         CROSS JOIN LATERAL siwa.sign_in(u.sub, u.current_id, u.fresh_id, u.client_id, u.email, u.is_private_email, u.given_name,
                                         u.family_name, u.real_user_status, u.signed_in_ms, u.code, u.api_key, u.key_id,
                                         u.refresh_for_current, u.access_for_current, u.refresh_for_fresh, u.access_for_fresh,
