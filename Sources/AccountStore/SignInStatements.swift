@@ -42,9 +42,10 @@ struct SignInPrepareStatement: PostgresPreparedStatement {
 /// batch is one transaction; the function's statements see the earlier
 /// sign-ins of the batch (two of one user: the second answers `again`).
 /// The users are taken in `apple_sub` order, the order in which the inbox
-/// statement locks its batch's users, so the two do not lock one pair of
-/// users in opposite orders (a deadlock, which PostgreSQL would break after
-/// a second by failing one batch, retried then sign-in by sign-in).
+/// statement locks its batch's existing users, so the two do not lock a
+/// pair of them in opposite orders. (A cycle is still possible through a
+/// brand-new user whom both insert; PostgreSQL breaks it after a second by
+/// failing one of the batches, whose items are then retried one by one.)
 struct SignInStatement: PostgresPreparedStatement {
     static let sql = """
         SELECT u.ord::int4, s.outcome, s.user_id, s.is_new_user, s.user_email, s.user_is_private_email, s.user_real_user_status

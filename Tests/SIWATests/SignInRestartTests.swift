@@ -1,0 +1,100 @@
+import AppleSimulator
+import Foundation
+import Synchronization
+import Testing
+
+extension FaultTests {
+    /// PostgreSQL restarted while backends keep signing users in (their
+    /// calls batched together): no answer is a 500, every 200 is stored
+    /// (the user, the token, the audit row), a 503 retried with the same
+    /// code gets the stored answer or Apple's `invalid_grant`, never another
+    /// user's record, and sign-in works again without restarting siwa.
+    @Test func databaseRestartUnderSignInsLosesNoAnsweredSignIn() async throws {
+        let database = try await TestDatabase.create(serverURL: try TestEnvironment.faultDatabaseURL)
+        let fixture = try SignInFixture.files()
+        let siwa = try await ServerHarness.start(database: database, signIn: fixture)
+        try atTestEnd { await siwa.stop() }
+        let key = try await SignInFixture.apiKey(in: database)
+        let url = siwa.baseURL + "/v1/sign-in"
+        let subs = (0..<240).map { "restart.signin.\($0)" }
+        let bodies = try subs.map { sub in
+            let token = try siwa.simulator.identityToken(sub: sub, audience: ServerHarness.clientID, email: nil, nonce: nil)
+            let code = siwa.simulator.issueAuthorizationCode(sub: sub, clientID: ServerHarness.clientID, email: nil,
+                                                             isPrivateEmail: nil, nonce: nil, idTokenSub: nil)
+            return try JSONSerialization.data(withJSONObject: ["identity_token": token, "authorization_code": code])
+        }
+        let answers = Locked([Int: HTTPAnswer]())
+        let unavailable = Locked(0)
+        let next = Locked(0)
+        let deadline = ContinuousClock.now + .seconds(120)
+        let senders = Task {
+            await withTaskGroup(of: Void.self) { group in
+                for _ in 0..<8 {
+                    group.addTask {
+                        while true {
+                            let i = next.withLock { n -> Int in defer { n += 1 }; return n }
+                            guard i < bodies.count else { return }
+                            // A backend retries a 503 with the same request (until the test's deadline).
+                            while ContinuousClock.now < deadline {
+                                guard let answer = try? await HTTPAnswer.send(
+                                    method: .POST, url: url, body: bodies[i],
+                                    headers: [("Content-Type", "application/json"), ("Authorization", "Bearer \(key)")]) else {
+                                    try? await Task.sleep(for: .milliseconds(50))
+                                    continue
+                                }
+                                answers.withLock { $0[i] = answer }
+                                guard answer.status == 503 else { break }
+                                unavailable.withLock { $0 += 1 }
+                                try? await Task.sleep(for: .milliseconds(50))
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        while answers.withLock({ $0.count }) < 60 { try await Task.sleep(for: .milliseconds(5)) }
+        try await pgScript("stop", "fault")
+        try await Task.sleep(for: .seconds(1.5))
+        try await pgScript("start", "fault")
+        await senders.value
+
+        let final = answers.withLock { $0 }
+        #expect(final.count == subs.count)
+        #expect(unavailable.withLock { $0 } > 0, "the outage should have been felt (503s)")
+        #expect(ContinuousClock.now < deadline, "sign-ins were still refused two minutes on")
+        var signedIn: [String] = []
+        for (i, answer) in final.sorted(by: { $0.key < $1.key }) {
+            switch answer.status {
+            case 200:
+                #expect(answer.json["apple_sub"] as? String == subs[i], "another user's record: \(answer.text)")
+                signedIn.append(subs[i])
+            case 400:
+                // The first try reached Apple and then failed to store: the code is used.
+                #expect(answer.reason == "invalid_grant", "\(subs[i]): \(answer.text)")
+            default:
+                Issue.record("\(subs[i]): \(answer.status) \(answer.text)")
+            }
+        }
+        #expect(signedIn.count > subs.count / 2)
+        // Every answered sign-in is stored: the user, one token, one audit row.
+        let list = signedIn.map { "'\($0)'" }.joined(separator: ",")
+        #expect(try await database.scalar("SELECT count(*) FROM siwa.users WHERE apple_sub IN (\(list))") == signedIn.count)
+        #expect(try await database.scalar("""
+            SELECT count(*) FROM siwa.apple_tokens t JOIN siwa.users u ON u.id = t.user_id WHERE u.apple_sub IN (\(list))
+            """) == signedIn.count)
+        #expect(try await database.scalar("""
+            SELECT count(*) FROM siwa.audit_log WHERE action = 'user.signed_in' AND apple_sub IN (\(list))
+            """) == signedIn.count)
+        // And sign-in works again.
+        let sub = "restart.signin.after"
+        let after = try await HTTPAnswer.send(
+            method: .POST, url: url,
+            body: try JSONSerialization.data(withJSONObject: [
+                "identity_token": try siwa.simulator.identityToken(sub: sub, audience: ServerHarness.clientID, email: nil, nonce: nil),
+                "authorization_code": siwa.simulator.issueAuthorizationCode(sub: sub, clientID: ServerHarness.clientID, email: nil,
+                                                                            isPrivateEmail: nil, nonce: nil, idTokenSub: nil),
+            ]),
+            headers: [("Content-Type", "application/json"), ("Authorization", "Bearer \(key)")])
+        #expect(after.status == 200, "\(after.text)")
+    }
+}
