@@ -63,26 +63,15 @@ struct FaultTests {
         try await first.waitUntilReady()
 
         let acknowledged = Locked<Set<String>>([])
-        let next = Locked(0)
         let url = "http://127.0.0.1:\(port)/apple/notifications"
+        // Like Apple: retry anything but 200.
         let senders = Task {
-            await withTaskGroup(of: Void.self) { group in
-                for _ in 0..<16 {
-                    group.addTask {
-                        while true {
-                            let i = next.withLock { n -> Int in defer { n += 1 }; return n }
-                            guard i < tokens.count else { return }
-                            // Like Apple: retry anything but 200.
-                            while true {
-                                let answer = try? await HTTPAnswer.send(method: .POST, url: url, body: AppleSimulator.body(for: tokens[i]),
-                                                                        headers: [("Content-Type", "application/json")], timeout: .seconds(5))
-                                if answer?.status == 200 { break }
-                                try? await Task.sleep(for: .milliseconds(25))
-                            }
-                            acknowledged.withLock { _ = $0.insert("k9-\(i)") }
-                        }
-                    }
-                }
+            await sendEachUntilDone(count: tokens.count, senders: 16, pause: .milliseconds(25)) { i in
+                let answer = try? await HTTPAnswer.send(method: .POST, url: url, body: AppleSimulator.body(for: tokens[i]),
+                                                        headers: [("Content-Type", "application/json")], timeout: .seconds(5))
+                guard answer?.status == 200 else { return false }
+                acknowledged.withLock { _ = $0.insert("k9-\(i)") }
+                return true
             }
         }
 

@@ -18,28 +18,19 @@ extension FaultTests {
         }
         let acknowledged = Locked(0)
         let refused = Locked(0)
-        let next = Locked(0)
         let deadline = ContinuousClock.now + .seconds(120)
+        // Like Apple: retry anything but 200 (until the test's deadline).
         let senders = Task {
-            await withTaskGroup(of: Void.self) { group in
-                for _ in 0..<8 {
-                    group.addTask {
-                        while true {
-                            let i = next.withLock { n -> Int in defer { n += 1 }; return n }
-                            guard i < tokens.count else { return }
-                            // Like Apple: retry anything but 200 (until the test's deadline).
-                            while ContinuousClock.now < deadline {
-                                if (try? await siwa.post(token: tokens[i]))?.status == 200 { break }
-                                refused.withLock { $0 += 1 }
-                                try? await Task.sleep(for: .milliseconds(50))
-                            }
-                            acknowledged.withLock { $0 += 1 }
-                        }
-                    }
+            await sendEachUntilDone(count: tokens.count, senders: 8, pause: .milliseconds(50), until: deadline) { i in
+                guard (try? await siwa.post(token: tokens[i]))?.status == 200 else {
+                    refused.withLock { $0 += 1 }
+                    return false
                 }
+                acknowledged.withLock { $0 += 1 }
+                return true
             }
         }
-        while acknowledged.withLock({ $0 }) < 150 { try await Task.sleep(for: .milliseconds(5)) }
+        while acknowledged.withLock({ $0 }) < 150, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
         try await pgScript("stop", "fault")
         try await Task.sleep(for: .seconds(1.5))
         try await pgScript("start", "fault")

@@ -25,34 +25,20 @@ extension FaultTests {
         }
         let answers = Locked([Int: HTTPAnswer]())
         let unavailable = Locked(0)
-        let next = Locked(0)
         let deadline = ContinuousClock.now + .seconds(120)
+        // A backend retries a 503 with the same request (until the test's deadline).
         let senders = Task {
-            await withTaskGroup(of: Void.self) { group in
-                for _ in 0..<8 {
-                    group.addTask {
-                        while true {
-                            let i = next.withLock { n -> Int in defer { n += 1 }; return n }
-                            guard i < bodies.count else { return }
-                            // A backend retries a 503 with the same request (until the test's deadline).
-                            while ContinuousClock.now < deadline {
-                                guard let answer = try? await HTTPAnswer.send(
-                                    method: .POST, url: url, body: bodies[i],
-                                    headers: [("Content-Type", "application/json"), ("Authorization", "Bearer \(key)")]) else {
-                                    try? await Task.sleep(for: .milliseconds(50))
-                                    continue
-                                }
-                                answers.withLock { $0[i] = answer }
-                                guard answer.status == 503 else { break }
-                                unavailable.withLock { $0 += 1 }
-                                try? await Task.sleep(for: .milliseconds(50))
-                            }
-                        }
-                    }
-                }
+            await sendEachUntilDone(count: bodies.count, senders: 8, pause: .milliseconds(50), until: deadline) { i in
+                guard let answer = try? await HTTPAnswer.send(
+                    method: .POST, url: url, body: bodies[i],
+                    headers: [("Content-Type", "application/json"), ("Authorization", "Bearer \(key)")]) else { return false }
+                answers.withLock { $0[i] = answer }
+                guard answer.status == 503 else { return true }
+                unavailable.withLock { $0 += 1 }
+                return false
             }
         }
-        while answers.withLock({ $0.count }) < 60 { try await Task.sleep(for: .milliseconds(5)) }
+        while answers.withLock({ $0.count }) < 60, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
         try await pgScript("stop", "fault")
         try await Task.sleep(for: .seconds(1.5))
         try await pgScript("start", "fault")

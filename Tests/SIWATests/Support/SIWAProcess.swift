@@ -97,3 +97,25 @@ final class Locked<Value: Sendable>: Sendable {
     init(_ value: Value) { mutex = Mutex(value) }
     func withLock<R: Sendable>(_ body: (inout Value) -> R) -> R { mutex.withLock { body(&$0) } }
 }
+
+/// Sends the items `0..<count` from `senders` concurrent tasks, which take
+/// them in turn; each task sends its item again, `pause` apart, until `send`
+/// answers true (as Apple retries a notification, and a backend a 503) or
+/// `deadline` passes. For the fault tests' loads.
+func sendEachUntilDone(count: Int, senders: Int, pause: Duration, until deadline: ContinuousClock.Instant? = nil,
+                       _ send: @escaping @Sendable (Int) async -> Bool) async {
+    let next = Locked(0)
+    await withTaskGroup(of: Void.self) { group in
+        for _ in 0..<senders {
+            group.addTask {
+                while true {
+                    let i = next.withLock { n -> Int in defer { n += 1 }; return n }
+                    guard i < count else { return }
+                    while await !send(i), deadline.map({ ContinuousClock.now < $0 }) ?? true {
+                        try? await Task.sleep(for: pause)
+                    }
+                }
+            }
+        }
+    }
+}
