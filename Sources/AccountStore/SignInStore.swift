@@ -87,8 +87,9 @@ public struct SignInReplay: Sendable, Equatable {
 /// Concurrent sign-ins share those round trips: each call goes through a
 /// `RoundTripBatcher` (run it with `run()`), which makes the calls waiting
 /// together as one statement. A round trip costs siwa several times the
-/// CPU of the statement's own work; batched, sign-in costs about a third
-/// less. The batches of `store` are lanes by Apple user, as the inbox's are.
+/// CPU of the statement's own work; batched, a sign-in costs a quarter to a
+/// third less. The batches of `store` are lanes by Apple user, as the
+/// inbox's are.
 public final class SignInStore: Sendable {
     /// A retried sign-in within this long gets the first answer again.
     public static let replayWindowSeconds = 600
@@ -99,8 +100,9 @@ public final class SignInStore: Sendable {
     private let storing: RoundTripBatcher<SignInStatement.Input, SignInStoreOutcome>
 
     /// Two lanes for `store`. Fewer lanes make bigger batches: on the
-    /// sign-in benchmark (64 callers) siwa's CPU per sign-in was about 365
-    /// µs with 4 lanes, 320 with 2 and 300 with 1. But a lane waits while
+    /// sign-in benchmark (64 callers, interleaved runs of one build) siwa's
+    /// CPU per sign-in was about 360 µs with 4 lanes, 320 with 2 and 315
+    /// with 1. But a lane waits while
     /// its batch waits for a user's lock (a purge or a notification holding
     /// the row, up to the 5 s lock_timeout), and one lane would hold up
     /// every sign-in then.

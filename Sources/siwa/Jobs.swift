@@ -143,9 +143,9 @@ enum JobsOutput {
 
     static func table(_ jobs: [JobSummary]) -> String {
         let dates = ISO8601DateFormatter()
-        var rows = [["ID", "STATE", "ATTEMPT", "APPLE SUB", "EVENT", "RUN AT", "LAST ERROR"]]
+        var rows = [["ID", "KIND", "STATE", "ATTEMPT", "APPLE SUB", "EVENT", "RUN AT", "LAST ERROR"]]
         for job in jobs {
-            rows.append([String(job.id), job.state.rawValue, "\(job.attempt)/\(job.maxAttempts)", job.appleSub ?? "-",
+            rows.append([String(job.id), job.kind, job.state.rawValue, "\(job.attempt)/\(job.maxAttempts)", job.appleSub ?? "-",
                          job.eventType ?? "-", dates.string(from: job.runAt), lastError(job.errors)])
         }
         return TextTable.render(rows)

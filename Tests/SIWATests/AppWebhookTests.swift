@@ -193,7 +193,7 @@ struct AppWebhookTests {
         #expect(try await setup.appEventJobs(state: "discarded") == 1)
         let listed = try await runSIWA(["jobs", "list", "--state", "discarded"], environment: ["SIWA_DATABASE_URL": setup.database.ownerURL])
         #expect(listed.status == 0, "\(listed.output)")
-        #expect(listed.output.contains(sub) && listed.output.contains("apple.email-disabled")
+        #expect(listed.output.contains(sub) && listed.output.contains(" app_event ") && listed.output.contains("apple.email-disabled")
                 && listed.output.contains("answered HTTP 500"), "\(listed.output)")
         #expect(try await setup.database.scalar("""
             SELECT count(*) FROM siwa.audit_log WHERE action = 'job.discarded' AND apple_sub = '\(sub)'

@@ -131,7 +131,9 @@ struct WorkerTests {
         let list = try await runSIWA(["jobs", "list", "--state", "discarded"], environment: harness.settings)
         #expect(list.status == 0)
         let row = list.output.split(separator: "\n").first { $0.hasPrefix("\(id) ") }
-        #expect(row?.contains(" discarded ") == true && row?.contains("notify-crm: 127.0.0.1 answered HTTP 500") == true, "\(list.output)")
+        #expect(row?.contains(" purge_user ") == true && row?.contains(" discarded ") == true
+                && row?.contains("notify-crm: 127.0.0.1 answered HTTP 500") == true, "\(list.output)")
+        #expect(list.output.contains(" KIND "), "\(list.output)")
         let json = try await runSIWA(["jobs", "list", "--state", "discarded", "--json"], environment: harness.settings)
         let jobs = try JSONSerialization.jsonObject(with: Data(json.output.utf8)) as? [[String: Any]]
         #expect(jobs?.first?["id"] as? Int == id)
