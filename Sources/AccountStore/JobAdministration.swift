@@ -113,13 +113,22 @@ public struct JobAdministration: Sendable {
         attempted_at, finalized_at, locked_by, locked_until, errors::text, steps_done::text
         """
 
-    public func list(state: JobState?, limit: Int) async throws -> [JobSummary] {
+    /// Jobs, newest first; only those in `state` and of `kind` when given.
+    public func list(state: JobState?, kind: String? = nil, limit: Int) async throws -> [JobSummary] {
         let rows = try await client.guardedQuery("""
             SELECT \(unescaped: Self.columns) FROM siwa.jobs
-            WHERE \(state?.rawValue)::text IS NULL OR state = \(state?.rawValue)::text
+            WHERE (\(state?.rawValue)::text IS NULL OR state = \(state?.rawValue)::text)
+              AND (\(kind)::text IS NULL OR kind = \(kind)::text)
             ORDER BY id DESC LIMIT \(limit)
             """, logger: logger)
         return try Self.summaries(rows)
+    }
+
+    /// A job kind's name as siwa writes them (`purge_user`, `app_event`):
+    /// 1 to 64 lower-case letters, digits and underscores. What `--kind` and
+    /// `?kind=` accept.
+    public static func isKindName(_ text: String) -> Bool {
+        (1...64).contains(text.utf8.count) && text.utf8.allSatisfy { (97...122).contains($0) || (48...57).contains($0) || $0 == 95 }
     }
 
     public func show(id: Int64) async throws -> JobSummary? {

@@ -20,15 +20,21 @@ struct AdminJobRoutes: Sendable {
     func register(on admin: RouterGroup<AdminRequestContext>) {
         admin.get("jobs") { request, _ in
             do {
-                let query = try AdminQuery(request, allowed: ["state", "limit"])
+                let query = try AdminQuery(request, allowed: ["state", "kind", "limit"])
                 let state = try query.text("state").map { text throws(AdminQuery.Invalid) in
                     guard let state = JobState(rawValue: text) else {
                         throw AdminQuery.Invalid(detail: "state must be one of \(JobState.allCases.map(\.rawValue).joined(separator: ", "))")
                     }
                     return state
                 }
+                let kind = try query.text("kind").map { text throws(AdminQuery.Invalid) in
+                    guard JobAdministration.isKindName(text) else {
+                        throw AdminQuery.Invalid(detail: "kind must be a job kind's name (purge_user, app_event)")
+                    }
+                    return text
+                }
                 let limit = try query.integer("limit", in: 1...1000, default: 100)
-                return try AdminResponse.json(["jobs": JobSummary.jsonObjects(try await jobs.list(state: state, limit: limit))])
+                return try AdminResponse.json(["jobs": JobSummary.jsonObjects(try await jobs.list(state: state, kind: kind, limit: limit))])
             } catch let invalid as AdminQuery.Invalid {
                 return AdminResponse.badParameter(invalid.detail)
             } catch {

@@ -28,6 +28,9 @@ struct Jobs: AsyncParsableCommand {
         @Option(help: "Only jobs in this state (\(JobState.allCases.map(\.rawValue).joined(separator: ", "))).")
         var state: JobState?
 
+        @Option(help: "Only jobs of this kind (purge_user, app_event).")
+        var kind: String?
+
         @Option(help: "At most this many jobs.")
         var limit = 100
 
@@ -36,14 +39,17 @@ struct Jobs: AsyncParsableCommand {
 
         func validate() throws {
             guard (1...100_000).contains(limit) else { throw ValidationError("--limit must be in 1...100000") }
+            if let kind, !JobAdministration.isKindName(kind) {
+                throw ValidationError("--kind must be a job kind's name (purge_user, app_event)")
+            }
         }
 
         func run() async throws {
-            let jobs = try await JobsConnection.run { try await $0.list(state: state, limit: limit) }
+            let jobs = try await JobsConnection.run { try await $0.list(state: state, kind: kind, limit: limit) }
             if json {
                 print(try JobsOutput.json(jobs))
             } else if jobs.isEmpty {
-                print(state.map { "no \($0.rawValue) jobs" } ?? "no jobs")
+                print(["no", state?.rawValue, kind, "jobs"].compactMap { $0 }.joined(separator: " "))
             } else {
                 print(JobsOutput.table(jobs))
             }

@@ -209,6 +209,7 @@ struct AdminHTTPTests {
             ("/admin/jobs?limit=0", "limit must be a whole number in 1...1000"),
             ("/admin/jobs?limit=ten", "limit must be a whole number"),
             ("/admin/jobs?bogus=1", "unknown parameter 'bogus'"),
+            ("/admin/jobs?kind=purge_user%27%3B", "kind must be a job kind's name"),
             ("/admin/jobs?state=discarded&state=available", "given twice"),
             ("/admin/audit?since=yesterday", "since must be an ISO 8601 time"),
             ("/admin/audit?action=DROP%20TABLE", "action must be an action name"),
@@ -227,6 +228,7 @@ struct AdminHTTPTests {
             #expect((answer.json["detail"] as? String)?.contains(reason) == true, "\(path): \(answer.text)")
         }
         #expect(try await setup.get("/admin/jobs?state=discarded&limit=5", authorization: setup.bearer).status == 200)
+        #expect(try await setup.get("/admin/jobs?kind=app_event", authorization: setup.bearer).status == 200)
     }
 
     @Test func failedAuthenticationsAreCountedAndLimitedPerAddress() async throws {

@@ -195,6 +195,15 @@ struct AppWebhookTests {
         #expect(listed.status == 0, "\(listed.output)")
         #expect(listed.output.contains(sub) && listed.output.contains(" app_event ") && listed.output.contains("apple.email-disabled")
                 && listed.output.contains("answered HTTP 500"), "\(listed.output)")
+        // One kind at a time: no discarded purge here, the delivery under its own kind.
+        let owner = ["SIWA_DATABASE_URL": setup.database.ownerURL]
+        let purges = try await runSIWA(["jobs", "list", "--state", "discarded", "--kind", "purge_user"], environment: owner)
+        #expect(purges.status == 0 && purges.output.contains("no discarded purge_user jobs"), "\(purges.output)")
+        let deliveries = try await runSIWA(["jobs", "list", "--state", "discarded", "--kind", "app_event"], environment: owner)
+        #expect(deliveries.status == 0 && deliveries.output.contains(sub), "\(deliveries.output)")
+        let bad = try await runSIWA(["jobs", "list", "--kind", "app_event;"], environment: owner)
+        #expect(bad.status == 64, "\(bad.status) \(bad.output)")  // EX_USAGE, as for any bad argument
+        #expect(bad.output.contains("--kind must be a job kind's name"), "\(bad.output)")
         #expect(try await setup.database.scalar("""
             SELECT count(*) FROM siwa.audit_log WHERE action = 'job.discarded' AND apple_sub = '\(sub)'
             """) == 1)
