@@ -134,13 +134,20 @@ public struct SignInService: Sendable {
         // From here on, a token siwa does not store is revoked (best effort):
         // Apple would otherwise keep the app authorised for the user.
         let clientID = verified.audience
+        // Apple's own id_token must name the same user.
+        let sameUser: Bool
+        do {
+            if let idToken = tokens.idToken { sameUser = try await verifier.verify(idToken).claims.sub == claims.sub } else { sameUser = false }
+        } catch {
+            revokeUnstored(refreshToken, clientID: clientID)
+            throw error
+        }
+        guard sameUser else {
+            revokeUnstored(refreshToken, clientID: clientID)
+            return .refused(reason: "token_mismatch", detail: "Apple's id_token for this code is missing or names another user")
+        }
         let outcome: SignInStoreOutcome
         do {
-            // Apple's own id_token must name the same user.
-            guard let idToken = tokens.idToken, try await verifier.verify(idToken).claims.sub == claims.sub else {
-                revokeUnstored(refreshToken, clientID: clientID)
-                return .refused(reason: "token_mismatch", detail: "Apple's id_token for this code is missing or names another user")
-            }
             let keyRing = self.keyRing
             outcome = try await storeOutcome(record, first: prepared) { userID in
                 let refresh = try keyRing.seal(refreshToken, userID: userID, clientID: clientID)
@@ -148,47 +155,43 @@ public struct SignInService: Sendable {
                 return SealedTokenPair(keyID: refresh.keyID, refreshToken: refresh.bytes, accessToken: access.bytes,
                                        accessExpiresIn: tokens.expiresIn)
             }
-        } catch where Self.mayHaveBeenStored(error) {
-            // The outcome is unknown (the COMMIT may have landed): keep the
-            // token live; a retry of the request gets the stored answer, or
-            // Apple's invalid_grant.
-            throw error
-        } catch {
-            // Not stored.
+        } catch let notStored as SignInNotStored {
             revokeUnstored(refreshToken, clientID: clientID)
-            throw error
+            throw notStored.cause
         }
+        // Any other error leaves the outcome unknown (the COMMIT may have
+        // landed): the token stays live, and a retry of the request gets the
+        // stored answer, or Apple's invalid_grant.
         if outcome == .deletionInProgress { revokeUnstored(refreshToken, clientID: clientID) }
         return answer(outcome, sub: claims.sub, tokensStored: true)
     }
 
     /// Stores the sign-in (prepare, then one transaction), again if the
-    /// user's row changed in between (a concurrent first sign-in).
+    /// user's row changed in between (a concurrent first sign-in). Throws
+    /// `SignInNotStored` when it was certainly not stored (an `again` is
+    /// not stored, so a later prepare's failure is certain too).
     private func storeOutcome(_ record: SignInRecord, first: SignInStore.Prepared? = nil,
                               seal: (@Sendable (Int64) throws -> SealedTokenPair)?) async throws -> SignInStoreOutcome {
         var prepared = first
         for _ in 0..<3 {
             let ready: SignInStore.Prepared
-            if let prepared { ready = prepared } else { ready = try await store.prepare(appleSub: record.appleSub, codeSHA256: nil) }
+            if let prepared {
+                ready = prepared
+            } else {
+                do { ready = try await store.prepare(appleSub: record.appleSub, codeSHA256: nil) } catch { throw SignInNotStored(cause: error) }
+            }
             let outcome = try await store.store(record, prepared: ready, seal: seal)
             if outcome != .again { return outcome }
             prepared = nil
         }
-        throw SignInStoreError("the user's row kept changing during sign-in")
+        throw SignInNotStored(cause: SignInStoreError("the user's row kept changing during sign-in"))
     }
 
     private func store(_ record: SignInRecord, seal: (@Sendable (Int64) throws -> SealedTokenPair)?) async throws -> SignInOutcome {
-        answer(try await storeOutcome(record, seal: seal), sub: record.appleSub, tokensStored: seal != nil)
-    }
-
-    /// The store failed, but its transaction may have committed: the
-    /// connection closed under it, no answer came in time, or the caller
-    /// stopped waiting.
-    static func mayHaveBeenStored(_ error: any Error) -> Bool {
-        switch error {
-        case is ConnectionClosed, is CancellationError: true
-        case let late as RoundTripTimedOut: late.sent
-        default: false
+        do {
+            return answer(try await storeOutcome(record, seal: seal), sub: record.appleSub, tokensStored: seal != nil)
+        } catch let notStored as SignInNotStored {
+            throw notStored.cause
         }
     }
 

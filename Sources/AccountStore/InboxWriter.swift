@@ -50,8 +50,8 @@ public final class InboxWriter: Sendable {
     public func record(_ entry: InboxEntry) async throws -> InboxOutcome {
         do {
             return try await batcher.call(entry)
-        } catch is RoundTripUnavailable {
-            throw InboxUnavailable(reason: "shutting down")
+        } catch let unavailable as RoundTripUnavailable {
+            throw InboxUnavailable(reason: unavailable.reason)
         } catch let timedOut as RoundTripTimedOut {
             throw InboxUnavailable(reason: timedOut.sent ? "no commit within \(timedOut.timeout)" : "queued too long")
         } catch {

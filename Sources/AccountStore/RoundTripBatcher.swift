@@ -16,7 +16,10 @@ import Synchronization
 /// If a batch fails and `retryAlone` says its inputs may run again (the
 /// batch rolled back: a lock timeout, a deadlock, one bad input), each runs
 /// alone, so one bad input never fails the others; otherwise every caller
-/// gets the batch's error.
+/// gets the batch's error. An input once sent is always run to the end,
+/// even after its caller stopped waiting (and was told it may have taken
+/// effect): so "may have taken effect" comes true, and a retry by the
+/// caller finds it done.
 ///
 /// Inputs with the same `laneKey` share a lane, so two batches running at
 /// once never hold the same key's rows (the inbox's and sign-in's key is
@@ -30,15 +33,7 @@ public final class RoundTripBatcher<Input: Sendable, Output: Sendable>: Sendable
         let input: Input
         let result: OneShot<Output>
         let enqueued: ContinuousClock.Instant
-        /// Set once the input's batch is sent: past that, a caller who stops
-        /// waiting does not know whether it ran.
-        let sent = Flag()
-    }
-
-    final class Flag: Sendable {
-        private let value = Atomic<Bool>(false)
-        func set() { value.store(true, ordering: .releasing) }
-        var isSet: Bool { value.load(ordering: .acquiring) }
+        let progress = RoundTripProgress()
     }
 
     private struct State {
@@ -58,9 +53,15 @@ public final class RoundTripBatcher<Input: Sendable, Output: Sendable>: Sendable
     /// deadline (one timer for all, rather than one task per call).
     private let waiting = Mutex([ObjectIdentifier: Pending]())
     private let failedBatches = Atomic<Int>(0)
+    private let sentBatches = Atomic<Int>(0)
+    private let sentInputs = Atomic<Int>(0)
 
-    /// Batches that failed and were retried input by input, since start.
+    /// Batches that failed, since start.
     public var failedBatchCount: Int { failedBatches.load(ordering: .relaxed) }
+    /// Batches sent and the inputs in them, since start (lone retries not counted).
+    public var sentCounts: (batches: Int, inputs: Int) {
+        (sentBatches.load(ordering: .relaxed), sentInputs.load(ordering: .relaxed))
+    }
 
     /// - Parameters:
     ///   - run: makes one round trip for a batch; answers one output per
@@ -85,22 +86,25 @@ public final class RoundTripBatcher<Input: Sendable, Output: Sendable>: Sendable
     }
 
     /// Makes the call for one input; returns once its batch has answered.
-    /// Throws `RoundTripUnavailable` after `close()`, `RoundTripTimedOut`
-    /// past the timeout, or the batch's (or the lone retry's) error.
+    /// Throws `RoundTripUnavailable` (not sent) after `close()` or when the
+    /// lane's queue is full, `RoundTripTimedOut` past the timeout, or the
+    /// batch's (or the lone retry's) error.
     public func call(_ input: Input) async throws -> Output {
         let pending = Pending(input: input, result: OneShot(), enqueued: .now)
-        let handOff = state.withLock { state -> (CheckedContinuation<[Pending]?, Never>?, Bool) in
-            if state.closed { return (nil, false) }
+        let handOff = state.withLock { state -> Result<CheckedContinuation<[Pending]?, Never>?, RoundTripUnavailable> in
+            if state.closed { return .failure(RoundTripUnavailable(reason: "shutting down")) }
             let index = lane(for: input, of: state.queues.count)
             if let idle = state.idle[index] {
                 state.idle[index] = nil
-                return (idle, true)
+                return .success(idle)
+            }
+            guard state.queues[index].count < options.maxQueued else {
+                return .failure(RoundTripUnavailable(reason: "\(options.maxQueued) calls queued already"))
             }
             state.queues[index].append(pending)
-            return (nil, true)
+            return .success(nil)
         }
-        guard handOff.1 else { throw RoundTripUnavailable() }
-        handOff.0?.resume(returning: [pending])
+        try handOff.get()?.resume(returning: [pending])
 
         let key = ObjectIdentifier(pending.result)
         waiting.withLock { $0[key] = pending }
@@ -141,8 +145,17 @@ public final class RoundTripBatcher<Input: Sendable, Output: Sendable>: Sendable
             try? await Task.sleep(for: timeout / 10)
             let now = ContinuousClock.now
             let overdue = waiting.withLock { $0.values.filter { now - $0.enqueued >= timeout } }
+            var abandoned = false
             for pending in overdue {
-                pending.result.complete(.failure(RoundTripTimedOut(sent: pending.sent.isSet, timeout: timeout)))
+                let notSent = pending.progress.abandon()
+                abandoned = abandoned || notSent
+                pending.result.complete(.failure(RoundTripTimedOut(sent: !notSent, timeout: timeout)))
+            }
+            // A stuck lane's queue holds only live calls.
+            if abandoned {
+                state.withLock { state in
+                    for lane in state.queues.indices { state.queues[lane].removeAll { $0.progress.isAbandoned } }
+                }
             }
         }
     }
@@ -164,13 +177,15 @@ public final class RoundTripBatcher<Input: Sendable, Output: Sendable>: Sendable
     }
 
     private func send(_ batch: [Pending]) async {
-        // Skip inputs whose caller already gave up (nothing was done for them).
-        let live = batch.filter { !isOverdue($0) }
-        for pending in batch where isOverdue(pending) {
+        // Past their deadline, callers not yet answered are told their call
+        // was not sent, and it is not.
+        for pending in batch where ContinuousClock.now - pending.enqueued >= options.timeout && pending.progress.abandon() {
             pending.result.complete(.failure(RoundTripTimedOut(sent: false, timeout: options.timeout)))
         }
+        let live = batch.filter { $0.progress.send() }
         guard !live.isEmpty else { return }
-        for pending in live { pending.sent.set() }
+        sentBatches.add(1, ordering: .relaxed)
+        sentInputs.add(live.count, ordering: .relaxed)
         do {
             let outputs = try await run(live.map(\.input))
             guard outputs.count == live.count else { throw RoundTripMismatch(expected: live.count, got: outputs.count) }
@@ -183,27 +198,60 @@ public final class RoundTripBatcher<Input: Sendable, Output: Sendable>: Sendable
             }
             logger.warning("Batch failed; retrying its inputs one by one",
                            metadata: ["batch": "\(live.count)", "error": "\(safeDescription(error))"])
-            for pending in live {
-                // Past its deadline the caller has its answer already (the
-                // batch rolled back, so nothing was done for it).
-                guard !isOverdue(pending) else {
-                    pending.result.complete(.failure(RoundTripTimedOut(sent: false, timeout: options.timeout)))
-                    continue
-                }
-                do {
-                    let outputs = try await run([pending.input])
-                    guard outputs.count == 1 else { throw RoundTripMismatch(expected: 1, got: outputs.count) }
-                    pending.result.complete(.success(outputs[0]))
-                } catch {
-                    pending.result.complete(.failure(error))
+            await retryAlone(live)
+        }
+    }
+
+    /// Runs each input of a failed batch alone, every one (a caller told it
+    /// may have taken effect must find it done): one key's inputs in order,
+    /// different keys at once, so one stuck on a lock does not hold up the
+    /// others past their deadline.
+    private func retryAlone(_ live: [Pending]) async {
+        var byKey: [String: [Pending]] = [:]
+        var keys: [String] = []
+        for pending in live {
+            let key = laneKey(pending.input)
+            if byKey[key] == nil { keys.append(key) }
+            byKey[key, default: []].append(pending)
+        }
+        await withDiscardingTaskGroup { group in
+            for key in keys {
+                let inputs = byKey[key] ?? []
+                group.addTask {
+                    for pending in inputs {
+                        do {
+                            let outputs = try await self.run([pending.input])
+                            guard outputs.count == 1 else { throw RoundTripMismatch(expected: 1, got: outputs.count) }
+                            pending.result.complete(.success(outputs[0]))
+                        } catch {
+                            pending.result.complete(.failure(error))
+                        }
+                    }
                 }
             }
         }
     }
+}
 
-    private func isOverdue(_ pending: Pending) -> Bool {
-        ContinuousClock.now - pending.enqueued >= options.timeout
+/// Where an input is: queued, then either sent (by a lane) or abandoned
+/// (by the sweeper, its caller past the timeout), never both: each move
+/// is a compare-and-exchange from `queued`, so a caller told "not sent"
+/// is never sent.
+final class RoundTripProgress: Sendable {
+    private static let (queued, sent, abandoned) = (UInt8(0), UInt8(1), UInt8(2))
+    private let value = Atomic<UInt8>(RoundTripProgress.queued)
+
+    /// Whether this call sent it (false: it was abandoned).
+    func send() -> Bool {
+        value.compareExchange(expected: Self.queued, desired: Self.sent, ordering: .acquiringAndReleasing).exchanged
     }
+
+    /// Whether this call abandoned it (false: it was sent).
+    func abandon() -> Bool {
+        value.compareExchange(expected: Self.queued, desired: Self.abandoned, ordering: .acquiringAndReleasing).exchanged
+    }
+
+    var isAbandoned: Bool { value.load(ordering: .acquiring) == Self.abandoned }
 }
 
 /// How a `RoundTripBatcher` batches.
@@ -213,12 +261,17 @@ public struct RoundTripBatching: Sendable {
     /// How long a caller waits for its answer before giving up (with
     /// `RoundTripTimedOut`; a batch already sent may still commit).
     public var timeout: Duration = .seconds(10)
+    /// Calls waiting in one lane at most; more are refused at once
+    /// (`RoundTripUnavailable`), not queued behind a lane that is stuck.
+    public var maxQueued: Int = 4096
     public init() {}
 }
 
-/// The batcher is closed (siwa is shutting down).
+/// The call was not sent: the batcher is closed (siwa is shutting down) or
+/// its lane's queue is full.
 public struct RoundTripUnavailable: Error, Sendable, CustomStringConvertible {
-    public var description: String { "shutting down" }
+    public let reason: String
+    public var description: String { reason }
 }
 
 /// No answer within the batcher's timeout. When `sent` is true the call

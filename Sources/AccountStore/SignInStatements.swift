@@ -41,13 +41,21 @@ struct SignInPrepareStatement: PostgresPreparedStatement {
 /// sealed tokens and the code's hash, and audits it. One statement, so the
 /// batch is one transaction; the function's statements see the earlier
 /// sign-ins of the batch (two of one user: the second answers `again`).
-/// The users are taken in `apple_sub` order, the order in which the inbox
-/// statement locks its batch's existing users, so the two do not lock a
-/// pair of them in opposite orders. (A cycle is still possible through a
-/// brand-new user whom both insert; PostgreSQL breaks it after a second by
-/// failing one of the batches, whose items are then retried one by one.)
+///
+/// Lock order, as the inbox statement's: first the batch's existing users,
+/// in `apple_sub` order (`locked`, run before any sign-in: the input scan
+/// waits for it), then each sign-in in `apple_sub` order, a user's in the
+/// order they came. So a sign-in batch and an inbox batch never lock two
+/// existing users in opposite orders. (Two brand-new users inserted by both
+/// at once still could; PostgreSQL breaks such a deadlock after a second by
+/// failing one batch, whose items are then retried one by one.)
 struct SignInStatement: PostgresPreparedStatement {
     static let sql = """
+        WITH locked AS MATERIALIZED (
+            SELECT u.id
+            FROM (SELECT DISTINCT b.sub FROM unnest($1::text[]) AS b(sub) ORDER BY b.sub) AS batch,
+                 LATERAL (SELECT users.id FROM siwa.users WHERE users.apple_sub = batch.sub FOR UPDATE) AS u
+        )
         SELECT u.ord::int4, s.outcome, s.user_id, s.is_new_user, s.user_email, s.user_is_private_email, s.user_real_user_status
         FROM (SELECT * FROM unnest($1::text[], $2::int8[], $3::int8[], $4::text[], $5::text[], $6::bool[], $7::text[],
                                    $8::text[], $9::int2[], $10::int8[], $11::bytea[], $12::text[], $13::text[], $14::bytea[],
@@ -55,7 +63,8 @@ struct SignInStatement: PostgresPreparedStatement {
                    WITH ORDINALITY AS i(sub, current_id, fresh_id, client_id, email, is_private_email, given_name, family_name,
                                         real_user_status, signed_in_ms, code, api_key, key_id, refresh_for_current,
                                         access_for_current, refresh_for_fresh, access_for_fresh, access_expires_in, ord)
-              ORDER BY i.sub) AS u
+              WHERE (SELECT count(*) FROM locked) >= 0
+              ORDER BY i.sub, i.ord) AS u
         CROSS JOIN LATERAL siwa.sign_in(u.sub, u.current_id, u.fresh_id, u.client_id, u.email, u.is_private_email, u.given_name,
                                         u.family_name, u.real_user_status, u.signed_in_ms, u.code, u.api_key, u.key_id,
                                         u.refresh_for_current, u.access_for_current, u.refresh_for_fresh, u.access_for_fresh,

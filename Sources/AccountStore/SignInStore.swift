@@ -133,11 +133,12 @@ public final class SignInStore: Sendable {
                 Prepared(currentID: row.1, freshID: row.2, replay: SignInReplay((row.3, row.4, row.5, row.6)))
             }
         }
-        // A batch that failed rolled back, and its sign-ins may each be
-        // stored alone; unless the connection closed, when its COMMIT may
-        // have landed: then each caller is told so (ConnectionClosed).
+        // A batch PostgreSQL answered with an error rolled back, and its
+        // sign-ins may each be stored alone. Any other failure (the
+        // connection closed, a batch answered wrongly) may follow a COMMIT:
+        // then each caller is told its outcome is unknown.
         storing = RoundTripBatcher(options: batching, logger: logger, laneKey: \.record.appleSub,
-                                   retryAlone: { !($0 is ConnectionClosed) }) { inputs in
+                                   retryAlone: Self.rolledBack) { inputs in
             let statement = SignInStatement(inputs: inputs, validationPeriodHours: validationPeriodHours)
             let rows = try await client.guardedExecute(statement, logger: logger)
             return try Self.inOrder(rows, count: inputs.count, ordinal: \.0) { row in
@@ -157,6 +158,18 @@ public final class SignInStore: Sendable {
     public func close() {
         preparing.close()
         storing.close()
+    }
+
+    /// Store batches that failed, and batches sent and the sign-ins in
+    /// them, since start (for tests and the benchmark's curiosity).
+    public var storeBatches: (failed: Int, sent: Int, signIns: Int) {
+        let sent = storing.sentCounts
+        return (storing.failedBatchCount, sent.batches, sent.inputs)
+    }
+
+    /// PostgreSQL answered the statement with an error: it rolled back.
+    static func rolledBack(_ error: any Error) -> Bool {
+        (error as? PSQLError)?.serverInfo?[.sqlState] != nil
     }
 
     /// The first answer for this code, when it was stored less than ten
@@ -186,13 +199,30 @@ public final class SignInStore: Sendable {
     /// - Parameter seal: seals Apple's tokens for a user id (called for the
     ///   current id and the fresh one; the function stores the one that
     ///   applies); nil when no authorization code was exchanged.
-    /// - Throws: `ConnectionClosed` or `RoundTripTimedOut` (sent) when the
-    ///   sign-in may have been stored all the same.
+    /// - Throws: `SignInNotStored` when the sign-in was certainly not
+    ///   stored (the tokens could not be sealed, the call was never sent, or
+    ///   PostgreSQL refused it); any other error leaves the outcome unknown
+    ///   (the connection closed, no answer in time, the caller cancelled),
+    ///   and the sign-in may be stored all the same.
     public func store(_ r: SignInRecord, prepared: Prepared,
                       seal: (@Sendable (Int64) throws -> SealedTokenPair)?) async throws -> SignInStoreOutcome {
-        let forCurrent = try prepared.currentID.flatMap { id in try seal?(id) }
-        let forFresh = try seal?(prepared.freshID)
-        return try await storing.call(SignInStatement.Input(record: r, prepared: prepared, forCurrent: forCurrent, forFresh: forFresh))
+        let input: SignInStatement.Input
+        do {
+            let forCurrent = try prepared.currentID.flatMap { id in try seal?(id) }
+            let forFresh = try seal?(prepared.freshID)
+            input = SignInStatement.Input(record: r, prepared: prepared, forCurrent: forCurrent, forFresh: forFresh)
+        } catch {
+            throw SignInNotStored(cause: error)
+        }
+        do {
+            return try await storing.call(input)
+        } catch let unavailable as RoundTripUnavailable {
+            throw SignInNotStored(cause: unavailable)
+        } catch let late as RoundTripTimedOut where !late.sent {
+            throw SignInNotStored(cause: late)
+        } catch where Self.rolledBack(error) {
+            throw SignInNotStored(cause: error)
+        }
     }
 
     /// A batch's rows as outputs in the order of its inputs (each row
@@ -219,6 +249,12 @@ public final class SignInStore: Sendable {
             throw SignInStoreError("siwa.sign_in answered '\(outcome)'")
         }
     }
+}
+
+/// The sign-in was certainly not stored (see `SignInStore.store`).
+public struct SignInNotStored: Error, Sendable {
+    public let cause: any Error
+    public init(cause: any Error) { self.cause = cause }
 }
 
 public struct SignInStoreError: Error, CustomStringConvertible, Sendable {

@@ -1,3 +1,4 @@
+import AccountStore
 import AppleSimulator
 import Foundation
 import Synchronization
@@ -71,6 +72,22 @@ extension FaultTests {
         #expect(try await database.scalar("""
             SELECT count(*) FROM siwa.audit_log WHERE action = 'user.signed_in' AND apple_sub IN (\(list))
             """) == signedIn.count)
+        // No stored token was revoked at Apple (a store that may have
+        // committed keeps its token; only one surely not stored is revoked),
+        // and no user was signed out by it.
+        try await Task.sleep(for: .seconds(1))  // the background revocations of unstored tokens
+        let ring = try TokenKeyRing.load(path: fixture.keyRingFile).ring
+        let stored = try await database.strings("""
+            SELECT user_id || '|' || client_id || '|' || key_id || '|' || encode(refresh_token, 'base64') FROM siwa.apple_tokens
+            """)
+        #expect(stored.count >= signedIn.count)
+        for row in stored {
+            let parts = row.split(separator: "|", maxSplits: 3).map(String.init)
+            let bytes = try #require(Data(base64Encoded: parts[3].replacingOccurrences(of: "\n", with: "")))
+            let token = try ring.open(SealedToken(keyID: parts[2], bytes: bytes), userID: try #require(Int64(parts[0])), clientID: parts[1])
+            #expect(siwa.simulator.isRefreshTokenLive(token), "a stored refresh token was revoked at Apple")
+        }
+        #expect(try await database.scalar("SELECT count(*) FROM siwa.users WHERE status <> 'active'") == 0)
         // And sign-in works again.
         let sub = "restart.signin.after"
         let after = try await HTTPAnswer.send(

@@ -33,7 +33,7 @@ struct SignInStoreTests {
     @Test func manyConcurrentSignInsAreEachStoredWithTheirOwnAnswer() async throws {
         let db = try await TestDatabase.create()
         let count = 300
-        let outcomes = try await TestDatabase.withClient(db.runtimeConfiguration) { client in
+        let (outcomes, batches) = try await TestDatabase.withClient(db.runtimeConfiguration) { client in
             var batching = RoundTripBatching()
             batching.lanes = 2
             batching.timeout = .seconds(120)  // a loaded machine runs the whole suite at once
@@ -50,11 +50,13 @@ struct SignInStoreTests {
                             return (record.appleSub, try await store.store(record, prepared: prepared, seal: Self.seal))
                         }
                     }
-                    return try await group.reduce(into: [String: SignInStoreOutcome]()) { $0[$1.0] = $1.1 }
+                    return (try await group.reduce(into: [String: SignInStoreOutcome]()) { $0[$1.0] = $1.1 }, store.storeBatches)
                 }
             }
         }
         #expect(outcomes.count == count)
+        // Batched for real (some batch held more than one), and no batch failed.
+        #expect(batches.failed == 0 && batches.signIns == count && batches.sent < count, "\(batches)")
         for index in 0..<count {
             guard case .stored(let userID, let isNew, let email, let isPrivate, _)? = outcomes["batch-\(index)"] else {
                 Issue.record("batch-\(index): \(String(describing: outcomes["batch-\(index)"]))")
@@ -74,55 +76,113 @@ struct SignInStoreTests {
         #expect(try await db.scalar("SELECT count(*) FROM siwa.audit_log WHERE action = 'user.signed_in'") == Int64(count))
     }
 
-    /// While the lane is held up (a lock on the first sign-in's row), the
-    /// others queue and then go as one batch: two first sign-ins of one
-    /// user store one account (the second answers `again`), and a sign-in
-    /// whose statement fails (its fresh id is taken) fails alone.
+    /// `pending` sign-ins queued while the lane is held up (a lock on the
+    /// user `holder`), sent as one batch once the lock goes.
+    static func oneBatch(_ store: SignInStore, _ db: TestDatabase, holder: SignInStore.Prepared,
+                         _ pending: [(String, SignInStore.Prepared)]) async throws -> [Result<SignInStoreOutcome, any Error>] {
+        try await OpenConnection.with(db.runtimeConfiguration) { blocker in
+            try await blocker.run("BEGIN")
+            try await blocker.run("SELECT FROM siwa.users WHERE apple_sub = 'holder' FOR UPDATE")
+            let held = Task { try await store.store(Self.record("holder"), prepared: holder, seal: nil) }
+            #expect(try await eventually(upTo: .seconds(10)) { try await InboxConcurrencyTests.waitingForALock(db) })
+            let queued = pending.map { sub, prepared in
+                Task { () -> Result<SignInStoreOutcome, any Error> in
+                    do { return .success(try await store.store(Self.record(sub), prepared: prepared, seal: nil)) } catch {
+                        return .failure(error)
+                    }
+                }
+            }
+            try await Task.sleep(for: .milliseconds(300))  // all queued behind the held batch
+            try await blocker.run("COMMIT")
+            _ = try await held.value
+            var results: [Result<SignInStoreOutcome, any Error>] = []
+            for task in queued { results.append(await task.value) }
+            return results
+        }
+    }
+
+    /// Two first sign-ins of one user in one batch store one account (the
+    /// second answers `again`, and the service prepares again), beside
+    /// another user's: the batch does not fail. Then a batch with a
+    /// sign-in whose statement fails (its fresh id was taken meanwhile):
+    /// the batch fails, and each is retried alone, so only that one fails.
     @Test func oneBatchKeepsEachSignInApart() async throws {
         let db = try await TestDatabase.create()
         try await db.execute("INSERT INTO siwa.users (id, apple_sub) VALUES (999999, 'holder')")
-        let outcomes = try await TestDatabase.withClient(db.runtimeConfiguration) { client in
+        try await TestDatabase.withClient(db.runtimeConfiguration) { client in
             var batching = RoundTripBatching()
             batching.lanes = 1
             batching.timeout = .seconds(120)
             let store = SignInStore(client: client, validationPeriodHours: 24, batching: batching, logger: TestEnvironment.logger)
-            return try await Self.running(store) {
-                try await OpenConnection.with(db.runtimeConfiguration) { blocker in
-                    try await blocker.run("BEGIN")
-                    try await blocker.run("SELECT FROM siwa.users WHERE apple_sub = 'holder' FOR UPDATE")
-                    let holder = try await store.prepare(appleSub: "holder", codeSHA256: nil)
-                    let held = Task { try await store.store(Self.record("holder"), prepared: holder, seal: nil) }
-                    #expect(try await eventually(upTo: .seconds(10)) { try await InboxConcurrencyTests.waitingForALock(db) })
+            try await Self.running(store) {
+                let holder = try await store.prepare(appleSub: "holder", codeSHA256: nil)
+                let twins = try await Self.oneBatch(store, db, holder: holder, [
+                    ("twin", try await store.prepare(appleSub: "twin", codeSHA256: nil)),
+                    ("twin", try await store.prepare(appleSub: "twin", codeSHA256: nil)),
+                    ("other", try await store.prepare(appleSub: "other", codeSHA256: nil)),
+                ])
+                let stored = twins.compactMap { try? $0.get() }
+                #expect(stored.count == 3, "\(twins)")
+                #expect(stored.filter { if case .stored(_, true, _, _, _) = $0 { true } else { false } }.count == 2)  // a twin and other
+                #expect(stored.filter { $0 == SignInStoreOutcome.again }.count == 1)
+                #expect(store.storeBatches.failed == 0 && store.storeBatches.sent == 2, "\(store.storeBatches)")  // holder's, then the three
 
-                    let twin = try await store.prepare(appleSub: "twin", codeSHA256: nil)
-                    let twinAgain = try await store.prepare(appleSub: "twin", codeSHA256: nil)
-                    let other = try await store.prepare(appleSub: "other", codeSHA256: nil)
-                    // Its fresh id is taken by another user meanwhile: its INSERT fails.
-                    let bad = try await store.prepare(appleSub: "bad", codeSHA256: nil)
-                    try await db.execute("INSERT INTO siwa.users (id, apple_sub) VALUES (\(bad.freshID), 'taken')")
-                    let queued = [("twin", twin), ("twin", twinAgain), ("bad", bad), ("other", other)].map { sub, prepared in
-                        Task { () -> Result<SignInStoreOutcome, any Error> in
-                            do { return .success(try await store.store(Self.record(sub), prepared: prepared, seal: nil)) } catch {
-                                return .failure(error)
-                            }
-                        }
-                    }
-                    try await Task.sleep(for: .milliseconds(300))  // all four queued behind the held batch
-                    try await blocker.run("COMMIT")
-                    _ = try await held.value
-                    var results: [Result<SignInStoreOutcome, any Error>] = []
-                    for task in queued { results.append(await task.value) }
-                    return results
+                // Its fresh id is taken by another user meanwhile: its INSERT fails.
+                let bad = try await store.prepare(appleSub: "bad", codeSHA256: nil)
+                try await db.execute("INSERT INTO siwa.users (id, apple_sub) VALUES (\(bad.freshID), 'taken')")
+                let holderAgain = try await store.prepare(appleSub: "holder", codeSHA256: nil)
+                let mixed = try await Self.oneBatch(store, db, holder: holderAgain, [
+                    ("good", try await store.prepare(appleSub: "good", codeSHA256: nil)), ("bad", bad),
+                ])
+                #expect(store.storeBatches.failed == 1 && store.storeBatches.sent == 4, "\(store.storeBatches)")
+                if case .success(.stored(_, true, _, _, _)) = mixed[0] {} else { Issue.record("good: \(mixed[0])") }
+                guard case .failure(let error) = mixed[1], error is SignInNotStored else {
+                    Issue.record("bad: \(mixed[1])")
+                    return
                 }
             }
         }
-        let stored = outcomes.compactMap { try? $0.get() }
-        // The twins: one new account, one `again` (the service prepares again).
-        #expect(stored.filter { if case .stored(_, true, _, _, _) = $0 { true } else { false } }.count == 2)  // twin and other
-        #expect(stored.filter { $0 == SignInStoreOutcome.again }.count == 1)
-        #expect(outcomes.filter { if case .failure = $0 { true } else { false } }.count == 1)
-        if case .success = outcomes[2] { Issue.record("the sign-in with a taken id was stored") }
-        #expect(try await db.strings("SELECT apple_sub FROM siwa.users ORDER BY apple_sub") == ["holder", "other", "taken", "twin"])
+        #expect(try await db.strings("SELECT apple_sub FROM siwa.users ORDER BY apple_sub") == ["good", "holder", "other", "taken", "twin"])
+    }
+
+    /// A batch sent, whose callers then stopped waiting (told their call may
+    /// have been stored), and which then failed: each sign-in is still run
+    /// alone, so "may have been stored" comes true for all but the bad one,
+    /// and a retry by the backend would find its answer.
+    @Test func aFailedBatchIsRetriedAloneEvenAfterItsCallersGaveUp() async throws {
+        let db = try await TestDatabase.create()
+        try await db.execute("INSERT INTO siwa.users (id, apple_sub) VALUES (999999, 'holder'), (999998, 'good')")
+        try await TestDatabase.withClient(db.runtimeConfiguration) { client in
+            var batching = RoundTripBatching()
+            batching.lanes = 1
+            batching.timeout = .seconds(3)
+            let store = SignInStore(client: client, validationPeriodHours: 24, batching: batching, logger: TestEnvironment.logger)
+            try await Self.running(store) {
+                let holder = try await store.prepare(appleSub: "holder", codeSHA256: nil)
+                let good = try await store.prepare(appleSub: "good", codeSHA256: nil)
+                let bad = try await store.prepare(appleSub: "bad", codeSHA256: nil)
+                try await db.execute("INSERT INTO siwa.users (id, apple_sub) VALUES (\(bad.freshID), 'taken')")
+                try await OpenConnection.with(db.runtimeConfiguration) { goodLock in
+                    try await goodLock.run("BEGIN")
+                    try await goodLock.run("SELECT FROM siwa.users WHERE apple_sub = 'good' FOR UPDATE")
+                    // good and bad queue behind holder's batch, then go as one batch, held on good's lock.
+                    let results = try await Self.oneBatch(store, db, holder: holder, [("good", good), ("bad", bad)])
+                    for result in results {
+                        guard case .failure(let error) = result, (error as? RoundTripTimedOut)?.sent == true else {
+                            Issue.record("expected a timeout after sending: \(result)")
+                            continue
+                        }
+                    }
+                    try await goodLock.run("COMMIT")
+                }
+                // The batch fails on bad's taken id and is retried alone: good is stored.
+                #expect(try await eventually(upTo: .seconds(10)) {
+                    try await db.scalar("SELECT count(*) FROM siwa.audit_log WHERE action = 'user.signed_in' AND apple_sub = 'good'") == 1
+                })
+                #expect(store.storeBatches.failed == 1, "\(store.storeBatches)")
+            }
+        }
+        #expect(try await db.scalar("SELECT count(*) FROM siwa.users WHERE apple_sub = 'bad'") == 0)
     }
 
     /// A caller whose batch does not answer in time gets RoundTripTimedOut,
@@ -145,13 +205,11 @@ struct SignInStoreTests {
                     let held = Task { try await store.store(Self.record("holder"), prepared: holder, seal: nil) }
                     #expect(try await eventually(upTo: .seconds(10)) { try await InboxConcurrencyTests.waitingForALock(db) })
                     let queued = Task { try await store.store(Self.record("later"), prepared: later, seal: nil) }
-                    for (task, sent) in [(held, true), (queued, false)] {
-                        do {
-                            _ = try await task.value
-                            Issue.record("answered while the lane was held")
-                        } catch let timedOut as RoundTripTimedOut {
-                            #expect(timedOut.sent == sent)
-                        }
+                    // Sent: the outcome is unknown (a RoundTripTimedOut as such).
+                    await #expect { _ = try await held.value } throws: { ($0 as? RoundTripTimedOut)?.sent == true }
+                    // Never sent: certainly not stored.
+                    await #expect { _ = try await queued.value } throws: {
+                        (($0 as? SignInNotStored)?.cause as? RoundTripTimedOut)?.sent == false
                     }
                     try await blocker.run("COMMIT")
                 }
