@@ -15,7 +15,8 @@ import Synchronization
 /// Each Apple user (`sub`) has one lane: every row a notification locks
 /// (its user, its pending purge job, its `jti`, which Apple never reuses for
 /// another sub) belongs to that sub, so two inbox batches never wait for
-/// each other and cannot deadlock, whatever Apple redelivers when.
+/// each other and cannot deadlock, whatever Apple redelivers when. (Sign-in
+/// batches lock existing users in the inbox statement's order too.)
 public final class InboxWriter: Sendable {
     public struct Options: Sendable {
         public var writers: Int = 4
