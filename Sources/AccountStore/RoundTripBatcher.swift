@@ -6,7 +6,7 @@ import Synchronization
 ///
 /// A round trip costs siwa far more CPU than the statement's own work
 /// (leasing a connection, the guard's task, a write and a read on the
-/// socket, waking the caller): about 100 µs on our machines, measured by
+/// socket, waking the caller): over 100 µs on our machines, measured by
 /// adding one to a sign-in. Here callers queue their inputs and a few lanes
 /// each take everything waiting in their queue (up to `maxBatch`) into one
 /// call of `run`. No artificial delay: an idle lane takes a lone input at
