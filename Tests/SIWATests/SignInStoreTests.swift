@@ -19,6 +19,15 @@ struct SignInStoreTests {
         }
     }
 
+    /// A store on `client` (sign-ins queued together in one of `lanes` go
+    /// as one batch), whose callers give up after `timeout`.
+    static func store(_ client: PostgresClient, lanes: Int, timeout: Duration) -> SignInStore {
+        var batching = RoundTripBatching()
+        batching.lanes = lanes
+        batching.timeout = timeout
+        return SignInStore(client: client, validationPeriodHours: 24, batching: batching, logger: TestEnvironment.logger)
+    }
+
     static func record(_ sub: String, email: String? = nil, code: Data? = nil) -> SignInRecord {
         SignInRecord(appleSub: sub, clientID: "com.example.app", email: email, isPrivateEmail: email.map { _ in true },
                      givenName: nil, familyName: nil, realUserStatus: nil, signedInAt: Date(timeIntervalSince1970: 1_700_000_000),
@@ -34,10 +43,7 @@ struct SignInStoreTests {
         let db = try await TestDatabase.create()
         let count = 300
         let (outcomes, batches) = try await TestDatabase.withClient(db.runtimeConfiguration) { client in
-            var batching = RoundTripBatching()
-            batching.lanes = 2
-            batching.timeout = .seconds(120)  // a loaded machine runs the whole suite at once
-            let store = SignInStore(client: client, validationPeriodHours: 24, batching: batching, logger: TestEnvironment.logger)
+            let store = Self.store(client, lanes: 2, timeout: .seconds(120))  // a loaded machine runs the whole suite at once
             return try await Self.running(store) {
                 try await withThrowingTaskGroup(of: (String, SignInStoreOutcome).self) { group in
                     for index in 0..<count {
@@ -110,10 +116,7 @@ struct SignInStoreTests {
         let db = try await TestDatabase.create()
         try await db.execute("INSERT INTO siwa.users (id, apple_sub) VALUES (999999, 'holder')")
         try await TestDatabase.withClient(db.runtimeConfiguration) { client in
-            var batching = RoundTripBatching()
-            batching.lanes = 1
-            batching.timeout = .seconds(120)
-            let store = SignInStore(client: client, validationPeriodHours: 24, batching: batching, logger: TestEnvironment.logger)
+            let store = Self.store(client, lanes: 1, timeout: .seconds(120))
             try await Self.running(store) {
                 let holder = try await store.prepare(appleSub: "holder", codeSHA256: nil)
                 let twins = try await Self.oneBatch(store, db, holder: holder, [
@@ -153,10 +156,7 @@ struct SignInStoreTests {
         let db = try await TestDatabase.create()
         try await db.execute("INSERT INTO siwa.users (id, apple_sub) VALUES (999999, 'holder'), (999998, 'good')")
         try await TestDatabase.withClient(db.runtimeConfiguration) { client in
-            var batching = RoundTripBatching()
-            batching.lanes = 1
-            batching.timeout = .seconds(3)
-            let store = SignInStore(client: client, validationPeriodHours: 24, batching: batching, logger: TestEnvironment.logger)
+            let store = Self.store(client, lanes: 1, timeout: .seconds(3))
             try await Self.running(store) {
                 let holder = try await store.prepare(appleSub: "holder", codeSHA256: nil)
                 let good = try await store.prepare(appleSub: "good", codeSHA256: nil)
@@ -192,10 +192,7 @@ struct SignInStoreTests {
         let db = try await TestDatabase.create()
         try await db.execute("INSERT INTO siwa.users (id, apple_sub) VALUES (999999, 'holder')")
         try await TestDatabase.withClient(db.runtimeConfiguration) { client in
-            var batching = RoundTripBatching()
-            batching.lanes = 1
-            batching.timeout = .seconds(2)
-            let store = SignInStore(client: client, validationPeriodHours: 24, batching: batching, logger: TestEnvironment.logger)
+            let store = Self.store(client, lanes: 1, timeout: .seconds(2))
             try await Self.running(store) {
                 try await OpenConnection.with(db.runtimeConfiguration) { blocker in
                     try await blocker.run("BEGIN")
