@@ -18,15 +18,10 @@ import Synchronization
 /// each other and cannot deadlock, whatever Apple redelivers when. (Sign-in
 /// batches lock existing users in the inbox statement's order too.)
 public final class InboxWriter: Sendable {
-    public struct Options: Sendable {
-        public var writers: Int = 4
-        public var maxBatch: Int = 64
-        /// How long a caller waits for its commit before giving up (the HTTP
-        /// layer answers 503 and Apple retries; a late commit is harmless,
-        /// the retry is then a duplicate).
-        public var timeout: Duration = .seconds(10)
-        public init() {}
-    }
+    /// The writers (`lanes`), the batch size, and how long a caller waits for
+    /// its commit before giving up (the HTTP layer answers 503 and Apple
+    /// retries; a late commit is harmless, the retry is then a duplicate).
+    public typealias Options = RoundTripBatching
 
     private let batcher: RoundTripBatcher<InboxEntry, InboxOutcome>
 
@@ -35,11 +30,7 @@ public final class InboxWriter: Sendable {
     public var failedBatchCount: Int { batcher.failedBatchCount }
 
     public init(client: PostgresClient, options: Options = .init(), logger: Logger) {
-        var batching = RoundTripBatching()
-        batching.lanes = options.writers
-        batching.maxBatch = options.maxBatch
-        batching.timeout = options.timeout
-        batcher = RoundTripBatcher(options: batching, logger: logger, laneKey: \.appleSub) { entries in
+        batcher = RoundTripBatcher(options: options, logger: logger, laneKey: \.appleSub) { entries in
             try await client.withGuardedTransaction(logger: logger) { connection in
                 try await Self.record(entries, on: connection, logger: logger)
             }

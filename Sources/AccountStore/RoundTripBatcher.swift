@@ -187,9 +187,7 @@ public final class RoundTripBatcher<Input: Sendable, Output: Sendable>: Sendable
         sentBatches.add(1, ordering: .relaxed)
         sentInputs.add(live.count, ordering: .relaxed)
         do {
-            let outputs = try await run(live.map(\.input))
-            guard outputs.count == live.count else { throw RoundTripMismatch(expected: live.count, got: outputs.count) }
-            for (pending, output) in zip(live, outputs) { pending.result.complete(.success(output)) }
+            for (pending, output) in zip(live, try await runChecked(live.map(\.input))) { pending.result.complete(.success(output)) }
         } catch {
             failedBatches.add(1, ordering: .relaxed)
             guard retryAlone(error) else {
@@ -198,31 +196,28 @@ public final class RoundTripBatcher<Input: Sendable, Output: Sendable>: Sendable
             }
             logger.warning("Batch failed; retrying its inputs one by one",
                            metadata: ["batch": "\(live.count)", "error": "\(safeDescription(error))"])
-            await retryAlone(live)
+            await runEachAlone(live)
         }
+    }
+
+    /// `run`, and one output per input.
+    private func runChecked(_ inputs: [Input]) async throws -> [Output] {
+        let outputs = try await run(inputs)
+        guard outputs.count == inputs.count else { throw RoundTripMismatch(expected: inputs.count, got: outputs.count) }
+        return outputs
     }
 
     /// Runs each input of a failed batch alone, every one (a caller told it
     /// may have taken effect must find it done): one key's inputs in order,
     /// different keys at once, so one stuck on a lock does not hold up the
     /// others past their deadline.
-    private func retryAlone(_ live: [Pending]) async {
-        var byKey: [String: [Pending]] = [:]
-        var keys: [String] = []
-        for pending in live {
-            let key = laneKey(pending.input)
-            if byKey[key] == nil { keys.append(key) }
-            byKey[key, default: []].append(pending)
-        }
+    private func runEachAlone(_ live: [Pending]) async {
         await withDiscardingTaskGroup { group in
-            for key in keys {
-                let inputs = byKey[key] ?? []
+            for inputs in Dictionary(grouping: live, by: { laneKey($0.input) }).values {
                 group.addTask {
                     for pending in inputs {
                         do {
-                            let outputs = try await self.run([pending.input])
-                            guard outputs.count == 1 else { throw RoundTripMismatch(expected: 1, got: outputs.count) }
-                            pending.result.complete(.success(outputs[0]))
+                            pending.result.complete(.success(try await self.runChecked([pending.input])[0]))
                         } catch {
                             pending.result.complete(.failure(error))
                         }

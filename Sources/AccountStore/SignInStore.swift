@@ -161,7 +161,7 @@ public final class SignInStore: Sendable {
     }
 
     /// Store batches that failed, and batches sent and the sign-ins in
-    /// them, since start (for tests and the benchmark's curiosity).
+    /// them, since start (the tests read them to see batches form).
     public var storeBatches: (failed: Int, sent: Int, signIns: Int) {
         let sent = storing.sentCounts
         return (storing.failedBatchCount, sent.batches, sent.inputs)

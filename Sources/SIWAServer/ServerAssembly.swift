@@ -44,7 +44,7 @@ public enum ServerAssembly {
         )
         let verifier = NotificationVerifier(keys: keys, policy: VerificationPolicy(audiences: settings.clientIDs))
         var inboxOptions = InboxWriter.Options()
-        inboxOptions.writers = settings.ingestWriters
+        inboxOptions.lanes = settings.ingestWriters
         inboxOptions.maxBatch = settings.ingestMaxBatch
         inboxOptions.timeout = .milliseconds(Int64(settings.ingestTimeout * 1000))
         let inbox = InboxWriter(client: client, options: inboxOptions, logger: Logger(label: "siwa.inbox"))

@@ -77,7 +77,7 @@ struct InboxConcurrencyTests {
         let runner = try PostgresClientRunner(database.runtimeConfiguration)
         defer { runner.stop() }
         var options = InboxWriter.Options()
-        options.writers = 4
+        options.lanes = 4
         options.maxBatch = 16
         // What is measured is failed batches, not speed: on a loaded machine
         // (the whole suite runs at once) 800 commits can take more than the
