@@ -6,24 +6,31 @@ import Foundation
 /// (`SIWA_ON_CONSENT_REVOKED`).
 ///
 /// Apple sends `consent-revoked` when a user stops using Sign in with Apple
-/// with the app (Settings > Apple ID > Sign in with Apple > Stop using). The
-/// `sub` stays the same and the user may sign in again, so by default this is
-/// a sign-out: the user's Apple tokens are void and go, their data stays.
-/// Operators whose policy treats it as a deletion request choose `purge`.
+/// with the app. TN3194 ("Respond to credential revoked notifications") asks
+/// the server to "Delete all user-related account data, including: The token
+/// used for token revocation; Any user-related data stored in your app
+/// servers; ..." and to "Revert the client to an unauthenticated state".
 public enum ConsentRevokedPolicy: String, Sendable, CaseIterable {
-    /// Status `consent_revoked`, Apple tokens deleted, data kept.
-    case signOut = "sign_out"
-    /// As for an account deletion: the whole purge plan runs.
+    /// As TN3194 asks (the default): the user's Apple tokens revoked and
+    /// deleted and the user signed out at once, the purge of their data after
+    /// the grace delay (`SIWA_CONSENT_REVOKED_PURGE_DELAY_DAYS`), cancelled
+    /// if they sign in again before it runs.
     case purge
+    /// Status `consent_revoked`, Apple tokens revoked and deleted, data kept:
+    /// for apps whose accounts live on without Apple. Departs from TN3194.
+    case signOut = "sign_out"
 }
 
 /// Decides what each event type does to the store. The store applies the
 /// effect with the ordering rules (newest email state wins, deleted is final).
 public struct EventRouter: Sendable {
     public var onConsentRevoked: ConsentRevokedPolicy
+    /// Under `purge`: how long a consent revocation's purge waits (0: at once).
+    public var consentRevokedPurgeDelaySeconds: Int
 
-    public init(onConsentRevoked: ConsentRevokedPolicy = .signOut) {
+    public init(onConsentRevoked: ConsentRevokedPolicy = .purge, consentRevokedPurgeDelaySeconds: Int = 0) {
         self.onConsentRevoked = onConsentRevoked
+        self.consentRevokedPurgeDelaySeconds = consentRevokedPurgeDelaySeconds
     }
 
     public func effect(of event: AppleEvent) -> UserEffect {
@@ -33,7 +40,8 @@ public struct EventRouter: Sendable {
         case .emailEnabled:
             UserEffect(emailForwardingEnabled: true, email: event.email, isPrivateEmail: event.isPrivateEmail)
         case .consentRevoked:
-            UserEffect(status: .consentRevoked, enqueuePurge: onConsentRevoked == .purge)
+            UserEffect(status: .consentRevoked, enqueuePurge: onConsentRevoked == .purge,
+                       purgeDelaySeconds: onConsentRevoked == .purge ? consentRevokedPurgeDelaySeconds : 0)
         case .accountDelete, .accountDeleted:
             // Apple's account deletion: always a purge, whatever the policy.
             UserEffect(status: .deleted, enqueuePurge: true)

@@ -65,6 +65,11 @@ public struct PurgeJobRunner: JobKindRunner {
             let step = JobStep(jobID: job.id, lease: job.lease, name: AppleTokenStore.revokeStepName, completesJob: false)
             guard try await measured(step, job: job, { try await revokeTokens(job, sub: sub, as: step) }) else { return .leaseLost }
         }
+        // A consent revocation's purge: the tokens are gone now; the data
+        // waits out the grace delay (a sign-in before then cancels the job).
+        if Self.waiting(job) {
+            return try await queue.snooze(job, untilArg: Self.purgeAfterArg) ? .snoozed : .leaseLost
+        }
         let names = plan.allStepNames
         let remaining = names.indices.filter { !job.stepsDone.contains(names[$0]) }
         guard let lastRemaining = remaining.last else {
@@ -119,6 +124,18 @@ public struct PurgeJobRunner: JobKindRunner {
         }
     }
 
+    /// The job argument that holds a grace delay's end (sql/015).
+    static let purgeAfterArg = "purge_after"
+
+    /// The job waits out a grace delay (`args.purge_after` in the future).
+    static func waiting(_ job: ClaimedJob, now: Date = Date()) -> Bool {
+        guard job.args.contains(purgeAfterArg), case .string(let text)? = try? JSONValue(parsing: job.args)[purgeAfterArg],
+              // siwa.utc_iso's form, 2026-12-24T10:00:00.123456Z: to the second is enough here.
+              let due = try? Date(String(text.prefix(19)) + "Z", strategy: .iso8601)
+        else { return false }
+        return due > now
+    }
+
     /// The revocation, the built-in step and the plan's, in order.
     public var stepNames: [String] { [AppleTokenStore.revokeStepName] + plan.allStepNames }
 
@@ -132,7 +149,7 @@ public struct PurgeJobRunner: JobKindRunner {
         // Users with tokens, and sign-outs, run one by one: Apple revokes first.
         let batch = jobs.filter {
             !$0.stepsDone.contains(builtIn) && !($0.appleSub ?? "").isEmpty && !$0.tokensOnly
-                && (!$0.holdsTokens || $0.stepsDone.contains(AppleTokenStore.revokeStepName))
+                && (!$0.holdsTokens || $0.stepsDone.contains(AppleTokenStore.revokeStepName)) && !Self.waiting($0)
         }
         guard !batch.isEmpty else { return jobs }
         let lastStep = plan.steps.isEmpty

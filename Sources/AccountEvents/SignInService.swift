@@ -19,6 +19,8 @@ public struct SignInRequest: Sendable, Decodable {
 
     public var identityToken: String
     public var authorizationCode: String?
+    /// The raw nonce the app made; the token's `nonce` claim must be its
+    /// SHA-256 in lower-case hex (what the app put in Apple's request).
     public var nonce: String?
     public var redirectURI: String?
     public var user: User?
@@ -29,7 +31,19 @@ public struct SignInRequest: Sendable, Decodable {
     }
 }
 
-/// How a sign-in ended, as the route answers it.
+/// What `POST /v1/sign-in` needs beside the identity token
+/// (`SIWA_SIGN_IN_REQUIRES`). An identity token can be replayed until it
+/// expires; Apple honours an authorization code once.
+public enum SignInRequirement: String, Sendable, CaseIterable {
+    /// An authorization code (the default): a replayed token alone gets nothing.
+    case code
+    /// An authorization code, or a nonce whose SHA-256 the token carries.
+    case codeOrNonce = "code_or_nonce"
+    /// The identity token alone (weaker: anyone holding a user's unexpired
+    /// token can sign in as them).
+    case token
+}
+
 /// The sign-in answer's user.
 public struct SignedInUser: Sendable, Equatable {
     public let userID: Int64
@@ -48,6 +62,9 @@ public enum SignInOutcome: Sendable {
     case refused(reason: String, detail: String)
     /// 409: the user's purge is pending.
     case deletionInProgress
+    /// 409: the token was issued at or before the user's last revocation,
+    /// deletion, purge or ended session.
+    case staleIdentityToken
     /// 502: Apple refused siwa's own credentials (`invalid_client`).
     case appleRejectedClient
     /// 503: Apple or the database cannot answer now.
@@ -62,18 +79,30 @@ public struct SignInService: Sendable {
     let keyRing: TokenKeyRing
     let store: SignInStore
     let directory: UserDirectory
+    let requires: SignInRequirement
     let logger: Logger
     let appleRejectedClient: Counter
+    /// Tokens whose store's outcome was unknown, checked once the database answers.
+    let unknownOutcomes: UnknownSignInOutcomes
 
     public init(verifier: IdentityTokenVerifier, apple: AppleAuthClient, keyRing: TokenKeyRing, store: SignInStore,
-                directory: UserDirectory, logger: Logger, metrics: any MetricsFactory) {
+                directory: UserDirectory, requires: SignInRequirement = .code, unknownOutcomes: UnknownSignInOutcomes? = nil,
+                logger: Logger, metrics: any MetricsFactory) {
         self.verifier = verifier
         self.apple = apple
         self.keyRing = keyRing
         self.store = store
         self.directory = directory
+        self.requires = requires
         self.logger = logger
+        self.unknownOutcomes = unknownOutcomes ?? UnknownSignInOutcomes(store: store, apple: apple, logger: logger, metrics: metrics)
         appleRejectedClient = Counter(label: "siwa_apple_invalid_client_total", dimensions: [("endpoint", "token")], factory: metrics)
+    }
+
+    /// The SHA-256 of a raw nonce, in lower-case hex: what the app puts in
+    /// Apple's request, and Apple's token then carries.
+    public static func hashedNonce(_ raw: String) -> String {
+        SHA256.hash(data: Data(raw.utf8)).map { String(format: "%02x", $0) }.joined()
     }
 
     public func signIn(_ request: SignInRequest, apiKeyName: String) async -> SignInOutcome {
@@ -90,7 +119,20 @@ public struct SignInService: Sendable {
     }
 
     private func perform(_ request: SignInRequest, apiKeyName: String) async throws -> SignInOutcome {
-        let verified = try await verifier.verify(request.identityToken, expectedNonce: request.nonce)
+        switch requires {
+        case .code where request.authorizationCode == nil:
+            return .refused(reason: "authorization_code_required",
+                            detail: "this siwa requires an authorization_code with every sign-in (SIWA_SIGN_IN_REQUIRES=code)")
+        case .codeOrNonce where request.authorizationCode == nil && request.nonce == nil:
+            return .refused(reason: "authorization_code_or_nonce_required",
+                            detail: "this siwa requires an authorization_code or a nonce with every sign-in (SIWA_SIGN_IN_REQUIRES=code_or_nonce)")
+        default:
+            break
+        }
+        if let nonce = request.nonce, nonce.isEmpty || nonce.utf8.count > 256 {
+            return .refused(reason: "malformed_request", detail: "nonce must be 1 to 256 bytes: the raw value the app made")
+        }
+        let verified = try await verifier.verify(request.identityToken, expectedNonce: request.nonce.map(Self.hashedNonce))
         let claims = verified.claims
         var record = SignInRecord(
             appleSub: claims.sub, clientID: verified.audience, email: claims.email, isPrivateEmail: claims.isPrivateEmail,
@@ -158,11 +200,14 @@ public struct SignInService: Sendable {
         } catch let notStored as SignInNotStored {
             revokeUnstored(refreshToken, clientID: clientID)
             throw notStored.cause
+        } catch {
+            // The outcome is unknown (the COMMIT may have landed): a retry of
+            // the request gets the stored answer, or Apple's invalid_grant.
+            // Once the database answers, a token no row holds is revoked.
+            unknownOutcomes.check(refreshToken, clientID: clientID, codeSHA256: codeHash)
+            throw error
         }
-        // Any other error leaves the outcome unknown (the COMMIT may have
-        // landed): the token stays live, and a retry of the request gets the
-        // stored answer, or Apple's invalid_grant.
-        if outcome == .deletionInProgress { revokeUnstored(refreshToken, clientID: clientID) }
+        if outcome == .deletionInProgress || outcome == .staleIdentityToken { revokeUnstored(refreshToken, clientID: clientID) }
         return answer(outcome, sub: claims.sub, tokensStored: true)
     }
 
@@ -222,6 +267,8 @@ public struct SignInService: Sendable {
         switch outcome {
         case .deletionInProgress, .again:
             return .deletionInProgress
+        case .staleIdentityToken:
+            return .staleIdentityToken
         case .stored(let userID, let isNew, let email, let isPrivate, let realUserStatus):
             return .signedIn(SignedInUser(userID: userID, appleSub: sub, status: "active", email: email, isPrivateEmail: isPrivate,
                                           realUserStatus: realUserStatus, isNewUser: isNew, refreshTokenStored: tokensStored))

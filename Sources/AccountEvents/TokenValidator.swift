@@ -10,8 +10,12 @@ import Synchronization
 public enum TokenValidationResult: String, Sendable {
     /// Apple accepted the refresh token.
     case valid
-    /// `invalid_grant`: the user revoked; treated as a consent revocation.
+    /// `invalid_grant`: the user revoked access or changed their password;
+    /// the token is deleted and the user's session ends (no purge).
     case invalidGrant = "invalid_grant"
+    /// Not recorded: validation is paused (too many `invalid_grant`
+    /// answers; `siwa tokens resume-validation`). The token is due again later.
+    case paused
     /// 5xx, 429, a network error, or a token siwa cannot decrypt: retried later.
     case undecided
     /// Apple refused siwa's own credentials: validation pauses.
@@ -26,32 +30,40 @@ public struct TokenValidator: Service {
     let queue: TokenValidationQueue
     let apple: AppleAuthClient
     let keyRing: TokenKeyRing
-    let consentPolicy: ConsentRevokedPolicy
+    /// Validation pauses past this many `invalid_grant` answers in the last 100.
+    let invalidGrantPausePercent: Int
     /// nil: no cap.
     let requestsPerSecond: Int?
     let pollInterval: Duration
     let logger: Logger
     let outcomes: [TokenValidationResult: Counter]
+    /// 1 while validation is paused.
+    let pausedGauge: Gauge
     /// nil: no cap.
     let pacer: Pacer?
 
     /// After Apple refuses siwa's credentials, validation waits this long.
     static let invalidClientPause: Duration = .seconds(600)
+    /// While paused, how often the worker looks whether an operator resumed it.
+    static let resumeCheckInterval: Duration = .seconds(5)
 
     public init(queue: TokenValidationQueue, apple: AppleAuthClient, keyRing: TokenKeyRing,
-                consentPolicy: ConsentRevokedPolicy, requestsPerSecond: Int?, pollInterval: Duration = .seconds(30),
+                invalidGrantPausePercent: Int, requestsPerSecond: Int?, pollInterval: Duration = .seconds(30),
                 logger: Logger, metrics: any MetricsFactory) {
         self.queue = queue
         self.apple = apple
         self.keyRing = keyRing
-        self.consentPolicy = consentPolicy
+        self.invalidGrantPausePercent = invalidGrantPausePercent
         self.requestsPerSecond = requestsPerSecond
         self.pollInterval = pollInterval
         self.logger = logger
         pacer = requestsPerSecond.map { Pacer(perSecond: $0) }
-        outcomes = Dictionary(uniqueKeysWithValues: [TokenValidationResult.valid, .invalidGrant, .undecided, .invalidClient, .skipped].map {
+        outcomes = Dictionary(uniqueKeysWithValues: [TokenValidationResult.valid, .invalidGrant, .undecided, .invalidClient, .skipped,
+                                                     .paused].map {
             ($0, Counter(label: "siwa_token_validations_total", dimensions: [("outcome", $0.rawValue)], factory: metrics))
         })
+        pausedGauge = Gauge(label: "siwa_validation_paused", factory: metrics)
+        pausedGauge.record(0)
     }
 
     public func run() async throws {
@@ -63,13 +75,30 @@ public struct TokenValidator: Service {
     private func loop() async {
         // A batch is a second's worth of calls (or 64 without a cap).
         let batch = requestsPerSecond.map { max(1, min($0, 500)) } ?? 64
+        var pausedSince: Date?
         while !Task.isCancelled {
             var pause = pollInterval
             do {
+                // Paused (by this worker or another): nothing is claimed
+                // until an operator resumes; said once per pause, at error.
+                if let paused = try await queue.pause() {
+                    pausedGauge.record(1)
+                    if pausedSince != paused.since {
+                        pausedSince = paused.since
+                        logger.error("Token validation is paused: \(paused.reason). Look into it (an incident at Apple, or your credentials), then run `siwa tokens resume-validation`")
+                    }
+                    try? await Task.sleep(for: Self.resumeCheckInterval)
+                    continue
+                }
+                if pausedSince != nil { logger.notice("Token validation resumed") }
+                pausedSince = nil
+                pausedGauge.record(0)
                 let due = try await queue.claimDue(limit: batch)
                 let results = await validate(due)
                 if results.contains(.invalidClient) {
                     pause = Self.invalidClientPause
+                } else if results.contains(.paused) {
+                    pause = .zero
                 } else if due.count == batch {
                     pause = .zero
                 }
@@ -93,7 +122,7 @@ public struct TokenValidator: Service {
                 if Task.isCancelled || stopped.isSet { break }
                 group.addTask {
                     let result = await validate(token)
-                    if result == .invalidClient { stopped.set() }
+                    if result == .invalidClient || result == .paused { stopped.set() }
                     return result
                 }
                 tried += 1
@@ -102,8 +131,11 @@ public struct TokenValidator: Service {
             for await result in group { results.append(result) }
             // The tokens claimed but not tried (stopped, or shutting down)
             // are due again after the pause, not a whole period later.
+            // After invalid_client they wait out the pause; after validation
+            // paused, they are due as soon as it resumes.
+            let wait = results.contains(.invalidClient) ? Double(Self.invalidClientPause.components.seconds) : 0
             for token in tokens.dropFirst(tried) {
-                try? await queue.postpone(token, seconds: stopped.isSet ? Double(Self.invalidClientPause.components.seconds) : 0)
+                try? await queue.postpone(token, seconds: wait)
             }
             return results
         }
@@ -137,10 +169,16 @@ public struct TokenValidator: Service {
                     keyID: refresh.keyID, refreshToken: refresh.bytes, accessToken: access.bytes, accessExpiresIn: response.expiresIn))
                 return .valid
             case .invalidGrant:
-                try await queue.recordInvalidGrant(token, purge: consentPolicy == .purge)
-                logger.info("Apple no longer accepts a user's refresh token (invalid_grant): signed out",
-                            metadata: ["user_id": "\(token.userID)", "policy": "\(consentPolicy.rawValue)"])
-                return .invalidGrant
+                switch try await queue.recordInvalidGrant(token, pausePercent: invalidGrantPausePercent) {
+                case .sessionEnded, .gone:
+                    logger.info("Apple no longer accepts a user's refresh token (invalid_grant): the token is deleted and the session ended",
+                                metadata: ["user_id": "\(token.userID)", "client_id": "\(token.clientID)"])
+                    return .invalidGrant
+                case .paused:
+                    // Due again once validation resumes (not a period later).
+                    try await queue.postpone(token, seconds: 0)
+                    return .paused
+                }
             case .invalidClient:
                 logger.error("Apple refused siwa's client credentials (invalid_client) during token validation; pausing validation",
                              metadata: ["client_id": "\(token.clientID)"])

@@ -47,7 +47,9 @@ public struct AccountQueries: Sendable {
             }
             // Purges (not other kinds) against the SLA siwa.attention applies (SIWA_PURGE_SLA_HOURS, as migrated).
             let purges = try await connection.query("""
-                SELECT coalesce(extract(epoch FROM now() - min(created_at)), 0)::float8,
+                -- A purge waiting out its grace delay counts from its due time.
+                SELECT greatest(coalesce(extract(epoch FROM now() - min(coalesce((args->>'purge_after')::timestamptz, created_at))),
+                                         0), 0)::float8,
                        (SELECT purge_sla_hours FROM siwa.report_settings)::float8 * 3600
                 FROM siwa.jobs WHERE kind = 'purge_user' AND state IN ('available', 'running', 'retryable')
                 """, logger: logger)

@@ -27,7 +27,7 @@ public struct AppEventReplay: Sendable {
 
     /// The actions an app event comes from (siwa.app_events_of).
     static let actions = ["notification.recorded", "user.signed_in", "user.deletion_requested", "token.invalid_grant",
-                          "job.completed", "job.discarded"]
+                          "purge.cancelled", "job.completed", "job.discarded"]
 
     /// Throws `AppEventReplayRefused` while the webhook is off (no worker
     /// has SIWA_APP_WEBHOOK_URL: nothing would deliver them).

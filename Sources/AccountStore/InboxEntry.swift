@@ -18,14 +18,18 @@ public struct UserEffect: Sendable, Equatable {
     public var status: UserStatus?
     /// Enqueue a `purge_user` job for the sub (one pending job per sub).
     public var enqueuePurge: Bool
+    /// With `enqueuePurge`: the purge of the user's data waits this long
+    /// (their Apple tokens are revoked at once); 0 runs it at once.
+    public var purgeDelaySeconds: Int
 
     public init(emailForwardingEnabled: Bool? = nil, email: String? = nil, isPrivateEmail: Bool? = nil,
-                status: UserStatus? = nil, enqueuePurge: Bool = false) {
+                status: UserStatus? = nil, enqueuePurge: Bool = false, purgeDelaySeconds: Int = 0) {
         self.emailForwardingEnabled = emailForwardingEnabled
         self.email = email
         self.isPrivateEmail = isPrivateEmail
         self.status = status
         self.enqueuePurge = enqueuePurge
+        self.purgeDelaySeconds = purgeDelaySeconds
     }
 
     public static let none = UserEffect()

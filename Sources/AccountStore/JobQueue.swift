@@ -242,6 +242,28 @@ public struct JobQueue: Sendable {
         return .leaseLost
     }
 
+    /// Puts a running job back to wait until the time its `args[untilArg]`
+    /// holds (now, if that key is gone: whoever removed it ended the wait),
+    /// as if this attempt had not been made; the steps it recorded stay done
+    /// (River's snooze). False if the lease was lost.
+    public func snooze(_ job: ClaimedJob, untilArg: String) async throws -> Bool {
+        try await count("""
+            WITH job AS (
+                UPDATE siwa.jobs SET state = 'available', attempt = greatest(attempt - 1, 0),
+                                     run_at = greatest(now(), coalesce((args->>\(untilArg)::text)::timestamptz, now())),
+                                     locked_by = NULL, locked_until = NULL
+                WHERE id = \(job.id) AND locked_by = \(job.lease) AND state = 'running'
+                RETURNING id, kind, args->>'apple_sub' AS apple_sub, run_at
+            ), audit AS (
+                INSERT INTO siwa.audit_log (actor, action, apple_sub, details)
+                SELECT 'worker', 'job.snoozed', apple_sub,
+                       jsonb_build_object('job_id', id, 'kind', kind, 'until', siwa.utc_iso(run_at), 'worker', \(job.lease)::text)
+                FROM job
+            )
+            SELECT count(*) FROM job
+            """) == 1
+    }
+
     /// Gives jobs back at shutdown, as if never attempted this time (the
     /// attempt is not counted; steps already recorded stay done).
     public func release(_ runs: [(id: Int64, lease: String)]) async throws -> Int {

@@ -28,14 +28,14 @@ import PostgresNIO
 /// `siwa-bench` (`make bench`) runs this same text under pgbench, one
 /// notification per transaction, to measure the ceiling.
 public struct RecordNotificationStatement: PostgresPreparedStatement {
-    public static let name = "siwa_record_notifications_v8"
+    public static let name = "siwa_record_notifications_v9"
 
     public static let sql = """
         WITH input AS (
             SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::text[], $6::timestamptz[],
-                                 $7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $12::boolean[])
+                                 $7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $12::boolean[], $13::integer[])
                 WITH ORDINALITY AS i(jti, event_type, apple_sub, event_time, audience, issued_at,
-                                     claims, forwarding, email, is_private_email, status, purge, ord)
+                                     claims, forwarding, email, is_private_email, status, purge, purge_delay, ord)
         ), known AS MATERIALIZED (
             -- The users of this batch, locked before anything is decided and
             -- read as they are now: FOR UPDATE waits for a concurrent
@@ -66,7 +66,7 @@ public struct RecordNotificationStatement: PostgresPreparedStatement {
             -- revokes and deletes the user's Apple tokens, if they hold
             -- any: a token-only job (args.scope).
             SELECT input.jti, input.event_type, input.apple_sub, input.event_time, input.audience, input.issued_at,
-                   input.claims, input.forwarding, input.email, input.is_private_email, input.ord,
+                   input.claims, input.forwarding, input.email, input.is_private_email, input.ord, input.purge_delay,
                    CASE WHEN stale THEN '' ELSE input.status END AS status,
                    input.status = 'consent_revoked' AS revocation,
                    input.purge AND NOT stale
@@ -130,9 +130,13 @@ public struct RecordNotificationStatement: PostgresPreparedStatement {
             -- the user active, and is stale after all.
             -- `revoked`: this consent revocation set the user's status
             -- (the app's `consent.revoked`, sql/014).
+            -- `purge_after`: a consent revocation's purge waits out the
+            -- grace delay (SIWA_CONSENT_REVOKED_PURGE_DELAY_DAYS; sql/015).
             SELECT fresh.ord, fresh.jti, fresh.event_type, fresh.apple_sub, fresh.event_time, fresh.notification_id,
                    fresh.purge AND NOT late AS purge, fresh.sign_out AND NOT late AS sign_out, fresh.stale OR late AS stale,
-                   coalesce(fresh.revocation AND account.status = 'consent_revoked', false) AS revoked
+                   coalesce(fresh.revocation AND account.status = 'consent_revoked', false) AS revoked,
+                   CASE WHEN fresh.purge AND fresh.purge_delay > 0
+                        THEN siwa.utc_iso(now() + make_interval(secs => fresh.purge_delay)) END AS purge_after
             FROM fresh LEFT JOIN account USING (apple_sub),
                  LATERAL (SELECT fresh.revocation AND coalesce(account.status = 'active', false) AS late) AS l
         ), jobs AS MATERIALIZED (
@@ -143,7 +147,8 @@ public struct RecordNotificationStatement: PostgresPreparedStatement {
             -- the latest one.
             SELECT effect.apple_sub, job.job_id AS id, job.inserted
             FROM effect, LATERAL siwa.enqueue_purge(effect.apple_sub, effect.event_type, effect.jti,
-                                                    NOT effect.purge, true) AS job
+                                                    NOT effect.purge, true,
+                                                    jsonb_strip_nulls(jsonb_build_object('purge_after', effect.purge_after))) AS job
             WHERE effect.purge OR effect.sign_out
         ), audit AS (
             INSERT INTO siwa.audit_log (actor, action, apple_sub, details)
@@ -154,6 +159,7 @@ public struct RecordNotificationStatement: PostgresPreparedStatement {
                                       'purge_merged_into_job_id', CASE WHEN NOT jobs.inserted AND effect.purge THEN jobs.id END,
                                       'sign_out_job_id', CASE WHEN effect.sign_out THEN jobs.id END,
                                       'older_than_sign_in', effect.stale, 'consent_revoked', effect.revoked)
+                   || jsonb_strip_nulls(jsonb_build_object('purge_after', effect.purge_after))
             FROM effect LEFT JOIN jobs USING (apple_sub) ORDER BY effect.ord
             RETURNING seq, apple_sub, details
         ), deliveries AS (
@@ -188,7 +194,7 @@ public struct RecordNotificationStatement: PostgresPreparedStatement {
     public init(entries: [InboxEntry]) { self.entries = entries }
 
     public func makeBindings() throws -> PostgresBindings {
-        var b = PostgresBindings(capacity: 12)
+        var b = PostgresBindings(capacity: 13)
         b.append(entries.map(\.jti))
         b.append(entries.map(\.eventType))
         b.append(entries.map(\.appleSub))
@@ -201,6 +207,7 @@ public struct RecordNotificationStatement: PostgresPreparedStatement {
         b.append(entries.map { Self.text($0.effect.isPrivateEmail) })
         b.append(entries.map { $0.effect.status?.rawValue ?? "" })
         b.append(entries.map(\.effect.enqueuePurge))
+        b.append(entries.map { Int32(clamping: $0.effect.purgeDelaySeconds) })
         return b
     }
 

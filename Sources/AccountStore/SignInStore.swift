@@ -60,6 +60,9 @@ public enum SignInStoreOutcome: Sendable, Equatable {
     case deletionInProgress
     /// The user's row changed since `prepare`: prepare (and seal) again.
     case again
+    /// The identity token was issued at or before the user's last
+    /// revocation, deletion, purge or ended session: nothing was written.
+    case staleIdentityToken
 }
 
 /// The earlier answer to a retried sign-in (same authorization code).
@@ -182,6 +185,17 @@ public final class SignInStore: Sendable {
         return try rows.first.flatMap { try SignInReplay($0.decode((Int64?, String?, Bool?, Bool?).self)) }
     }
 
+    /// How many transactions of this role's sessions began before `instant`
+    /// and still run (the batch of a sign-in whose outcome is unknown may be
+    /// one of them). A role sees its own sessions in pg_stat_activity.
+    public func ownTransactionsStarted(before instant: Date) async throws -> Int {
+        let rows = try await client.guardedQuery("""
+            SELECT count(*)::int8 FROM pg_stat_activity
+            WHERE usename = current_user AND pid <> pg_backend_pid() AND xact_start < \(instant)
+            """, logger: logger)
+        return Int(try rows.first?.decode(Int64.self) ?? 0)
+    }
+
     /// What a sign-in needs before Apple is called: the user's current id,
     /// a fresh id (for a new account), and the earlier answer for this code.
     public struct Prepared: Sendable {
@@ -245,6 +259,8 @@ public final class SignInStore: Sendable {
             return .deletionInProgress
         case ("again", _, _):
             return .again
+        case ("stale_identity_token", _, _):
+            return .staleIdentityToken
         default:
             throw SignInStoreError("siwa.sign_in answered '\(outcome)'")
         }

@@ -77,12 +77,16 @@ public struct TokenValidationQueue: Sendable {
     /// tokens come sealed under the ring's current key (one `key_id` per
     /// row). Guarded by the refresh token claimed, so a sign-in that
     /// replaced it meanwhile is not overwritten.
+    /// The answer counts in the pause's window (siwa.note_token_validation).
     public func recordValid(_ token: DueAppleToken, resealed: SealedTokenPair) async throws {
         try await client.guardedQuery("""
-            UPDATE siwa.apple_tokens SET last_validated_at = now(), validation_failures = 0, key_id = \(resealed.keyID),
-                refresh_token = \(resealed.refreshToken), access_token = \(resealed.accessToken),
-                access_expires_at = now() + make_interval(secs => \(resealed.accessExpiresIn.map(Double.init))::float8)
-            WHERE user_id = \(token.userID) AND client_id = \(token.clientID) AND refresh_token = \(token.refreshToken)
+            WITH renewed AS (
+                UPDATE siwa.apple_tokens SET last_validated_at = now(), validation_failures = 0, key_id = \(resealed.keyID),
+                    refresh_token = \(resealed.refreshToken), access_token = \(resealed.accessToken),
+                    access_expires_at = now() + make_interval(secs => \(resealed.accessExpiresIn.map(Double.init))::float8)
+                WHERE user_id = \(token.userID) AND client_id = \(token.clientID) AND refresh_token = \(token.refreshToken)
+            )
+            SELECT siwa.note_token_validation(false)
             """, logger: logger)
     }
 
@@ -106,45 +110,51 @@ public struct TokenValidationQueue: Sendable {
             """, logger: logger)
     }
 
-    /// Apple answered `invalid_grant`: the user revoked without a
-    /// notification reaching siwa. Treated as a `consent-revoked` event
-    /// under the policy (`purge`: a whole purge; otherwise a token-only
-    /// sign-out that revokes and deletes the user's other tokens), unless
-    /// the user is no longer active or signed in again after this token was
-    /// stored (an old web token dying says nothing of the app's new one).
-    /// The dead token itself is deleted now.
-    /// Returns the job enqueued (or merged into), if any.
-    @discardableResult
-    public func recordInvalidGrant(_ token: DueAppleToken, purge: Bool) async throws -> Int64? {
+    /// Apple answered `invalid_grant` (the user revoked access, or changed
+    /// their Apple Account password): siwa.record_invalid_grant (sql/015)
+    /// deletes the dead token and ends the user's session (identity tokens
+    /// issued until now no longer sign them in; they stay active, nothing is
+    /// purged), unless this answer trips the pause.
+    public func recordInvalidGrant(_ token: DueAppleToken, pausePercent: Int) async throws -> InvalidGrantOutcome {
         let rows = try await client.guardedQuery("""
-            WITH dead AS (
-                DELETE FROM siwa.apple_tokens
-                WHERE user_id = \(token.userID) AND client_id = \(token.clientID) AND refresh_token = \(token.refreshToken)
-                RETURNING user_id, stored_at
-            ), account AS (
-                UPDATE siwa.users AS u SET status = 'consent_revoked',
-                       status_event_time = (extract(epoch FROM now()) * 1000)::bigint, updated_at = now()
-                FROM dead WHERE u.id = dead.user_id AND u.status = 'active'
-                  AND dead.stored_at >= coalesce(u.last_sign_in_at, '-infinity')
-                RETURNING u.id, u.apple_sub
-            ), job AS MATERIALIZED (
-                -- As for a notification (siwa.enqueue_purge, sql/008), after
-                -- the user's row is locked by `account`: a pending job
-                -- already covers a sign-out; a purge makes a pending sign-out
-                -- whole. A sign-out finds no token left but the dead one,
-                -- deleted above: nothing to enqueue.
-                SELECT job.job_id AS id
-                FROM account, LATERAL siwa.enqueue_purge(account.apple_sub, 'token-invalid-grant', NULL, NOT \(purge), false) AS job
-            ), audit AS (
-                INSERT INTO siwa.audit_log (actor, action, apple_sub, details)
-                SELECT 'worker', 'token.invalid_grant', \(token.appleSub),
-                       jsonb_build_object('user_id', dead.user_id, 'client_id', \(token.clientID)::text,
-                                          'signed_out', EXISTS (SELECT FROM account), 'purge', \(purge),
-                                          'job_id', (SELECT id FROM job))
-                FROM dead
-            )
-            SELECT id FROM job
+            SELECT siwa.record_invalid_grant(\(token.userID), \(token.clientID), \(token.refreshToken), \(Int32(clamping: pausePercent)))
             """, logger: logger)
-        return try rows.first?.decode(Int64?.self)
+        let answer = try rows.first?.decode(String.self) ?? ""
+        guard let outcome = InvalidGrantOutcome(rawValue: answer) else {
+            throw UnexpectedAnswer(description: "siwa.record_invalid_grant answered '\(answer)'")
+        }
+        return outcome
     }
+
+    /// Whether validation is paused, since when and why; nil: it runs.
+    public func pause() async throws -> ValidationPause? {
+        let rows = try await client.guardedQuery("""
+            SELECT paused_at, coalesce(reason, '') FROM siwa.token_validation_pause WHERE paused_at IS NOT NULL
+            """, logger: logger)
+        return try rows.first.map { row in
+            let (since, reason) = try row.decode((Date, String).self)
+            return ValidationPause(since: since, reason: reason)
+        }
+    }
+}
+
+/// What siwa.record_invalid_grant did.
+public enum InvalidGrantOutcome: String, Sendable {
+    /// The token deleted, the user's session ended.
+    case sessionEnded = "session_ended"
+    /// Validation is paused (by this answer or before it): nothing changed.
+    case paused
+    /// The token was replaced or deleted meanwhile: nothing to do.
+    case gone
+}
+
+/// Validation paused after too many `invalid_grant` answers.
+public struct ValidationPause: Sendable, Equatable {
+    public let since: Date
+    public let reason: String
+}
+
+/// The database answered something this version does not know.
+struct UnexpectedAnswer: Error, CustomStringConvertible {
+    let description: String
 }

@@ -19,6 +19,12 @@ public struct UserView: Sendable, Equatable {
     /// The user's latest purge (not a token-only sign-out), if any.
     public let purgeJobID: Int64?
     public let purgeState: String?
+    /// A pending purge's next run: when a consent revocation's purge is due
+    /// once its grace delay is over (`purgeWaiting`), or its next attempt.
+    public let purgeRunAt: Date?
+    /// The pending purge waits out a consent revocation's grace delay: a
+    /// sign-in before `purgeRunAt` cancels it; `siwa jobs run-now` runs it now.
+    public let purgeWaiting: Bool
 }
 
 /// An in-app deletion, as scheduled.
@@ -47,11 +53,13 @@ public struct UserDirectory: Sendable {
         let rows = try await client.guardedQuery("""
             SELECT u.id, u.apple_sub, u.status, u.email, u.is_private_email, u.email_forwarding_enabled,
                    u.real_user_status, u.created_at, u.last_sign_in_at,
-                   tokens.stored, tokens.last_validated_at, purge.id, purge.state
+                   tokens.stored, tokens.last_validated_at, purge.id, purge.state,
+                   CASE WHEN purge.state IN ('available', 'retryable') THEN purge.run_at END,
+                   coalesce(purge.state IN ('available', 'retryable', 'running') AND siwa.purge_waiting(purge.args), false)
             FROM siwa.users AS u
             CROSS JOIN LATERAL (SELECT count(*) > 0 AS stored, max(last_validated_at) AS last_validated_at
                                 FROM siwa.apple_tokens WHERE user_id = u.id) AS tokens
-            LEFT JOIN LATERAL (SELECT id, state FROM siwa.jobs
+            LEFT JOIN LATERAL (SELECT id, state, run_at, args FROM siwa.jobs
                                WHERE args->>'apple_sub' = u.apple_sub AND kind = 'purge_user' AND NOT args ? 'scope'
                                  -- this account's, not a purged one's before it
                                  AND created_at >= u.created_at
@@ -59,12 +67,14 @@ public struct UserDirectory: Sendable {
             WHERE u.apple_sub = \(appleSub)
             """, logger: logger)
         guard let row = rows.first else { return nil }
-        let (id, sub, status, email, isPrivate, forwarding, realUserStatus, created, lastSignIn, stored, validated, jobID, state) =
-            try row.decode((Int64, String, String, String?, Bool?, Bool, Int16?, Date, Date?, Bool, Date?, Int64?, String?).self)
+        let (id, sub, status, email, isPrivate, forwarding, realUserStatus, created, lastSignIn, stored, validated, jobID, state,
+             runAt, waiting) =
+            try row.decode((Int64, String, String, String?, Bool?, Bool, Int16?, Date, Date?, Bool, Date?, Int64?, String?,
+                            Date?, Bool).self)
         return UserView(userID: id, appleSub: sub, status: status, email: email, isPrivateEmail: isPrivate,
                         emailForwardingEnabled: forwarding, realUserStatus: realUserStatus.map(Int.init), createdAt: created,
                         lastSignInAt: lastSignIn, refreshTokenStored: stored, lastValidatedAt: validated,
-                        purgeJobID: jobID, purgeState: state)
+                        purgeJobID: jobID, purgeState: state, purgeRunAt: runAt, purgeWaiting: waiting)
     }
 
     /// Marks the user deleted and enqueues their purge (merged with a

@@ -21,6 +21,10 @@ public struct ServerSettings: Sendable {
     public var ingestMaxBatch: Int
     public var ingestTimeout: Double
     public var onConsentRevoked: ConsentRevokedPolicy
+    /// Under `purge`: seconds a consent revocation's purge waits (0: at once).
+    public var consentRevokedPurgeDelaySeconds: Int
+    /// What POST /v1/sign-in needs beside the identity token.
+    public var signInRequires: SignInRequirement
     public var rejectionsPerMinute: Int
     public var rejectionRetentionDays: Int
     /// Seconds a refusal is held during a flood of junk (0: never).
@@ -55,7 +59,9 @@ public struct ServerSettings: Sendable {
         ingestWriters = try env.integer(S.ingestWriters)
         ingestMaxBatch = try env.integer(S.ingestMaxBatch)
         ingestTimeout = try env.number(S.ingestTimeout)
-        onConsentRevoked = ConsentRevokedPolicy(rawValue: try env.choice(S.onConsentRevoked)) ?? .signOut
+        onConsentRevoked = ConsentRevokedPolicy(rawValue: try env.choice(S.onConsentRevoked)) ?? .purge
+        consentRevokedPurgeDelaySeconds = try env.integer(S.consentRevokedPurgeDelayDays) * 86400
+        signInRequires = SignInRequirement(rawValue: try env.choice(S.signInRequires)) ?? .code
         rejectionsPerMinute = try env.integer(S.rejectionsPerMinute)
         rejectionRetentionDays = try env.integer(S.rejectionRetentionDays)
         floodDelay = try env.number(S.floodDelay)

@@ -113,17 +113,29 @@ public enum SettingsCatalog {
         "SIWA_INGEST_TIMEOUT_SECONDS", .seconds(0.1...120), default: "10", readers: [.serve], files: [.serve],
         help: "answer 503 (Apple retries) if a notification is not committed by then")
     public static let onConsentRevoked = Setting(
-        "SIWA_ON_CONSENT_REVOKED", .choice(["sign_out", "purge"]), default: "sign_out", readers: [.serve, .worker],
-        files: [.shared],
-        help: "`consent-revoked` (and a refresh token Apple answers `invalid_grant` for): `sign_out` keeps the user's data (tokens revoked and deleted, no purge); `purge` runs the purge plan as for a deletion",
+        "SIWA_ON_CONSENT_REVOKED", .choice(["purge", "sign_out"]), default: "purge", readers: [.serve],
+        files: [.serve],
+        help: "`consent-revoked`: `purge` (TN3194) signs the user out and revokes their Apple tokens at once, and purges their data SIWA_CONSENT_REVOKED_PURGE_DELAY_DAYS later unless they sign in again; `sign_out` keeps their data",
         details: """
-            `account-delete` and `account-deleted` always purge.
-            - sign_out: status consent_revoked, the user's Apple tokens revoked and deleted, \
-            their data kept, no purge job; the notification row and its audit row are the \
-            record. Apple keeps the same `sub` and the user may sign in again.
-            - purge: the whole purge plan runs, as for an account deletion.
-            serve and worker both act on it, so it is in siwa.env. See deploy/README.md, \
-            "Consent revoked: sign-out or purge".
+            TN3194 ("Respond to credential revoked notifications") asks: "Delete all \
+            user-related account data, including: The token used for token revocation; Any \
+            user-related data stored in your app servers; ..." and "Revert the client to an \
+            unauthenticated state."
+            - purge: status consent_revoked and the user's Apple tokens revoked and deleted \
+            at once; the purge plan runs after the grace delay; a verified sign-in by the \
+            user before then cancels it (audit row purge.cancelled, app event).
+            - sign_out: for apps whose accounts live on without Apple (Apple was one login \
+            among others): tokens revoked and deleted, data kept. This departs from TN3194.
+            `account-delete`, `account-deleted` and DELETE /v1/users/{sub} always purge at \
+            once. A refresh token Apple answers `invalid_grant` for only ends the session.
+            """)
+    public static let consentRevokedPurgeDelayDays = Setting(
+        "SIWA_CONSENT_REVOKED_PURGE_DELAY_DAYS", .integer(0...30), default: "30", readers: [.serve], files: [.serve],
+        help: "under SIWA_ON_CONSENT_REVOKED=purge, days a consent revocation's purge waits for the user to come back (`0`: at once); `siwa jobs run-now ID` runs one now",
+        details: """
+            At most 30: the one month that erasure requests are commonly held to. The \
+            user's tokens go at once whatever the delay; the pending purge and its due time \
+            show in `siwa jobs list`, GET /v1/users/{sub} and the admin page.
             """)
     public static let rejectionsPerMinute = Setting(
         "SIWA_REJECTIONS_PER_MINUTE", .integer(0...1_000_000), default: "6000", readers: [.serve], files: [.serve],
@@ -206,13 +218,27 @@ public enum SettingsCatalog {
         "SIWA_APPLE_REQUEST_TIMEOUT_SECONDS", .seconds(0.5...120), default: "10", readers: [.serve, .worker, .tokens],
         files: [.shared],
         help: "one deadline for each call to Apple's token endpoints (connect, answer and body); past it sign-in answers 503")
+    public static let signInRequires = Setting(
+        "SIWA_SIGN_IN_REQUIRES", .choice(["code", "code_or_nonce", "token"]), default: "code", readers: [.serve],
+        files: [.serve],
+        help: "what POST /v1/sign-in needs beside the identity token: `code` (an authorization code, which Apple honours once), `code_or_nonce`, or `token` (the identity token alone; weaker)",
+        details: """
+            An identity token can be replayed until it expires; an authorization code is \
+            single-use ("A single-use authorization code that's valid for five minutes", in \
+            Apple's words), so with `code` a replayed token alone signs nobody in. A `nonce` \
+            is the raw value the app made; siwa compares its SHA-256 (lower-case hex) with \
+            the token's `nonce` claim, so the app sets the SHA-256 hex as the request's \
+            nonce. Whatever this says, a token issued at or before the user's last \
+            revocation, deletion, purge or ended session is refused (409 stale_identity_token).
+            """)
     public static let refreshValidationHours = Setting(
         "SIWA_REFRESH_VALIDATION_HOURS", .integer(0...8760), default: "24", readers: [.serve, .worker, .tokens], files: [.shared],
         help: "each stored refresh token is checked with Apple once per this many hours (at least 24, Apple's limit), spread over the period; `0` turns validation off",
         details: """
             1 to 23 are refused: Apple asks that a refresh token be validated at most once a \
-            day. The worker makes the calls; a token Apple answers `invalid_grant` for is \
-            handled as SIWA_ON_CONSENT_REVOKED says.
+            day. The worker makes the calls; a token Apple answers `invalid_grant` for (a \
+            revocation, or a password change) ends the user's session: the token is \
+            deleted, the user stays active, nothing is purged.
             """)
     public static let appleRequestsPerSecond = Setting(
         "SIWA_APPLE_REQUESTS_PER_SECOND", .integer(0...10_000), default: "20", readers: [.worker], files: [.worker],
@@ -220,6 +246,17 @@ public enum SettingsCatalog {
         details: """
             Spreads the checks so that many users do not become a burst; with several \
             workers Apple sees up to this many calls a second from each.
+            """)
+
+    public static let validationInvalidGrantPausePercent = Setting(
+        "SIWA_VALIDATION_INVALID_GRANT_PAUSE_PERCENT", .integer(1...100), default: "20", readers: [.worker, .tokens],
+        files: [.worker],
+        help: "validation pauses when more than this many of the last 100 answers were `invalid_grant` (`siwa tokens resume-validation` resumes it)",
+        details: """
+            An incident on Apple's side must not end every user's session at the validation \
+            rate. The pause is logged at error, shown as siwa_validation_paused 1 in the \
+            worker's /metrics (alert SiwaTokenValidationPaused) and audited; the user whose \
+            answer tripped it keeps their session.
             """)
 
     // MARK: Worker (siwa worker; serve reads the lease and run time for /metrics)
@@ -457,12 +494,13 @@ public enum SettingsCatalog {
         ("notifications and HTTP", [appleClientIDs, httpHost, httpPort, httpIdleTimeout, maxBodyBytes]),
         ("Apple's public keys (JWKS)", [appleJWKSURL, jwksRefresh, jwksRefetchCooldown]),
         ("ingest (group commit)", [ingestWriters, ingestMaxBatch, ingestTimeout]),
-        ("account events", [onConsentRevoked]),
+        ("account events", [onConsentRevoked, consentRevokedPurgeDelayDays]),
         ("refused deliveries", [rejectionsPerMinute, floodDelay, rejectionRetentionDays]),
         ("admin listener", [adminHTTPHost, adminHTTPPort, adminAuthFailuresPerMinute]),
         ("sign-in and Apple's tokens", [appleTeamID, appleKeyID, applePrivateKeyFile, tokenEncryptionKeysFile,
-                                        appleBaseURL, clientSecretTTL, appleRequestTimeout, refreshValidationHours,
-                                        appleRequestsPerSecond]),
+                                        appleBaseURL, clientSecretTTL, appleRequestTimeout, signInRequires,
+                                        refreshValidationHours, appleRequestsPerSecond,
+                                        validationInvalidGrantPausePercent]),
         ("purge jobs", [purgePlan, workerConcurrency, jobLease, jobMaxRun, jobRetryBase, jobMaxAttempts,
                         jobRetentionDays, workerPoll, workerShutdownGrace]),
         ("worker metrics listener", [workerMetricsHost, workerMetricsPort]),

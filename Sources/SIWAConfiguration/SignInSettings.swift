@@ -59,10 +59,13 @@ public struct TokenValidationSettings: Sendable {
     public var periodHours: Int?
     /// Calls to Apple per second per worker; nil: no cap.
     public var requestsPerSecond: Int?
+    /// Validation pauses past this many `invalid_grant` answers in the last 100.
+    public var invalidGrantPausePercent: Int
 
-    public init(periodHours: Int? = 24, requestsPerSecond: Int? = 20) {
+    public init(periodHours: Int? = 24, requestsPerSecond: Int? = 20, invalidGrantPausePercent: Int = 20) {
         self.periodHours = periodHours
         self.requestsPerSecond = requestsPerSecond
+        self.invalidGrantPausePercent = invalidGrantPausePercent
     }
 
     /// For the start-up log.
@@ -81,6 +84,7 @@ public struct TokenValidationSettings: Sendable {
         periodHours = hours == 0 ? nil : hours
         let rate = try env.integer(S.appleRequestsPerSecond)
         requestsPerSecond = rate == 0 ? nil : rate
+        invalidGrantPausePercent = try env.integer(S.validationInvalidGrantPausePercent)
     }
 }
 

@@ -14,8 +14,6 @@ public struct WorkerSettings: Sendable {
     /// (the revocation step fails and says why) and nothing is validated.
     public var signIn: SignInSettings?
     public var tokenValidation: TokenValidationSettings
-    /// A token that Apple answers `invalid_grant` for is a consent revocation.
-    public var onConsentRevoked: ConsentRevokedPolicy
     /// nil: no deletion receipts are signed (the worker says so at start).
     public var receipts: ReceiptSettings?
     /// How often the audit chain's head is logged.
@@ -64,7 +62,6 @@ public struct WorkerSettings: Sendable {
         log = try LogSettings(environment: env)
         signIn = try SignInSettings.read(env)
         tokenValidation = try TokenValidationSettings(environment: env)
-        onConsentRevoked = ConsentRevokedPolicy(rawValue: try env.choice(S.onConsentRevoked)) ?? .signOut
         receipts = try ReceiptSettings.read(env)
         auditHeadLogMinutes = try env.integer(S.auditHeadLogMinutes)
         metricsListener = try env.listenerPort(S.workerMetricsPort).map { ListenerAddress(host: try env.text(S.workerMetricsHost), port: $0) }

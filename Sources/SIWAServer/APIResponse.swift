@@ -44,7 +44,10 @@ enum APIResponse {
         fields["refresh_token"] = ["stored": user.refreshTokenStored,
                                    "last_validated_at": user.lastValidatedAt.map(timestamp) ?? NSNull()] as [String: any Sendable]
         if let job = user.purgeJobID {
-            fields["purge"] = ["job_id": job, "state": user.purgeState ?? "unknown"] as [String: any Sendable]
+            // `waiting`: a consent revocation's purge in its grace delay;
+            // `run_at`: when it (or a pending purge's next attempt) runs.
+            fields["purge"] = ["job_id": job, "state": user.purgeState ?? "unknown", "waiting": user.purgeWaiting,
+                               "run_at": user.purgeRunAt.map(timestamp) ?? NSNull()] as [String: any Sendable]
         } else {
             fields["purge"] = NSNull()
         }

@@ -61,7 +61,8 @@ public enum ServerAssembly {
         let rejections = RejectionWriter(client: rejectionClient, options: rejectionOptions, logger: Logger(label: "siwa.rejections"),
                                          countUnrecorded: { unrecorded.increment(by: $0) })
         let receiver = NotificationReceiver(
-            verifier: verifier, router: EventRouter(onConsentRevoked: settings.onConsentRevoked), inbox: inbox,
+            verifier: verifier, router: EventRouter(onConsentRevoked: settings.onConsentRevoked,
+                                                   consentRevokedPurgeDelaySeconds: settings.consentRevokedPurgeDelaySeconds), inbox: inbox,
             rejections: rejections, metrics: metrics, logger: Logger(label: "siwa.notifications")
         )
         var dependencies = ServerDependencies(
@@ -78,7 +79,7 @@ public enum ServerAssembly {
             let service = SignInService(
                 verifier: IdentityTokenVerifier(keys: keys, policy: VerificationPolicy(audiences: settings.clientIDs)),
                 apple: access.apple, keyRing: access.keyRing, store: store, directory: directory,
-                logger: Logger(label: "siwa.sign-in"), metrics: metrics)
+                requires: settings.signInRequires, logger: Logger(label: "siwa.sign-in"), metrics: metrics)
             let keyLogger = Logger(label: "siwa.api-keys")
             let keyCache = APIKeyCache()
             dependencies.signIn = SignInDependencies(service: service, directory: directory,

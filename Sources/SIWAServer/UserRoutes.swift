@@ -50,6 +50,9 @@ struct UserRoutes: Sendable {
             var response = APIResponse.error(.conflict, "deletion_in_progress", "this user's account is being deleted; sign in again once it is")
             response.headers[.retryAfter] = "10"
             return response
+        case .staleIdentityToken:
+            return APIResponse.error(.conflict, "stale_identity_token",
+                                     "this identity token was issued before the user's access was revoked, their account deleted or their session ended; sign in with Apple again")
         case .appleRejectedClient:
             return APIResponse.error(.badGateway, "apple_rejected_client", "Apple refused siwa's client credentials; the operator must check them")
         case .unavailable(let seconds, let detail):

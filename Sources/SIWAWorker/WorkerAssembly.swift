@@ -59,7 +59,8 @@ public struct WorkerAssembly: Sendable {
         if let access, let hours = settings.tokenValidation.periodHours {
             validation = [TokenValidator(
                 queue: TokenValidationQueue(client: client, periodHours: hours, logger: Logger(label: "siwa.tokens")),
-                apple: access.apple, keyRing: access.keyRing, consentPolicy: settings.onConsentRevoked,
+                apple: access.apple, keyRing: access.keyRing,
+                invalidGrantPausePercent: settings.tokenValidation.invalidGrantPausePercent,
                 requestsPerSecond: settings.tokenValidation.requestsPerSecond, logger: Logger(label: "siwa.tokens"),
                 metrics: metrics)]
         }

@@ -14,7 +14,7 @@ struct Tokens: AsyncParsableCommand {
             To rotate: `siwa tokens keygen`, put its line FIRST in the file, restart serve and worker, \
             run `siwa tokens rekey`, and only then remove the old lines.
             """,
-        subcommands: [Keygen.self, Rekey.self, Validate.self, Forget.self]
+        subcommands: [Keygen.self, Rekey.self, Validate.self, Forget.self, ResumeValidation.self]
     )
 
     struct Keygen: AsyncParsableCommand {
@@ -143,6 +143,42 @@ struct Tokens: AsyncParsableCommand {
                 print("forgotten: \(token.clientID) (sealed under key \(token.keyID), which the ring lacks): not revoked at Apple")
             }
             print("forgotten: \(forgotten.count), left (they decrypt and can be revoked): \(kept)")
+        }
+    }
+
+    struct ResumeValidation: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "resume-validation",
+            abstract: "Resume token validation after it paused on too many invalid_grant answers (audited).",
+            discussion: """
+                The worker pauses the daily validation of refresh tokens when more than \
+                SIWA_VALIDATION_INVALID_GRANT_PAUSE_PERCENT of the last 100 answers were invalid_grant: \
+                each such answer ends a user's session, and an incident at Apple (or a wrong client \
+                id) must not end every user's session at the validation rate. While paused, \
+                siwa_validation_paused is 1 on the worker's /metrics and nothing is validated. Look \
+                into it first: Apple's system status, the `token.invalid_grant` rows of \
+                `siwa audit --action token.invalid_grant`. Then run this: validation resumes \
+                within the worker's poll (30 s), counting afresh (audit row token_validation.resumed, \
+                with your database role).
+                Needs SIWA_DATABASE_URL with a role that is a member of siwa_admin.
+                """
+        )
+
+        func run() async throws {
+            let outcome = await CommandDatabase.run(label: "siwa.tokens", refusing: SettingError.self) { client, logger in
+                let rows = try await client.query("SELECT was_paused, paused_at, reason FROM siwa.resume_token_validation()",
+                                                  logger: logger)
+                for try await (wasPaused, since, reason) in rows.decode((Bool, Date?, String?).self) {
+                    return (wasPaused, since, reason)
+                }
+                return (false, nil, nil)
+            }
+            guard outcome.0 else {
+                print("token validation is not paused: nothing to do")
+                return
+            }
+            let since = outcome.1.map { ISO8601DateFormatter().string(from: $0) } ?? "?"
+            print("token validation resumed (paused since \(since): \(outcome.2 ?? "no reason recorded"))")
         }
     }
 }

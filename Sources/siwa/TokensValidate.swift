@@ -14,9 +14,11 @@ extension Tokens {
                 Asks Apple's /auth/token (grant_type=refresh_token) about each refresh token siwa \
                 holds for the user, as `siwa worker` does once per SIWA_REFRESH_VALIDATION_HOURS, and \
                 records the answer the same way: valid (the new access token stored), invalid_grant \
-                (the user revoked: treated as a consent revocation under SIWA_ON_CONSENT_REVOKED), \
-                or undecided (Apple unreachable, 5xx, 429: retried later). A token checked less than \
-                a period ago is left alone unless --force: Apple asks for at most one check a day.
+                (the user revoked access or changed their password: the token is deleted and the \
+                user's session ends; nothing is purged), paused (validation is paused: see \
+                `siwa tokens resume-validation`), or undecided (Apple unreachable, 5xx, 429: retried \
+                later). A token checked less than a period ago is left alone unless --force: Apple \
+                asks for at most one check a day.
                 Needs the worker's settings: SIWA_DATABASE_URL, SIWA_APPLE_TEAM_ID, SIWA_APPLE_KEY_ID, \
                 SIWA_APPLE_PRIVATE_KEY_FILE, SIWA_TOKEN_ENCRYPTION_KEYS_FILE.
                 Exit status 0 when every token's answer was decided (valid or invalid_grant), 1 otherwise.
@@ -36,12 +38,12 @@ extension Tokens {
                 Startup.fail("sign-in is not configured: set SIWA_APPLE_TEAM_ID, SIWA_APPLE_KEY_ID, SIWA_APPLE_PRIVATE_KEY_FILE and SIWA_TOKEN_ENCRYPTION_KEYS_FILE")
             }
             let validation = Startup.settings { try TokenValidationSettings(environment: env) }
-            let policy = Startup.settings { ConsentRevokedPolicy(rawValue: try env.choice(SettingsCatalog.onConsentRevoked)) ?? .signOut }
             let access = Startup.settings { try AppleAccess(signIn) }
             let (sub, force) = (sub, force)
             let results = await CommandDatabase.run(label: "siwa.tokens", refusing: SettingError.self) { client, logger in
                 let queue = TokenValidationQueue(client: client, periodHours: validation.periodHours ?? 24, logger: logger)
-                let validator = TokenValidator(queue: queue, apple: access.apple, keyRing: access.keyRing, consentPolicy: policy,
+                let validator = TokenValidator(queue: queue, apple: access.apple, keyRing: access.keyRing,
+                                               invalidGrantPausePercent: validation.invalidGrantPausePercent,
                                                requestsPerSecond: nil, logger: logger, metrics: MetricsSystem.factory)
                 var results: [(DueAppleToken, TokenValidationResult)] = []
                 for token in try await queue.claim(appleSub: sub, force: force) {
@@ -58,7 +60,7 @@ extension Tokens {
             for (token, result) in results {
                 print("\(token.clientID): \(result.rawValue)")
             }
-            if results.contains(where: { $0.1 == TokenValidationResult.undecided || $0.1 == TokenValidationResult.invalidClient }) { throw ExitCode(1) }
+            if results.contains(where: { [.undecided, .invalidClient, .paused].contains($0.1) }) { throw ExitCode(1) }
         }
     }
 }

@@ -1,3 +1,4 @@
+import AccountEvents
 import AccountStore
 import AppleSimulator
 import Foundation
@@ -29,9 +30,10 @@ struct SignInLogTests {
         let apiKey = try await SignInFixture.apiKey(in: database)
 
         let sub = "001.logs.0001", email = "hidden.person@privaterelay.appleid.com", nonce = "nonce-logs-1"
-        let identityToken = try apple.identityToken(sub: sub, audience: ServerHarness.clientID, email: email, nonce: nonce)
+        let identityToken = try apple.identityToken(sub: sub, audience: ServerHarness.clientID, email: email,
+                                                    nonce: SignInService.hashedNonce(nonce))
         let code = apple.issueAuthorizationCode(sub: sub, clientID: ServerHarness.clientID, email: email,
-                                                isPrivateEmail: true, nonce: nonce)
+                                                isPrivateEmail: true, nonce: SignInService.hashedNonce(nonce))
         let body: [String: Any] = ["identity_token": identityToken, "authorization_code": code, "nonce": nonce,
                                    "user": ["name": ["firstName": "Zephyrine", "lastName": "Quillfeather"], "email": email]]
         let headers = [("Content-Type", "application/json"), ("Authorization", "Bearer \(apiKey)")]

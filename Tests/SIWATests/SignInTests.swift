@@ -1,3 +1,4 @@
+import AccountEvents
 import AccountStore
 import AppleSimulator
 import Foundation
@@ -30,12 +31,14 @@ struct SignInTests {
                                              headers: [("Content-Type", "application/json"), ("Authorization", "Bearer \(key ?? self.key)")])
         }
 
-        /// What the app hands its backend: an identity token and a fresh code for `sub`.
+        /// What the app hands its backend: an identity token and a fresh code
+        /// for `sub`, and the raw `nonce` (Apple's token carries its SHA-256).
         func appleSignIn(sub: String, email: String? = "user@privaterelay.appleid.com", nonce: String? = nil,
                          user: [String: Any]? = nil, idTokenSub: String? = nil) throws -> [String: Any] {
-            let token = try apple.identityToken(sub: sub, audience: SignInTests.client, email: email, nonce: nonce)
+            let hashed = nonce.map(SignInService.hashedNonce)
+            let token = try apple.identityToken(sub: sub, audience: SignInTests.client, email: email, nonce: hashed)
             let code = apple.issueAuthorizationCode(sub: sub, clientID: SignInTests.client, email: email,
-                                                    isPrivateEmail: true, nonce: nonce, idTokenSub: idTokenSub)
+                                                    isPrivateEmail: true, nonce: hashed, idTokenSub: idTokenSub)
             var body: [String: Any] = ["identity_token": token, "authorization_code": code]
             if let nonce { body["nonce"] = nonce }
             if let user { body["user"] = user }
@@ -137,7 +140,7 @@ struct SignInTests {
                 #expect(answer.status == 200, "a device without nonce support is accepted: \(answer.text)")
             }
         }
-        #expect(try await setup.signIn(["identity_token": "not.a.token"]).reason == "malformed_token")
+        #expect(try await setup.signIn(["identity_token": "not.a.token", "authorization_code": "c"]).reason == "malformed_token")
         let malformed = try await HTTPAnswer.send(method: .POST, url: setup.server.baseURL + "/v1/sign-in", body: Data("{".utf8),
                                                   headers: [("Authorization", "Bearer \(setup.key)")])
         #expect(malformed.status == 400 && malformed.reason == "malformed_request")

@@ -1,6 +1,7 @@
 import AccountStore
 import AppleSimulator
 import Foundation
+import PostgresNIO
 import Testing
 
 /// The worker's daily validation of stored refresh tokens, against the
@@ -53,51 +54,113 @@ struct TokenValidationTests {
         #expect(try await setup.database.scalar("SELECT count(*) FROM siwa.users WHERE status = 'active'") == subs.count)
     }
 
-    /// The user revoked at Apple and no notification came: Apple's
-    /// invalid_grant is a consent revocation (here under `purge`).
-    @Test func invalidGrantSignsTheUserOutAndPurgesUnderThePurgePolicy() async throws {
+    /// Apple's invalid_grant (the user revoked at Apple, or changed their
+    /// password) ends the session: the token goes, the user stays active,
+    /// nothing is purged, even under the default `purge` consent policy; an
+    /// identity token from before it no longer signs the user in.
+    @Test func invalidGrantEndsTheSessionAndNeverPurges() async throws {
         let setup = try await AccountDeletionTests.Setup.start()
         try atTestEnd { await setup.stop() }
         let tokens = try await Self.signIn(setup, ["001.gone.0001", "001.kept.0002"])
+        let before = try setup.apple.identityToken(sub: "001.gone.0001", audience: ServerHarness.clientID,
+                                                  issuedAt: Date().addingTimeInterval(-2))
         setup.apple.revokeRefreshToken(tokens["001.gone.0001"] ?? "")
-        try await Self.makeDue(setup)
-        let worker = try setup.worker.startWorker(["SIWA_ON_CONSENT_REVOKED": "purge"])
-        try atTestEnd { await worker.kill9() }
-        #expect(try await setup.worker.wait(upTo: .seconds(30)) {
-            try await setup.database.scalar("""
-                SELECT count(*) FROM siwa.users WHERE apple_sub = '001.gone.0001' AND status = 'consent_revoked'
-                  AND purged_at IS NOT NULL AND email IS NULL
-                """) == 1
-        }, "\(worker.log)")
-        #expect(try await setup.database.strings("SELECT u.apple_sub FROM siwa.apple_tokens JOIN siwa.users AS u ON u.id = user_id")
-                == ["001.kept.0002"])
-        #expect(try await setup.database.scalar(
-            "SELECT count(*) FROM siwa.audit_log WHERE action = 'token.invalid_grant' AND apple_sub = '001.gone.0001'") == 1)
-        #expect(try await setup.database.strings("SELECT status FROM siwa.users WHERE apple_sub = '001.kept.0002'") == ["active"])
-    }
-
-    /// Under the default `sign_out`: signed out, data kept, tokens gone.
-    @Test func invalidGrantUnderSignOutKeepsTheData() async throws {
-        let setup = try await AccountDeletionTests.Setup.start()
-        try atTestEnd { await setup.stop() }
-        let tokens = try await Self.signIn(setup, ["001.out.0001"])
-        setup.apple.revokeRefreshToken(tokens["001.out.0001"] ?? "")
         try await Self.makeDue(setup)
         let worker = try setup.worker.startWorker()
         try atTestEnd { await worker.kill9() }
         #expect(try await setup.worker.wait(upTo: .seconds(30)) {
-            try await setup.database.scalar("SELECT count(*) FROM siwa.audit_log WHERE action = 'token.invalid_grant'") == 1
+            let validated = try await setup.database.scalar("SELECT count(*) FROM siwa.apple_tokens WHERE last_validated_at IS NOT NULL")
+            let ended = try await setup.database.scalar("SELECT count(*) FROM siwa.audit_log WHERE action = 'token.invalid_grant'")
+            return validated == 1 && ended == 1
         }, "\(worker.log)")
+        #expect(try await setup.database.strings("SELECT u.apple_sub FROM siwa.apple_tokens JOIN siwa.users AS u ON u.id = user_id")
+                == ["001.kept.0002"])
+        #expect(try await setup.database.strings("SELECT status FROM siwa.users ORDER BY apple_sub") == ["active", "active"])
         #expect(try await setup.database.scalar("""
-            SELECT count(*) FROM siwa.users WHERE apple_sub = '001.out.0001' AND status = 'consent_revoked'
-              AND purged_at IS NULL AND email IS NOT NULL AND given_name = 'Ada'
-            """) == 1)
+            SELECT count(*) FROM siwa.users WHERE apple_sub = '001.gone.0001' AND purged_at IS NULL AND given_name = 'Ada'
+            """) == 1, "the data stays")
+        #expect(try await setup.database.scalar("SELECT count(*) FROM siwa.jobs WHERE kind = 'purge_user'") == 0)
+        #expect(try await setup.database.strings("""
+            SELECT (details->>'session_ended') || '/' || (details->>'purge') FROM siwa.audit_log WHERE action = 'token.invalid_grant'
+            """) == ["true/false"])
+        // The app hears `token.invalid_grant` (ask the user to sign in again), not `consent.revoked`.
+        #expect(try await setup.database.strings("""
+            SELECT string_agg(e.event_type, ',') FROM siwa.audit_log AS a, siwa.app_events_of(a.action, a.details, NULL) AS e
+            WHERE a.action = 'token.invalid_grant'
+            """) == ["token.invalid_grant"])
+
+        // The session ended: an identity token issued before it is refused...
+        var replay = try setup.signIn.appleSignIn(sub: "001.gone.0001")
+        replay["identity_token"] = before
+        let refused = try await setup.signIn.signIn(replay)
+        #expect(refused.status == 409 && refused.reason == "stale_identity_token", "\(refused.text)")
+        // ...and a fresh sign-in is the same account, data and all (Apple's iat is whole seconds).
+        try await Task.sleep(for: .seconds(1.1))
+        let back = try await setup.signIn.signIn(try setup.signIn.appleSignIn(sub: "001.gone.0001"))
+        #expect(back.status == 200 && back.json["is_new_user"] as? Bool == false, "\(back.text)")
+    }
+
+    /// More invalid_grant answers than SIWA_VALIDATION_INVALID_GRANT_PAUSE_PERCENT
+    /// of the last 100: validation pauses (the answer that tripped it ends
+    /// no session), says so, and waits for `siwa tokens resume-validation`.
+    @Test func tooManyInvalidGrantsPauseValidationUntilAnOperatorResumesIt() async throws {
+        let setup = try await AccountDeletionTests.Setup.start()
+        try atTestEnd { await setup.stop() }
+        let subs = (1...6).map { "001.storm.000\($0)" }
+        let tokens = try await Self.signIn(setup, subs)
+        let admin = try await Self.adminURL(setup.database)
+        let notPaused = try await runSIWA(["tokens", "resume-validation"], environment: ["SIWA_DATABASE_URL": admin])
+        #expect(notPaused.status == 0 && notPaused.output.contains("not paused"), "\(notPaused.output)")
+        for sub in subs { setup.apple.revokeRefreshToken(tokens[sub] ?? "") }
+        try await Self.makeDue(setup)
+        let worker = try setup.worker.startWorker(["SIWA_VALIDATION_INVALID_GRANT_PAUSE_PERCENT": "2"])
+        try atTestEnd { await worker.kill9() }
         #expect(try await setup.worker.wait(upTo: .seconds(30)) {
-            try await setup.database.scalar("SELECT count(*) FROM siwa.apple_tokens") == 0
-        })
-        // Coming back: the same account, data and all.
-        let back = try await setup.signIn.signIn(try setup.signIn.appleSignIn(sub: "001.out.0001"))
-        #expect(back.status == 200 && back.json["is_new_user"] as? Bool == false && back.json["status"] as? String == "active")
+            try await setup.database.scalar("SELECT count(*) FROM siwa.token_validation_pause WHERE paused_at IS NOT NULL") == 1
+        }, "\(worker.log)")
+        #expect(try await setup.worker.wait(upTo: .seconds(10)) { worker.log.contains("Token validation is paused") }, "\(worker.log)")
+        // Two sessions ended; the third answer tripped the pause and ended none.
+        #expect(try await setup.database.scalar("SELECT count(*) FROM siwa.audit_log WHERE action = 'token.invalid_grant'") == 2)
+        #expect(try await setup.database.scalar("SELECT count(*) FROM siwa.apple_tokens") == 4)
+        #expect(try await setup.database.strings("""
+            SELECT details->>'invalid_grant_of_last_100' FROM siwa.audit_log WHERE action = 'token_validation.paused'
+            """) == ["3"])
+        // Nothing more is validated while paused.
+        let calls = setup.apple.tokenRequests
+        try await Task.sleep(for: .seconds(3))
+        #expect(setup.apple.tokenRequests == calls)
+
+        // An operator resumes it, as their own role (a member of siwa_admin).
+        let resumed = try await runSIWA(["tokens", "resume-validation"], environment: ["SIWA_DATABASE_URL": admin])
+        #expect(resumed.status == 0 && resumed.output.contains("token validation resumed"), "\(resumed.output)")
+        #expect(try await setup.database.strings("""
+            SELECT details->>'db_user' FROM siwa.audit_log WHERE action = 'token_validation.resumed'
+            """) == [Self.adminRole])
+        // Validation goes on, counting afresh (and trips again on this storm).
+        #expect(try await setup.worker.wait(upTo: .seconds(30)) {
+            try await setup.database.scalar("SELECT count(*) FROM siwa.audit_log WHERE action = 'token.invalid_grant'") > 2
+        }, "\(worker.log)")
+        // The runtime role cannot resume it: only an admin's function call can.
+        #expect(try await LeastPrivilegeTests.sqlState(of: "SELECT siwa.resume_token_validation()",
+                                                       on: try setup.database.runtimeConfiguration) == "42501")
+    }
+
+    static let adminRole = "siwa_test_admin"
+
+    /// A login role in siwa_admin (cluster-wide, made once), connected to `database`.
+    static func adminURL(_ database: TestDatabase) async throws -> String {
+        try await JobsAuditTests.asSuperuser { client in
+            try await client.query(PostgresQuery(unsafeSQL: """
+                DO $$
+                BEGIN
+                  IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'siwa_admin') THEN CREATE ROLE siwa_admin NOLOGIN; END IF;
+                  IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = '\(adminRole)') THEN
+                    CREATE ROLE \(adminRole) LOGIN PASSWORD '\(adminRole)' IN ROLE siwa_admin;
+                  END IF;
+                END $$
+                """), logger: TestEnvironment.logger)
+        }
+        return try LeastPrivilegeTests.url(of: database.configuration, user: adminRole)
     }
 
     @Test func appleUnavailableLeavesTheUserAloneAndRetries() async throws {

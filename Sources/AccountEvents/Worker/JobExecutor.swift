@@ -21,6 +21,8 @@ struct JobExecutor: Sendable {
             case .completed:
                 metrics.completed(kind: job.kind)
                 logger.info("Job completed", metadata: metadata)
+            case .snoozed:
+                logger.info("Job waits for its time", metadata: metadata)
             case .leaseLost:
                 logger.warning("Lease lost; another worker will finish the job", metadata: metadata)
             }

@@ -116,6 +116,8 @@ public struct JobKinds: Sendable {
 
 public enum JobRunOutcome: Sendable, Equatable {
     case completed
+    /// The job waits (`JobQueue.snooze`): it runs again at its time.
+    case snoozed
     /// The lease was lost mid-run (the job was rescued; another worker may
     /// hold it now): stop without writing anything.
     case leaseLost
