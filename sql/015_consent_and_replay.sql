@@ -95,9 +95,9 @@ BEGIN
         THEN (j.args - 'scope' - 'tokens_before' - 'jti' - 'rerun_tokens') || excluded.args
         -- (a purge marked to follow a running sign-out keeps its grace delay)
         WHEN j.args ? 'scope' THEN
-            j.args || jsonb_build_object('rerun', jsonb_strip_nulls(jsonb_build_object(
-                'event_type', excluded.args->>'event_type', 'jti', excluded.args->>'jti',
-                'purge_after', excluded.args->'purge_after')))
+            j.args || jsonb_build_object('rerun', jsonb_build_object('event_type', excluded.args->>'event_type',
+                                                                     'jti', excluded.args->>'jti')
+                                                  || jsonb_strip_nulls(jsonb_build_object('purge_after', excluded.args->'purge_after')))
         WHEN NOT renotify THEN j.args
         WHEN j.state = 'running' OR j.steps_done <> '{}'::jsonb THEN
             j.args || jsonb_build_object('rerun', jsonb_build_object('event_type', excluded.args->>'event_type',

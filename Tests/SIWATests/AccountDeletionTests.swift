@@ -170,10 +170,11 @@ struct AccountDeletionTests {
         _ = refreshToken
     }
 
-    /// No token stored (sign-in without a code): the app must send the user
-    /// to Apple to revoke by hand.
+    /// No token stored (sign-in without a code, where
+    /// SIWA_SIGN_IN_REQUIRES=token allows it): the app must send the user to
+    /// Apple to revoke by hand.
     @Test func withoutATokenTheAnswerSaysRevokeByHand() async throws {
-        let setup = try await Setup.start()
+        let setup = try await Setup.start(server: ["SIWA_SIGN_IN_REQUIRES": "token"])
         try atTestEnd { await setup.stop() }
         let body = ["identity_token": try setup.apple.identityToken(sub: "001.manual.0001", audience: ServerHarness.clientID)]
         let answer = try await setup.signIn.signIn(body)
@@ -184,10 +185,10 @@ struct AccountDeletionTests {
         #expect(try await setup.delete("001.nobody.0001").status == 404)
     }
 
-    /// `consent-revoked` under the default `sign_out`: a token-only job
-    /// revokes and deletes the tokens; the data stays.
+    /// `consent-revoked` under `sign_out`: a token-only job revokes and
+    /// deletes the tokens; the data stays.
     @Test func consentRevokedUnderSignOutRevokesTheTokensAndKeepsTheData() async throws {
-        let setup = try await Setup.start()
+        let setup = try await Setup.start(server: ["SIWA_ON_CONSENT_REVOKED": "sign_out"])
         try atTestEnd { await setup.stop() }
         let sub = "001.signout.0001"
         let (_, refreshToken) = try await setup.signedIn(sub)

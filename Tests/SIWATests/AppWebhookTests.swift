@@ -85,7 +85,9 @@ struct AppWebhookTests {
         #expect(disabled.data["apple_type"] as? String == "email-disabled" && disabled.data["is_private_email"] as? Bool == true)
         #expect(disabled.data["email"] == nil && disabled.data["jti"] is String && disabled.data["event_time"] is Int)
         let revoked = try #require(deliveries.first { $0.type == "consent.revoked" })
-        #expect(revoked.data["source"] as? String == "apple" && revoked.data["purge"] as? Bool == false)
+        // The default policy: the purge waits out the grace delay, and the app hears when it runs.
+        #expect(revoked.data["source"] as? String == "apple" && revoked.data["purge"] as? Bool == true
+                && revoked.data["purge_after"] is String, "\(revoked.data)")
         let delete = try #require(deliveries.first { $0.type == "apple.account-delete" })
         #expect(delete.data["purge"] as? Bool == true)
         let purged = try #require(deliveries.first { $0.sub == "001.hook.3" && $0.type == "purge.completed" })
@@ -230,10 +232,11 @@ struct AppWebhookTests {
         let worker = try setup.worker.startWorker()
         try atTestEnd { await worker.kill9() }
         #expect(try await eventually(upTo: .seconds(40)) {
-            hook.accepted(sub: deleted).count == 3 && hook.accepted(sub: kept).count == 3
+            hook.accepted(sub: deleted).count == 3 && hook.accepted(sub: kept).count == 2
         }, "\(hook.receiver.deliveries.map { "\($0.sub) \($0.type)" }) \(worker.log.suffix(3000))")
         #expect(hook.accepted(sub: deleted).map(\.type) == ["user.signed_in", "user.deletion_requested", "purge.completed"])
-        #expect(hook.accepted(sub: kept).map(\.type) == ["user.signed_in", "token.invalid_grant", "consent.revoked"])
+        // invalid_grant ends the session: no consent revocation, no purge.
+        #expect(hook.accepted(sub: kept).map(\.type) == ["user.signed_in", "token.invalid_grant"])
         for delivery in hook.receiver.deliveries {
             #expect(AppWebhookHarness.verify(delivery, secret: hook.secret), "\(delivery.type)")
         }
@@ -241,8 +244,7 @@ struct AppWebhookTests {
         #expect(signedIn["is_new_user"] as? Bool == true && signedIn["user_id"] is Int && signedIn["client_id"] as? String == SignInTests.client)
         #expect(hook.accepted(sub: deleted)[1].data["purge_job_id"] is Int)
         #expect(hook.accepted(sub: deleted)[2].data["scope"] as? String == "all")
-        #expect(hook.accepted(sub: kept)[2].data["source"] as? String == "invalid_grant")
-        #expect(hook.accepted(sub: kept)[1].data["signed_out"] as? Bool == true)
+        #expect(hook.accepted(sub: kept)[1].data["session_ended"] as? Bool == true && hook.accepted(sub: kept)[1].data["purge"] as? Bool == false)
     }
 
     /// A purge discarded after its attempts is `purge.failed`, with the

@@ -19,6 +19,9 @@ struct ConsentPolicyTests {
         let answer = try await setup.signIn.server.post(token: setup.signIn.server.notification("consent-revoked", sub: sub,
                                                                                                 eventTime: revokedAt))
         #expect(answer.status == 200, "\(answer.text)")
+        // Apple's iat is whole seconds: a token issued in the revocation's
+        // second would be as old as it. The tests' later sign-ins are newer.
+        try await Task.sleep(for: .seconds(1.1))
         return (refreshToken, revokedAt)
     }
 
@@ -133,8 +136,6 @@ struct ConsentPolicyTests {
         try atTestEnd { await setup.stop() }
         let sub = "001.early.0001"
         _ = try await Self.revoked(setup, sub)
-        // A token issued after the revocation: Apple's iat is whole seconds.
-        try await Task.sleep(for: .seconds(1.1))
         let before = Set(setup.apple.issuedRefreshTokens)
         let back = try await setup.signIn.signIn(try setup.signIn.appleSignIn(sub: sub))
         #expect(back.status == 200, "\(back.text)")
