@@ -53,8 +53,7 @@ CREATE TRIGGER users_stale_tokens_on_insert
 CREATE TRIGGER users_stale_tokens_on_update
     BEFORE UPDATE ON siwa.users
     FOR EACH ROW WHEN (NEW.status IS DISTINCT FROM OLD.status OR NEW.purged_at IS DISTINCT FROM OLD.purged_at
-                       OR (NEW.status <> 'active' AND NEW.status_event_time IS DISTINCT FROM OLD.status_event_time)
-                       OR NEW.stale_tokens_until_ms IS DISTINCT FROM OLD.stale_tokens_until_ms)
+                       OR (NEW.status <> 'active' AND NEW.status_event_time IS DISTINCT FROM OLD.status_event_time))
     EXECUTE FUNCTION siwa.stamp_stale_tokens();
 
 -- ------------------------------------------------------- grace purges --

@@ -63,6 +63,9 @@ public struct WorkerAssembly: Sendable {
                 invalidGrantPausePercent: settings.tokenValidation.invalidGrantPausePercent,
                 requestsPerSecond: settings.tokenValidation.requestsPerSecond, logger: Logger(label: "siwa.tokens"),
                 metrics: metrics)]
+        } else {
+            // Validation is off: never paused (the alert's series exists all the same).
+            Gauge(label: "siwa_validation_paused", factory: metrics).record(0)
         }
         let worker = JobWorker(client: client, queue: queue, kinds: kinds, options: settings.worker, metrics: jobMetrics,
                                logger: logger) {

@@ -64,7 +64,10 @@ struct AccountDeletionTests {
         let jobID = try #require(deleted.json["job_id"] as? Int)
         let again = try await setup.delete(sub)
         #expect(again.status == 202 && again.json["job_id"] as? Int == jobID, "the same job while it is pending")
-        // Signing in while the deletion is pending would hand out an account about to be erased.
+        // Signing in while the deletion is pending would hand out an account
+        // about to be erased. (With a token issued after the deletion: one
+        // of its second, Apple's iat being whole seconds, is as old as it.)
+        try await Task.sleep(for: .seconds(1.1))
         let during = try await setup.signIn.signIn(try setup.signIn.appleSignIn(sub: sub))
         #expect(during.status == 409 && during.reason == "deletion_in_progress")
 

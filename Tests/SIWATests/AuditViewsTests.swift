@@ -29,7 +29,7 @@ struct AuditViewsTests {
     }
 
     @Test func aScriptedHistoryIsToldInOrderAndItsPurgeIsTimed() async throws {
-        let setup = try await AccountDeletionTests.Setup.start()
+        let setup = try await AccountDeletionTests.Setup.start(server: ["SIWA_ON_CONSENT_REVOKED": "sign_out"])
         try atTestEnd { await setup.stop() }
         let database = setup.database
         let server = setup.signIn.server
@@ -40,7 +40,7 @@ struct AuditViewsTests {
         _ = try await setup.signedIn(sub)
         let hidden = "hidden.person@privaterelay.appleid.com"
         #expect(try await server.post(token: server.notification("email-disabled", sub: sub, email: hidden)).status == 200)
-        // The default consent policy: a sign-out, which revokes the tokens and keeps the data.
+        // The consent policy `sign_out`: a job revokes the tokens and keeps the data.
         #expect(try await server.post(token: server.notification("consent-revoked", sub: sub)).status == 200)
         #expect(try await setup.worker.wait {
             try await database.scalar("SELECT count(*) FROM siwa.jobs WHERE args->>'scope' = 'tokens' AND state = 'completed'") == 1
@@ -145,7 +145,7 @@ struct AuditViewsTests {
     /// A sign-out still waiting when the user deletes their account becomes
     /// the purge: its latency counts from the deletion, not the sign-out.
     @Test func aSignOutWidenedByADeletionIsTimedFromTheDeletion() async throws {
-        let setup = try await SignInTests.Setup.start()
+        let setup = try await SignInTests.Setup.start(settings: ["SIWA_ON_CONSENT_REVOKED": "sign_out"])
         try atTestEnd { await setup.server.stop() }
         let database = setup.server.database
         let sub = "001.audit.widen"

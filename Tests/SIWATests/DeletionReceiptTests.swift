@@ -22,9 +22,10 @@ struct DeletionReceiptTests {
         func verify(using algorithm: some JWTAlgorithm) async throws {}
     }
 
-    static func start() async throws -> (setup: AccountDeletionTests.Setup, keys: ReceiptFixture) {
+    static func start(server: [String: String] = [:]) async throws -> (setup: AccountDeletionTests.Setup, keys: ReceiptFixture) {
         let keys = try await ReceiptFixture.make()
-        let setup = try await AccountDeletionTests.Setup.start(server: keys.serverSettings, worker: keys.workerSettings)
+        let setup = try await AccountDeletionTests.Setup.start(server: keys.serverSettings.merging(server) { $1 },
+                                                               worker: keys.workerSettings)
         return (setup, keys)
     }
 
@@ -197,7 +198,7 @@ struct DeletionReceiptTests {
     /// consent-revoked under `sign_out` revokes the tokens in a job of its
     /// own that is no purge: no receipt, with receipts on.
     @Test func aTokenOnlySignOutHasNoReceipt() async throws {
-        let (setup, keys) = try await Self.start()
+        let (setup, keys) = try await Self.start(server: ["SIWA_ON_CONSENT_REVOKED": "sign_out"])
         try atTestEnd { await setup.stop(); keys.remove() }
         let sub = "011.signout.0001"
         _ = try await setup.signedIn(sub)

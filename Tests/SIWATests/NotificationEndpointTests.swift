@@ -26,8 +26,10 @@ struct NotificationEndpointTests {
         answer = try await siwa.post(token: siwa.notification("consent-revoked", sub: sub, eventTime: t0.addingTimeInterval(20)))
         #expect(answer.status == 200)
         #expect(try await db.strings("SELECT status FROM siwa.users WHERE apple_sub = '\(sub)'") == ["consent_revoked"])
-        // By default consent revoked is a sign-out: no purge (ConsentPolicyTests).
-        #expect(try await db.scalar("SELECT count(*) FROM siwa.jobs WHERE kind = 'purge_user' AND args->>'apple_sub' = '\(sub)'") == 0)
+        // By default the purge waits out the grace delay (ConsentPolicyTests).
+        #expect(try await db.scalar("""
+            SELECT count(*) FROM siwa.jobs WHERE kind = 'purge_user' AND args->>'apple_sub' = '\(sub)' AND siwa.purge_waiting(args)
+            """) == 1)
 
         // Both spellings of the deletion event.
         for type in ["account-delete", "account-deleted"] {

@@ -51,13 +51,14 @@ struct SettingsTests {
         let base = ["SIWA_DATABASE_URL": "postgres://u@h/d", "SIWA_APPLE_CLIENT_IDS": "a, b,,"]
         let settings = try ServerSettings(environment: SettingsReader(base))
         #expect(settings.port == 8080 && settings.ingestWriters == 4 && settings.clientIDs == ["a", "b"])
-        #expect(settings.onConsentRevoked == .signOut && settings.jobMaxRunSeconds == 900)
+        #expect(settings.onConsentRevoked == .purge && settings.consentRevokedPurgeDelaySeconds == 30 * 86400
+                && settings.signInRequires == .code && settings.jobMaxRunSeconds == 900)
         #expect(try ServerSettings(environment: SettingsReader(base.merging(["SIWA_JOB_LEASE_SECONDS": "1200"]) { $1 }))
                     .jobMaxRunSeconds == 1200)
         let cases: [(String, String, String)] = [
             ("SIWA_HTTP_PORT", "70000", "SIWA_HTTP_PORT: expected a whole number in 0...65535, got '70000'"),
             ("SIWA_INGEST_TIMEOUT_SECONDS", "nan", "SIWA_INGEST_TIMEOUT_SECONDS: expected a number of seconds in 0.1...120.0, got 'nan'"),
-            ("SIWA_ON_CONSENT_REVOKED", "delete", "SIWA_ON_CONSENT_REVOKED: expected one of sign_out, purge, got 'delete'"),
+            ("SIWA_ON_CONSENT_REVOKED", "delete", "SIWA_ON_CONSENT_REVOKED: expected one of purge, sign_out, got 'delete'"),
             ("SIWA_APPLE_JWKS_URL", "ftp://x", "SIWA_APPLE_JWKS_URL: expected an http(s) URL, got 'ftp://x'"),
             ("SIWA_APPLE_CLIENT_IDS", " , ", "SIWA_APPLE_CLIENT_IDS: lists nothing"),
         ]

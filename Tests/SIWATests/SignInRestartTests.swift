@@ -88,6 +88,19 @@ extension FaultTests {
             #expect(siwa.simulator.isRefreshTokenLive(token), "a stored refresh token was revoked at Apple")
         }
         #expect(try await database.scalar("SELECT count(*) FROM siwa.users WHERE status <> 'active'") == 0)
+        // No live grant that siwa does not hold: a token whose store's
+        // outcome stayed unknown and that no row holds is revoked once the
+        // database answers again (UnknownSignInOutcomes).
+        let held = Set(try stored.map { row in
+            let parts = row.split(separator: "|", maxSplits: 3).map(String.init)
+            let bytes = try #require(Data(base64Encoded: parts[3].replacingOccurrences(of: "\n", with: "")))
+            return try ring.open(SealedToken(keyID: parts[2], bytes: bytes), userID: try #require(Int64(parts[0])), clientID: parts[1])
+        })
+        func liveButNotHeld() -> [String] {
+            siwa.simulator.issuedRefreshTokens.filter { !held.contains($0) && siwa.simulator.isRefreshTokenLive($0) }
+        }
+        #expect(try await eventually(upTo: .seconds(60)) { liveButNotHeld().isEmpty },
+                "\(liveButNotHeld().count) refresh tokens are live at Apple and held by no row")
         // And sign-in works again.
         let sub = "restart.signin.after"
         let after = try await HTTPAnswer.send(

@@ -54,7 +54,7 @@ struct SignOutRaceTests {
     /// it. The revocation sees the token (its statement's snapshot did not)
     /// and the worker revokes it at Apple.
     @Test func aFirstTokenStoredUnderAWaitingRevocationIsRevoked() async throws {
-        let setup = try await AccountDeletionTests.Setup.start()
+        let setup = try await AccountDeletionTests.Setup.start(server: ["SIWA_ON_CONSENT_REVOKED": "sign_out"])
         try atTestEnd { await setup.stop() }
         let db = setup.database
         let sub = "001.race.0001"

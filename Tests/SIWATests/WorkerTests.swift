@@ -10,7 +10,7 @@ struct WorkerTests {
     /// Notifications through HTTP -> jobs -> `siwa worker` -> the app's rows
     /// gone, the downstream got a correctly signed request, audit rows written.
     @Test func notificationsToPurgesEndToEnd() async throws {
-        let siwa = try await ServerHarness.start(settings: ["SIWA_ON_CONSENT_REVOKED": "purge"])
+        let siwa = try await ServerHarness.start(settings: ["SIWA_ON_CONSENT_REVOKED": "purge", "SIWA_CONSENT_REVOKED_PURGE_DELAY_DAYS": "0"])
         try atTestEnd { await siwa.stop() }
         // The app's analytics live in a database of their own.
         let analytics = try await TestDatabase.create()
@@ -326,7 +326,7 @@ struct WorkerTests {
     /// purge of its own once that one completes (the running one may have
     /// passed the steps already; the downstream hears of the new event).
     @Test func anEventDuringARunningPurgeGetsAPurgeOfItsOwn() async throws {
-        let siwa = try await ServerHarness.start(settings: ["SIWA_ON_CONSENT_REVOKED": "purge"])
+        let siwa = try await ServerHarness.start(settings: ["SIWA_ON_CONSENT_REVOKED": "purge", "SIWA_CONSENT_REVOKED_PURGE_DELAY_DAYS": "0"])
         try atTestEnd { await siwa.stop() }
         let harness = try await WorkerHarness.start(database: siwa.database)
         try atTestEnd { await harness.stop() }
