@@ -426,13 +426,15 @@ public enum SettingsCatalog {
             """)
     public static let adminAuthFailuresPerMinute = Setting(
         "SIWA_ADMIN_AUTH_FAILURES_PER_MINUTE", .integer(1...10_000), default: "10", readers: [.serve], files: [.serve],
-        help: "failed admin authentications (a wrong or revoked key, an app key) allowed per source address per minute; past it the address is answered 429 with Retry-After until the minute is over",
+        help: "failed admin authentications (a wrong or revoked key, an app key) allowed per key prefix per minute, and four times that per source address; past either, that key (or the address) is answered 429 with Retry-After until the minute is over",
         details: """
             Counted in /metrics: siwa_admin_auth_failures_total{reason} and \
             siwa_admin_auth_refused_total (the 429s). A request without credentials (a \
-            browser's first) is counted (reason missing) but not held against the address. The table of addresses has a fixed size \
-            (4096), so a flood from many addresses costs no memory. Behind an ssh tunnel every \
-            admin comes from 127.0.0.1 and shares one count.
+            browser's first) is counted (reason missing) but not held against anyone. \
+            Behind an ssh tunnel every admin comes from 127.0.0.1: one admin's typos lock \
+            out their own key (its `siwa_<prefix>`; malformed keys share one count), and \
+            the others still get in until the address's limit. The table of counts has a \
+            fixed size (4096), so a flood from many addresses costs no memory.
             """)
 
     // MARK: The worker's health and metrics listener (siwa worker)
