@@ -381,6 +381,22 @@ public enum SettingsCatalog {
             signed before still verify. serve reads it at start.
             """)
 
+    // MARK: Erasure ledger (the worker appends every completed erasure outside the database)
+
+    public static let erasureLedgerDir = Setting(
+        "SIWA_ERASURE_LEDGER_DIR", .path, default: "/var/lib/siwa/erasures", readers: [.worker], files: [.worker],
+        help: "where the worker appends every completed erasure (sub, job id, time, receipt id; one signed JSON line each, synced before the purge commits), so a restored backup cannot bring erased users back (`siwa erasures reapply`)",
+        details: """
+            One file per worker process. Created at start if missing (mode 0700); a \
+            directory the worker cannot write stops it at start. siwa-worker.service \
+            gives it /var/lib/siwa/erasures (StateDirectory=). Back it up apart from the \
+            database (deploy/README.md, "Restoring a backup"): after a restore, `siwa \
+            erasures reapply /var/lib/siwa/erasures/*` purges again every sub the backup \
+            still holds. Lines are signed with the receipt key (SIWA_RECEIPT_KEY_FILE); \
+            with receipts off they are unsigned (the worker warns at start) and reapply \
+            takes them only with --accept-unsigned.
+            """)
+
     // MARK: Audit chain (the worker seals the log and logs its head)
 
     public static let auditHeadLogMinutes = Setting(
@@ -472,6 +488,7 @@ public enum SettingsCatalog {
                                 appWebhookTimeout]),
         ("audit reports", [purgeSLAHours]),
         ("deletion receipts", [receiptKeyFile, receiptIssuer, receiptJWKSFile]),
+        ("erasure ledger", [erasureLedgerDir]),
         ("audit chain", [auditHeadLogMinutes]),
         ("logging", [logFormat, logLevel]),
     ]
