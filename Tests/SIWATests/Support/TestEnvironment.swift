@@ -46,7 +46,7 @@ enum TestEnvironment {
     /// test gives its own (SIWA_ERASURE_LEDGER_DIR; the default,
     /// /var/lib/siwa/erasures, is production's).
     static let erasureLedgerDirectory = FileManager.default.temporaryDirectory
-        .appendingPathComponent("siwa-test-erasures-\(getpid())").path
+        .appendingPathComponent("siwa-test-erasures-\(ProcessInfo.processInfo.processIdentifier)").path
 
     static let logger: Logger = {
         var logger = Logger(label: "siwa.tests")
