@@ -50,7 +50,7 @@ public enum ErasureLedgerLine {
         let payload = payload(completedAt: DeletionReceipt.time(record.completedAt), jobID: record.jobID,
                               receiptID: record.receiptID, sub: record.sub)
         guard let signer else { return payload + "\n" }
-        return payload.dropLast() + #","jws":\#(JSONText.quoted(try signer.detachedJWS(payload)))}"# + "\n"
+        return String(payload.dropLast()) + #","jws":\#(JSONText.quoted(try signer.detachedJWS(payload)))}"# + "\n"
     }
 
     /// Reads one line and checks its signature with `keys` (a line with a

@@ -74,8 +74,8 @@ struct APIKeyChangeListener: Service {
                     // here only means no heartbeat this time.
                     do {
                         try await withTimeLimit(seconds: max(seconds, 0.1)) {
-                            try await client.guardedQuery("SELECT pg_notify(\(APIKeyCache.channel), \(APIKeyCache.heartbeatPayload))",
-                                                          logger: logger)
+                            _ = try await client.guardedQuery("SELECT pg_notify(\(APIKeyCache.channel), \(APIKeyCache.heartbeatPayload))",
+                                                              logger: logger)
                         }
                     } catch {
                         logger.debug("API key heartbeat not sent", metadata: ["error": "\(safeDescription(error))"])

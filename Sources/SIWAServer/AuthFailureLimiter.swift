@@ -79,7 +79,7 @@ public final class AuthFailureLimiter: Sendable {
 
     /// The admin listener's address limit for a per-prefix `limit`: a few
     /// admins' typos behind one tunnel, not a guesser's run of prefixes.
-    public static func addressLimit(forKeyPrefixLimit limit: Int) -> Int { limit.multipliedReportingOverflow(by: 4).partialValue }
+    public static func addressLimit(forKeyPrefixLimit limit: Int) -> Int { limit * 4 }
 
     /// Whole seconds to wait when `address` is refused now, else nil.
     public func refusal(for address: Address, now: ContinuousClock.Instant = .now) -> Int? {
