@@ -163,9 +163,9 @@ struct PurgePlanTests {
     @Test(arguments: [
         ("short", "expected whsec_ followed by base64 of 24 to 64 random bytes"),
         ("correct-horse-battery-staple-1234", "expected whsec_ followed by base64 of 24 to 64 random bytes"),
-        ("whsec_" + Data(repeating: 7, count: 16).base64EncodedString(), "holds 16 bytes of key; expected 24 to 64"),
-        ("whsec_" + Data(repeating: 7, count: 23).base64EncodedString(), "holds 23 bytes of key; expected 24 to 64"),
-        ("whsec_not base64!", "must be followed by base64"),
+        ("whsec_" + Data(repeating: 7, count: 16).base64EncodedString(), "the secret holds 16 bytes of key; expected 24 to 64"),
+        ("whsec_" + Data(repeating: 7, count: 23).base64EncodedString(), "the secret holds 23 bytes of key; expected 24 to 64"),
+        ("whsec_not base64!", "a whsec_ secret must be followed by base64"),
     ])
     func weakWebhookSecretsAreRefused(secret: String, expected: String) {
         do {
