@@ -393,7 +393,7 @@ public enum SettingsCatalog {
             database (deploy/README.md, "Restoring a backup"): after a restore, `siwa \
             erasures reapply /var/lib/siwa/erasures/*` purges again every sub the backup \
             still holds. Lines are signed with the receipt key (SIWA_RECEIPT_KEY_FILE); \
-            with receipts off they are unsigned (the worker warns at start) and reapply \
+            with receipts off they are unsigned (the worker says so at start) and reapply \
             takes them only with --accept-unsigned.
             """)
 

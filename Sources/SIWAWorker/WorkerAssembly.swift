@@ -94,8 +94,10 @@ public struct WorkerAssembly: Sendable {
                 logger.info("Erasure ledger: one signed line for each completed purge, synced before it commits",
                             metadata: ["file": "\(ledger.path)", "kid": "\(signer.keyID)"])
             } else {
-                logger.warning("Erasure ledger: lines are unsigned because deletion receipts are off; `siwa erasures reapply` takes them only with --accept-unsigned (set SIWA_RECEIPT_KEY_FILE and SIWA_RECEIPT_ISSUER to sign them)",
-                               metadata: ["file": "\(ledger.path)"])
+                // A notice, as "Deletion receipts are off" is: a trial's
+                // choice, said at every start, not a fault.
+                logger.notice("Erasure ledger: lines are unsigned because deletion receipts are off; `siwa erasures reapply` takes them only with --accept-unsigned (set SIWA_RECEIPT_KEY_FILE and SIWA_RECEIPT_ISSUER to sign them)",
+                              metadata: ["file": "\(ledger.path)"])
             }
             if let receipts {
                 logger.info("Deletion receipts: one signed for each completed purge",
