@@ -302,11 +302,14 @@ private struct StepParser {
         guard let secret = environment[secretName], !secret.isEmpty else {
             throw PurgePlanError(step: name, "http.secret_env names \(secretName), which is not set")
         }
+        // The spec's form only, with a key no one can guess: the downstream
+        // checks the signature with a Standard Webhooks library, which reads
+        // `whsec_` + base64, and an erasure request must not be forgeable.
         let key: SymmetricKey
         do {
-            key = try StandardWebhook.key(fromSecret: secret)
+            key = try StandardWebhook.strictKey(fromSecret: secret)
         } catch {
-            throw PurgePlanError(step: name, "\(secretName): \(error)")
+            throw PurgePlanError(step: name, "http.secret_env \(secretName): \(error)")
         }
         var timeout = PurgePlan.defaultHTTPTimeoutSeconds
         if let value = object["timeout_seconds"] {

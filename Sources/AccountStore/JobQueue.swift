@@ -88,19 +88,27 @@ public struct JobQueue: Sendable {
     let logger: Logger
     /// Signs a receipt for each purge as it completes (nil: receipts are off).
     let receipts: (any ReceiptSigning)?
+    /// Where each completed erasure is appended before it commits (nil: no
+    /// ledger, as in tests of the queue alone; `siwa worker` always has one).
+    let ledger: (any ErasureLedgerWriting)?
 
-    public init(client: PostgresClient, worker: String, logger: Logger, receipts: (any ReceiptSigning)? = nil) {
+    public init(client: PostgresClient, worker: String, logger: Logger, receipts: (any ReceiptSigning)? = nil,
+                ledger: (any ErasureLedgerWriting)? = nil) {
         self.client = client
         self.worker = worker
         self.logger = logger
         self.receipts = receipts
+        self.ledger = ledger
     }
 
     /// The receipts of the purges among `jobIDs` that the transaction on
-    /// `connection` has just completed, written in it (DeletionReceipts.issue).
+    /// `connection` has just completed, written in it (DeletionReceipts.issue),
+    /// then their erasure ledger lines (recordErasures).
     func issueReceipts(for jobIDs: [Int64], on connection: PostgresConnection) async throws {
-        guard let receipts, !jobIDs.isEmpty else { return }
-        try await DeletionReceipts.issue(for: jobIDs, signer: receipts, on: connection, logger: logger)
+        if let receipts, !jobIDs.isEmpty {
+            try await DeletionReceipts.issue(for: jobIDs, signer: receipts, on: connection, logger: logger)
+        }
+        try await recordErasures(for: jobIDs, on: connection)
     }
 
     /// One statement on a guarded connection, its rows decoded as `T`.
@@ -156,8 +164,8 @@ public struct JobQueue: Sendable {
     /// SQL elsewhere), completing the job if it was the last step. False if
     /// the lease was lost (the step will run again: at-least-once).
     public func recordStep(_ step: JobStep) async throws -> Bool {
-        // The completion and its receipt go in one transaction.
-        if step.completesJob && receipts != nil { return try await inStepTransaction(step) { _ in } }
+        // The completion, its receipt and its ledger line go in one transaction.
+        if step.completesJob && (receipts != nil || ledger != nil) { return try await inStepTransaction(step) { _ in } }
         return try await client.withGuardedConnection { connection in try await record(step, on: connection) }
     }
 

@@ -12,7 +12,9 @@ struct WorkerProcess {
         let logFile = FileManager.default.temporaryDirectory.appendingPathComponent("siwa-bench-worker-\(getpid())-\(UUID().uuidString.prefix(8)).log").path
         var environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("SIWA_") }
         // The metrics listener off: bench runs must not depend on port 9091 being free.
-        environment.merge(["SIWA_DATABASE_URL": databaseURL, "SIWA_LOG_FORMAT": "json", "SIWA_WORKER_METRICS_PORT": "off"]) { $1 }
+        // The erasure ledger in a throwaway directory, as the bench's database is.
+        environment.merge(["SIWA_DATABASE_URL": databaseURL, "SIWA_LOG_FORMAT": "json", "SIWA_WORKER_METRICS_PORT": "off",
+                           "SIWA_ERASURE_LEDGER_DIR": FileManager.default.temporaryDirectory.appendingPathComponent("siwa-bench-erasures").path]) { $1 }
         for name in ["SIWA_LOG_LEVEL", "SIWA_LOG_FORMAT"] {
             if let value = ProcessInfo.processInfo.environment[name] { environment[name] = value }
         }

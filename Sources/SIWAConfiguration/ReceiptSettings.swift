@@ -33,6 +33,14 @@ public struct ReceiptSettings: Sendable {
         }
     }
 
+    /// The same key, to sign the erasure ledger's lines; a bad file is one
+    /// line naming SIWA_RECEIPT_KEY_FILE.
+    public func ledgerSigner() throws -> ErasureLedgerSigner {
+        do { return try ErasureLedgerSigner.load(keyFile: keyFile) } catch {
+            throw SettingError(SettingsCatalog.receiptKeyFile.name, "\(error)")
+        }
+    }
+
     /// serve's SIWA_RECEIPT_JWKS_FILE, read; nil when unset. A bad file is
     /// one line naming the setting.
     public static func publishedKeys(_ env: SettingsReader) throws -> ES256KeySet? {

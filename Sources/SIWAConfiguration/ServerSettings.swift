@@ -1,4 +1,5 @@
 import AccountEvents
+import AccountStore
 import AppleSignIn
 import Foundation
 
@@ -42,6 +43,9 @@ public struct ServerSettings: Sendable {
     /// The deletion receipts' public keys (SIWA_RECEIPT_JWKS_FILE), served
     /// at /.well-known/siwa-receipts.json; nil: that route answers 404.
     public var receiptKeys: ES256KeySet?
+    /// The `/v1` key cache's heartbeat (APIKeyCache): not a setting, the
+    /// standard one in production; tests shorten it.
+    public var apiKeyCacheHeartbeat: APIKeyCache.Heartbeat = .standard
 
     public init(environment env: SettingsReader) throws {
         typealias S = SettingsCatalog

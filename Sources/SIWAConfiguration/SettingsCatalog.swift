@@ -418,6 +418,22 @@ public enum SettingsCatalog {
             signed before still verify. serve reads it at start.
             """)
 
+    // MARK: Erasure ledger (the worker appends every completed erasure outside the database)
+
+    public static let erasureLedgerDir = Setting(
+        "SIWA_ERASURE_LEDGER_DIR", .path, default: "/var/lib/siwa/erasures", readers: [.worker], files: [.worker],
+        help: "where the worker appends every completed erasure (sub, job id, time, receipt id; one signed JSON line each, synced before the purge commits), so a restored backup cannot bring erased users back (`siwa erasures reapply`)",
+        details: """
+            One file per worker process. Created at start if missing (mode 0700); a \
+            directory the worker cannot write stops it at start. siwa-worker.service \
+            gives it /var/lib/siwa/erasures (StateDirectory=). Back it up apart from the \
+            database (deploy/README.md, "Restoring a backup"): after a restore, `siwa \
+            erasures reapply /var/lib/siwa/erasures/*` purges again every sub the backup \
+            still holds. Lines are signed with the receipt key (SIWA_RECEIPT_KEY_FILE); \
+            with receipts off they are unsigned (the worker says so at start) and reapply \
+            takes them only with --accept-unsigned.
+            """)
+
     // MARK: Audit chain (the worker seals the log and logs its head)
 
     public static let auditHeadLogMinutes = Setting(
@@ -463,13 +479,15 @@ public enum SettingsCatalog {
             """)
     public static let adminAuthFailuresPerMinute = Setting(
         "SIWA_ADMIN_AUTH_FAILURES_PER_MINUTE", .integer(1...10_000), default: "10", readers: [.serve], files: [.serve],
-        help: "failed admin authentications (a wrong or revoked key, an app key) allowed per source address per minute; past it the address is answered 429 with Retry-After until the minute is over",
+        help: "failed admin authentications (a wrong or revoked key, an app key) allowed per key prefix per minute, and four times that per source address; past either, that key (or the address) is answered 429 with Retry-After until the minute is over",
         details: """
             Counted in /metrics: siwa_admin_auth_failures_total{reason} and \
             siwa_admin_auth_refused_total (the 429s). A request without credentials (a \
-            browser's first) is counted (reason missing) but not held against the address. The table of addresses has a fixed size \
-            (4096), so a flood from many addresses costs no memory. Behind an ssh tunnel every \
-            admin comes from 127.0.0.1 and shares one count.
+            browser's first) is counted (reason missing) but not held against anyone. \
+            Behind an ssh tunnel every admin comes from 127.0.0.1: one admin's typos lock \
+            out their own key (its `siwa_<prefix>`; malformed keys share one count), and \
+            the others still get in until the address's limit. The table of counts has a \
+            fixed size (4096), so a flood from many addresses costs no memory.
             """)
 
     // MARK: The worker's health and metrics listener (siwa worker)
@@ -508,6 +526,7 @@ public enum SettingsCatalog {
                                 appWebhookTimeout]),
         ("audit reports", [purgeSLAHours]),
         ("deletion receipts", [receiptKeyFile, receiptIssuer, receiptJWKSFile]),
+        ("erasure ledger", [erasureLedgerDir]),
         ("audit chain", [auditHeadLogMinutes]),
         ("logging", [logFormat, logLevel]),
     ]

@@ -117,7 +117,7 @@ public enum SettingsDocs {
             does not report them as unknown settings.
             """) + [
             "#ANALYTICS_DATABASE_URL=postgres://siwa_purge:CHANGE-ME@analytics.internal:5432/analytics?sslmode=verify-full&sslrootcert=/etc/siwa/db-ca.pem",
-            "#CRM_WEBHOOK_SECRET=CHANGE-ME-a-long-random-secret",
+            "#CRM_WEBHOOK_SECRET=whsec_CHANGE-ME-make-one-with-siwa-webhooks-secret",
         ]
     }
 

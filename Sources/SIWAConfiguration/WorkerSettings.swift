@@ -18,6 +18,8 @@ public struct WorkerSettings: Sendable {
     public var receipts: ReceiptSettings?
     /// How often the audit chain's head is logged.
     public var auditHeadLogMinutes: Int
+    /// Where the worker appends each completed erasure (ErasureLedger).
+    public var erasureLedgerDirectory: String
     /// nil: no health and metrics listener (SIWA_WORKER_METRICS_PORT=off).
     public var metricsListener: ListenerAddress?
     /// nil: the app events webhook is off (no SIWA_APP_WEBHOOK_URL); the
@@ -64,6 +66,7 @@ public struct WorkerSettings: Sendable {
         tokenValidation = try TokenValidationSettings(environment: env)
         receipts = try ReceiptSettings.read(env)
         auditHeadLogMinutes = try env.integer(S.auditHeadLogMinutes)
+        erasureLedgerDirectory = try env.text(S.erasureLedgerDir)
         metricsListener = try env.listenerPort(S.workerMetricsPort).map { ListenerAddress(host: try env.text(S.workerMetricsHost), port: $0) }
         appWebhook = try AppWebhookSettings.read(env)
     }

@@ -176,7 +176,11 @@ struct Demo {
                outputFile: String = "/dev/stderr") throws -> ChildProcess {
         var env = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("SIWA_") }
         // The demo's workers must not collide with a siwa worker already on 9091 (nor with each other).
-        if command == "worker" { env["SIWA_WORKER_METRICS_PORT"] = "off" }
+        if command == "worker" {
+            env["SIWA_WORKER_METRICS_PORT"] = "off"
+            // The demo's erasure ledger is throwaway, as its database is.
+            env["SIWA_ERASURE_LEDGER_DIR"] = FileManager.default.temporaryDirectory.appendingPathComponent("siwa-demo-erasures").path
+        }
         env.merge(environment) { $1 }
         return try ChildProcess(executable: siwa, arguments: [command] + arguments, environment: env, outputFile: outputFile)
     }

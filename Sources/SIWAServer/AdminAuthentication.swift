@@ -39,12 +39,15 @@ public struct AdminRequestContext: AuthRequestContext, RequestContext {
 ///   (`reason="missing"`), not held against the address: a browser's first
 ///   request always comes without.
 /// - a wrong, revoked or malformed key: the same 401, counted
-///   (`reason="invalid"`) and held against the address.
+///   (`reason="invalid"`) and held against the key's prefix (a malformed
+///   key: against one prefix of its own for all of them) and the address.
 /// - an app key: 403 `{"error":"forbidden"}`, counted
-///   (`reason="wrong_scope"`) and held against the address.
-/// - an address past SIWA_ADMIN_AUTH_FAILURES_PER_MINUTE: 429 with
-///   `Retry-After` before any key is looked at, counted in
-///   `siwa_admin_auth_refused_total`.
+///   (`reason="wrong_scope"`) and held against its prefix and the address.
+/// - a key prefix past SIWA_ADMIN_AUTH_FAILURES_PER_MINUTE, or an address
+///   past four times that: 429 with `Retry-After` before the key is looked
+///   up, counted in `siwa_admin_auth_refused_total`. Every admin behind
+///   the ssh tunnel comes from 127.0.0.1: one admin mistyping their key
+///   locks out that key, not the others.
 /// - the database not answering: 503 with `Retry-After`.
 ///
 /// Each request that gets through is logged once with the key's name
@@ -69,15 +72,15 @@ public struct AdminAuthMiddleware: RouterMiddleware {
     public func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         let address = AuthFailureLimiter.Address(context.remoteAddress)
         if let wait = limiter.refusal(for: address) {
-            refusals.increment()
-            var response = AdminResponse.error(.tooManyRequests, "too_many_failures",
-                                               "too many failed authentications from this address; retry after \(wait) s")
-            response.headers[.retryAfter] = String(wait)
-            return response
+            return refused("too many failed authentications from this address; retry after \(wait) s", wait: wait)
         }
         guard let presented = Self.credentials(request.headers[.authorization]) else {
             failures("missing")
             return Self.unauthorized()
+        }
+        let prefix = Self.keyPrefix(presented.key)
+        if let wait = limiter.refusal(forKeyPrefix: prefix) {
+            return refused("too many failed authentications with this key; retry after \(wait) s", wait: wait)
         }
         let key: APIKeyIdentity?
         do {
@@ -90,11 +93,11 @@ public struct AdminAuthMiddleware: RouterMiddleware {
             return response
         }
         guard let key else {
-            fail("invalid", address: address, context: context)
+            fail("invalid", address: address, prefix: prefix, context: context)
             return Self.unauthorized()
         }
         guard key.scope == .admin else {
-            fail("wrong_scope", address: address, context: context)
+            fail("wrong_scope", address: address, prefix: prefix, context: context)
             return AdminResponse.error(.forbidden, "forbidden",
                                        "this is an app key: the admin listener takes an admin key (siwa api-keys create NAME --scope admin)")
         }
@@ -109,12 +112,31 @@ public struct AdminAuthMiddleware: RouterMiddleware {
         return response
     }
 
-    private func fail(_ reason: String, address: AuthFailureLimiter.Address, context: Context) {
+    private func refused(_ detail: String, wait: Int) -> Response {
+        refusals.increment()
+        var response = AdminResponse.error(.tooManyRequests, "too_many_failures", detail)
+        response.headers[.retryAfter] = String(wait)
+        return response
+    }
+
+    private func fail(_ reason: String, address: AuthFailureLimiter.Address, prefix: String, context: Context) {
         failures(reason)
+        if limiter.recordFailure(keyPrefix: prefix) {
+            context.logger.warning("admin authentications with this key prefix refused for the rest of the minute",
+                                   metadata: ["key_prefix": "\(prefix)", "address": "\(address)", "reason": "\(reason)"])
+        }
         if limiter.recordFailure(address) {
             context.logger.warning("admin authentications from this address refused for the rest of the minute",
                                    metadata: ["address": "\(address)", "reason": "\(reason)"])
         }
+    }
+
+    /// What a failure is counted against besides the address: the key's
+    /// prefix (which may be shown: it finds the row, it opens nothing), or
+    /// for anything that is not a well-formed key, one count shared by all
+    /// of those (so a malformed guess cannot name a prefix of its choosing).
+    static func keyPrefix(_ key: String) -> String {
+        APIKeyFormat(parsing: key).map { "siwa_\($0.prefix)" } ?? "malformed"
     }
 
     /// The key from `Bearer KEY`, or the password of `Basic` (any user

@@ -33,7 +33,8 @@ public struct AdminDependencies: Sendable {
 public func buildAdminRouter(_ dependencies: AdminDependencies, logger: Logger) -> Router<AdminRequestContext> {
     let router = Router(context: AdminRequestContext.self)
     router.get("/") { _, _ in AdminResponse.seeOther("/admin") }
-    let limiter = AuthFailureLimiter(limit: dependencies.authFailuresPerMinute)
+    let limiter = AuthFailureLimiter(limit: dependencies.authFailuresPerMinute,
+                                     addressLimit: AuthFailureLimiter.addressLimit(forKeyPrefixLimit: dependencies.authFailuresPerMinute))
     let admin = router.group("admin")
         .add(middleware: AdminAuthMiddleware(verifier: dependencies.apiKeys, limiter: limiter, metrics: dependencies.metrics))
     let csrf = CSRFTokens()

@@ -81,7 +81,7 @@ public enum ServerAssembly {
                 apple: access.apple, keyRing: access.keyRing, store: store, directory: directory,
                 requires: settings.signInRequires, logger: Logger(label: "siwa.sign-in"), metrics: metrics)
             let keyLogger = Logger(label: "siwa.api-keys")
-            let keyCache = APIKeyCache()
+            let keyCache = APIKeyCache(heartbeat: settings.apiKeyCacheHeartbeat)
             dependencies.signIn = SignInDependencies(service: service, directory: directory,
                                                      apiKeys: APIKeyVerifier(client: client, cache: keyCache, logger: keyLogger))
             signInServices = [WriterService(writer: store), APIKeyChangeListener(client: client, cache: keyCache, logger: keyLogger)]

@@ -25,6 +25,13 @@ public struct WorkerAssembly: Sendable {
         // HTTP clients exist, and each must be shut down, not dropped.
         let access = try settings.signIn.map(AppleAccess.init)
         let receipts = try settings.receipts?.signer()
+        let ledger: ErasureLedger
+        do {
+            ledger = try ErasureLedger.open(directory: settings.erasureLedgerDirectory, signer: try settings.receipts?.ledgerSigner(),
+                                            processName: workerName)
+        } catch let error as ErasureLedgerError {
+            throw SettingError(SettingsCatalog.erasureLedgerDir.name, "\(error)")
+        }
         var configuration = try DatabaseConfiguration(url: settings.databaseURL, maximumConnections: settings.databaseMaxConnections)
         // No claim or step waits for ever on a stuck session's lock: see SessionLimits.runtime.
         configuration.sessionLimits = .runtime
@@ -34,7 +41,8 @@ public struct WorkerAssembly: Sendable {
         let plan = try Self.loadPlan(settings: settings, environment: environment)
         let external = Self.externalClients(plan)
         let webhookClient = Self.webhookClient(concurrency: settings.worker.concurrency)
-        let queue = JobQueue(client: client, worker: workerName, logger: Logger(label: "siwa.jobs"), receipts: receipts)
+        let queue = JobQueue(client: client, worker: workerName, logger: Logger(label: "siwa.jobs"), receipts: receipts,
+                             ledger: ledger)
         let revoker = access.map {
             TokenRevoker(apple: $0.apple, keyRing: $0.keyRing,
                          store: AppleTokenStore(client: client, queue: queue, logger: Logger(label: "siwa.tokens")),
@@ -85,6 +93,15 @@ public struct WorkerAssembly: Sendable {
             } else {
                 logger.log(level: wasOn ? .notice : .info,
                            "App events webhook is off: no event is enqueued for the app (set SIWA_APP_WEBHOOK_URL and SIWA_APP_WEBHOOK_SECRET to deliver them)")
+            }
+            if let signer = ledger.signer {
+                logger.info("Erasure ledger: one signed line for each completed purge, synced before it commits",
+                            metadata: ["file": "\(ledger.path)", "kid": "\(signer.keyID)"])
+            } else {
+                // A notice, as "Deletion receipts are off" is: a trial's
+                // choice, said at every start, not a fault.
+                logger.notice("Erasure ledger: lines are unsigned because deletion receipts are off; `siwa erasures reapply` takes them only with --accept-unsigned (set SIWA_RECEIPT_KEY_FILE and SIWA_RECEIPT_ISSUER to sign them)",
+                              metadata: ["file": "\(ledger.path)"])
             }
             if let receipts {
                 logger.info("Deletion receipts: one signed for each completed purge",

@@ -2,6 +2,9 @@ import AccountStore
 import Foundation
 import PostgresNIO
 import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// `/v1` keeps the keys it verified in memory (APIKeyCache) and hears of
 /// every change by NOTIFY (sql/013's triggers): a revoke, a re-scope or a
@@ -78,6 +81,56 @@ struct APIKeyCacheTests {
             _ = try await APIKeyAdministration(client: client, logger: TestEnvironment.logger).revoke(name: "backend", loginHint: nil)
         }
         #expect(try await Self.refusedWithin(setup, path, key: setup.key, status: 401))
+    }
+
+    /// The LISTEN connection dies without a word: its backend stopped
+    /// (SIGSTOP), so the socket stays open and nothing arrives, no error
+    /// and no close, as when a peer or a firewall drops the flow. A key
+    /// revoked then (its NOTIFY never heard) is refused within the
+    /// heartbeat's timeout; without the heartbeat the cache would keep
+    /// serving it for its whole lifetime (300 s). Short intervals, so the
+    /// test is quick.
+    @Test func aSilentlyDeadListenTurnsTheCacheOffWithinTheHeartbeatTimeout() async throws {
+        let heartbeat = APIKeyCache.Heartbeat(interval: .milliseconds(200), timeout: .seconds(2))
+        let fixture = try SignInFixture.files()
+        let server = try await ServerHarness.start(signIn: fixture) { $0.apiKeyCacheHeartbeat = heartbeat }
+        try atTestEnd { await server.stop() }
+        let setup = SignInTests.Setup(server: server, fixture: fixture, key: try await SignInFixture.apiKey(in: server.database))
+        let database = server.database
+        let path = "/v1/users/001.cache.0003"
+        let spare = try await SignInFixture.apiKey(in: database, name: "spare")
+        #expect(try await setup.get(path).status == 404)
+        #expect(try await setup.get(path, key: spare).status == 404)
+
+        // A live LISTEN keeps the cache on through many timeouts: a key
+        // revoked with the triggers off (nothing announced) is still served.
+        try await Task.sleep(for: heartbeat.timeout * 3)
+        try await AuditChainTests.asSuperuser(database) {
+            try await AuditChainTests.run($0, "UPDATE siwa.api_keys SET revoked_at = now() WHERE name = 'spare'")
+        }
+        #expect(try await setup.get(path, key: spare).status == 404, "served from the cache: the heartbeats keep it on")
+        try await database.execute("NOTIFY siwa_api_keys")
+        #expect(try await Self.refusedWithin(setup, path, key: spare, status: 401))
+        #expect(try await setup.get(path).status == 404, "cached again")
+
+        let listenQuery = #"SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND query = 'LISTEN "siwa_api_keys";'"#
+        let listener = try await database.superuserScalar(listenQuery)
+        #expect(listener > 0)
+        #expect(kill(pid_t(listener), SIGSTOP) == 0, "the test runs as the cluster's owner or root")
+        try atTestEnd { _ = kill(pid_t(listener), SIGCONT) }
+        try await database.withClient { client in
+            _ = try await APIKeyAdministration(client: client, logger: TestEnvironment.logger).revoke(name: "backend", loginHint: nil)
+        }
+        let revoked = ContinuousClock.now
+        #expect(try await eventually(upTo: heartbeat.timeout + .seconds(3)) { try await setup.get(path).status == 401 },
+                "refused once no heartbeat was heard for the timeout")
+        #expect(ContinuousClock.now - revoked < heartbeat.timeout + .seconds(3))
+
+        // The listener gave up the dead connection and LISTENs on a new one.
+        #expect(try await eventually(upTo: .seconds(10)) {
+            try await database.superuserScalar("SELECT count(*) FROM (\(listenQuery)) AS l WHERE pid <> \(listener)") == 1
+        })
+        _ = kill(pid_t(listener), SIGCONT)
     }
 
     static func refusedWithin(_ setup: SignInTests.Setup, _ path: String, key: String, status: Int) async throws -> Bool {

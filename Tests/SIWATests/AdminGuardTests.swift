@@ -4,12 +4,34 @@ import NIOCore
 import SIWAServer
 import Testing
 
-/// The admin listener's guards on their own: the per-address failure
-/// limit (times given, not waited for) and the page's CSRF tokens.
+/// The admin listener's guards on their own: the per-address and per-key
+/// failure limits (times given, not waited for) and the page's CSRF tokens.
 @Suite("Admin guards")
 struct AdminGuardTests {
     static func address(_ text: String) throws -> AuthFailureLimiter.Address {
         AuthFailureLimiter.Address(try SocketAddress(ipAddress: text, port: 40000))
+    }
+
+    /// Prefixes count on their own, beside the address: one key's failures
+    /// refuse that key only, until the address reaches its larger limit.
+    @Test func aKeyPrefixIsRefusedAloneUntilTheAddressReachesItsLimit() throws {
+        let limiter = AuthFailureLimiter(limit: 2, addressLimit: 8)
+        let tunnel = try Self.address("127.0.0.1")
+        let start = ContinuousClock.now
+        for _ in 0..<2 {
+            limiter.recordFailure(keyPrefix: "siwa_aliceaaaaaaa", now: start)
+            limiter.recordFailure(tunnel, now: start)
+        }
+        #expect(limiter.refusal(forKeyPrefix: "siwa_aliceaaaaaaa", now: start) == 60)
+        #expect(limiter.refusal(forKeyPrefix: "siwa_bobbbbbbbbbb", now: start) == nil, "another key from the same address")
+        #expect(limiter.refusal(for: tunnel, now: start) == nil)
+        for index in 0..<6 {
+            limiter.recordFailure(keyPrefix: "siwa_guess\(index)", now: start)
+            limiter.recordFailure(tunnel, now: start)
+        }
+        #expect(limiter.refusal(for: tunnel, now: start) == 60, "eight failures: the address is refused")
+        #expect(limiter.refusal(forKeyPrefix: "siwa_aliceaaaaaaa", now: start + .seconds(60)) == nil)
+        #expect(limiter.refusal(for: tunnel, now: start + .seconds(60)) == nil)
     }
 
     @Test func anAddressIsRefusedForTheRestOfItsMinuteOnceItReachesTheLimit() throws {

@@ -231,27 +231,62 @@ struct AdminHTTPTests {
         #expect(try await setup.get("/admin/jobs?kind=app_event", authorization: setup.bearer).status == 200)
     }
 
-    @Test func failedAuthenticationsAreCountedAndLimitedPerAddress() async throws {
+    /// Behind the ssh tunnel every admin comes from 127.0.0.1. One admin's
+    /// typos (their key's prefix, a wrong secret) lock out that key for the
+    /// minute, the right key too; another admin still gets in from the same
+    /// address. Malformed keys share one count, an app key counts against
+    /// its own prefix, and a guesser cycling through prefixes meets the
+    /// address's limit (four times the prefix's), which then refuses everyone.
+    @Test func failedAuthenticationsAreLimitedPerKeyPrefixAndPerAddress() async throws {
         let setup = try await Setup.start(failuresPerMinute: 3)
         try atTestEnd { await setup.server.stop() }
-        // No credentials at all: a browser's first request. Counted, never held against the address.
+        let bob = try await TestDatabase.withClient(setup.server.database.configuration) { client in
+            try await APIKeyAdministration(client: client, logger: TestEnvironment.logger).create(name: "ops-bob", scope: .admin, loginHint: nil).key
+        }
+        // No credentials at all: a browser's first request. Counted, never held against anyone.
         for _ in 0..<5 { #expect(try await setup.get("/admin/jobs").status == 401) }
-        // Wrong keys and an app key: three, then the address is refused.
-        #expect(try await setup.get("/admin/jobs", authorization: "Bearer siwa_nope").status == 401)
-        #expect(try await setup.get("/admin/jobs", authorization: Setup.basic("guess")).status == 401)
-        #expect(try await setup.get("/admin/jobs", authorization: "Bearer \(setup.appKey)").status == 403)
-        let refused = try await setup.get("/admin/jobs", authorization: "Bearer siwa_nope")
+
+        // Alice mistypes her key three times: her prefix is refused, her right key too.
+        let typo = String(setup.adminKey.dropLast()) + (setup.adminKey.hasSuffix("A") ? "B" : "A")
+        for _ in 0..<3 { #expect(try await setup.get("/admin/jobs", authorization: "Bearer \(typo)").status == 401) }
+        let refused = try await setup.get("/admin/jobs", authorization: Setup.basic(typo))
         #expect(refused.status == 429 && refused.reason == "too_many_failures", "\(refused.status) \(refused.text)")
+        #expect((refused.json["detail"] as? String)?.contains("with this key") == true, "\(refused.text)")
         let retryAfter = Int(refused.headers["Retry-After"].first ?? "") ?? 0
         #expect((1...60).contains(retryAfter), "\(refused.headers)")
-        // Even the right key waits out the minute: the guesser cannot tell.
-        #expect(try await setup.get("/admin/jobs", authorization: setup.bearer).status == 429)
+        #expect(try await setup.get("/admin/jobs", authorization: setup.bearer).status == 429, "the guesser cannot tell")
+        // Bob, from the same 127.0.0.1, still gets in.
+        #expect(try await setup.get("/admin/jobs", authorization: "Bearer \(bob)").status == 200)
+
+        // Malformed keys share one count; an app key has its own.
+        #expect(try await setup.get("/admin/jobs", authorization: "Bearer siwa_nope").status == 401)
+        #expect(try await setup.get("/admin/jobs", authorization: Setup.basic("guess")).status == 401)
+        #expect(try await setup.get("/admin/jobs", authorization: "Bearer siwa_nope").status == 401)
+        #expect(try await setup.get("/admin/jobs", authorization: "Bearer still-not-a-key").status == 429)
+        for _ in 0..<3 { #expect(try await setup.get("/admin/jobs", authorization: "Bearer \(setup.appKey)").status == 403) }
+        #expect(try await setup.get("/admin/jobs", authorization: "Bearer \(setup.appKey)").status == 429)
+        #expect(try await setup.get("/admin/jobs", authorization: "Bearer \(bob)").status == 200)
+
+        // A guesser with a fresh prefix each time: the address has had 9
+        // failures; 3 more reach its limit (12), and then everyone waits.
+        for _ in 0..<3 {
+            #expect(try await setup.get("/admin/jobs", authorization: "Bearer \(Self.randomWellFormedKey())").status == 401)
+        }
+        let everyone = try await setup.get("/admin/jobs", authorization: "Bearer \(bob)")
+        #expect(everyone.status == 429 && (everyone.json["detail"] as? String)?.contains("from this address") == true, "\(everyone.text)")
 
         let metrics = try await setup.server.get("/metrics").text
         #expect(metrics.contains(#"siwa_admin_auth_failures_total{reason="missing"} 5"#), "\(metrics)")
-        #expect(metrics.contains(#"siwa_admin_auth_failures_total{reason="invalid"} 2"#))
-        #expect(metrics.contains(#"siwa_admin_auth_failures_total{reason="wrong_scope"} 1"#))
-        #expect(metrics.contains("siwa_admin_auth_refused_total 2"))
+        #expect(metrics.contains(#"siwa_admin_auth_failures_total{reason="invalid"} 9"#))
+        #expect(metrics.contains(#"siwa_admin_auth_failures_total{reason="wrong_scope"} 3"#))
+        #expect(metrics.contains("siwa_admin_auth_refused_total 5"))
+    }
+
+    /// A key of the right shape that no row holds: `siwa_<12 base32>_<43 base64url>`.
+    static func randomWellFormedKey() -> String {
+        let base32 = Array("abcdefghijklmnopqrstuvwxyz234567"), base64 = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
+        return "siwa_" + String((0..<12).map { _ in base32.randomElement() ?? "a" }) + "_"
+            + String((0..<43).map { _ in base64.randomElement() ?? "A" })
     }
 
     /// The details of the newest audit row of `action`, as text per key (and its actor and sub).

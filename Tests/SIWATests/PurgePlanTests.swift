@@ -156,8 +156,47 @@ struct PurgePlanTests {
         #expect(plan.steps.first?.timeoutSeconds == PurgePlan.defaultSQLTimeoutSeconds)
     }
 
-    @Test func shortWebhookSecretsAreRefused() {
-        #expect(throws: (any Error).self) { try PurgePlan.parse(Data(#"[{"name": "c", "http": {"url": "https://x", "secret_env": "S"}}]"#.utf8), environment: ["S": "short"]) }
+    /// A webhook step's secret is a Standard Webhooks one (`whsec_` +
+    /// base64 of 24 to 64 random bytes): a password, a long plain string
+    /// (accepted before), or a whsec_ of 16 bytes is refused, naming the
+    /// step and the variable, never quoting the secret.
+    @Test(arguments: [
+        ("short", "expected whsec_ followed by base64 of 24 to 64 random bytes"),
+        ("correct-horse-battery-staple-1234", "expected whsec_ followed by base64 of 24 to 64 random bytes"),
+        ("whsec_" + Data(repeating: 7, count: 16).base64EncodedString(), "the secret holds 16 bytes of key; expected 24 to 64"),
+        ("whsec_" + Data(repeating: 7, count: 23).base64EncodedString(), "the secret holds 23 bytes of key; expected 24 to 64"),
+        ("whsec_not base64!", "a whsec_ secret must be followed by base64"),
+    ])
+    func weakWebhookSecretsAreRefused(secret: String, expected: String) {
+        do {
+            _ = try PurgePlan.parse(Data(#"[{"name": "c", "http": {"url": "https://x", "secret_env": "S"}}]"#.utf8), environment: ["S": secret])
+            Issue.record("accepted a weak secret")
+        } catch {
+            #expect("\(error)".contains("step 'c': http.secret_env S: \(expected)"), "\(error)")
+            #expect(!"\(error)".contains(secret))
+        }
+        let strong = "whsec_" + Data(repeating: 7, count: 24).base64EncodedString()
+        #expect(throws: Never.self) {
+            try PurgePlan.parse(Data(#"[{"name": "c", "http": {"url": "https://x", "secret_env": "S"}}]"#.utf8), environment: ["S": strong])
+        }
+    }
+
+    /// The worker at start and `siwa worker --check-plan` both refuse a weak
+    /// webhook secret: exit 2, one line naming the plan, the step and the variable.
+    @Test func workerAndCheckPlanRefuseAWeakWebhookSecret() async throws {
+        let planFile = FileManager.default.temporaryDirectory.appendingPathComponent("weak-plan-\(UUID().uuidString).json").path
+        try Data(#"{"steps": [{"name": "notify-crm", "http": {"url": "https://crm.example/hook", "secret_env": "CRM_SECRET"}}]}"#.utf8)
+            .write(to: URL(fileURLWithPath: planFile))
+        defer { try? FileManager.default.removeItem(atPath: planFile) }
+        let environment = ["SIWA_DATABASE_URL": try TestEnvironment.databaseURL, "SIWA_PURGE_PLAN": planFile,
+                           "CRM_SECRET": "a-long-password-someone-typed-in"]
+        for arguments in [["worker"], ["worker", "--check-plan"]] {
+            let result = try await runSIWA(arguments, environment: environment)
+            #expect(result.status == 2, "\(arguments): \(result.output)")
+            #expect(result.output.contains("siwa: SIWA_PURGE_PLAN: \(planFile): step 'notify-crm': http.secret_env CRM_SECRET: expected whsec_"),
+                    "\(arguments): \(result.output)")
+            #expect(!result.output.contains("a-long-password"))
+        }
     }
 
     /// `siwa worker` with a bad plan stops at start-up: exit 2, one line naming the step.

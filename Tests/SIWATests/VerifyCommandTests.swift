@@ -45,6 +45,7 @@ func runSIWA(_ arguments: [String], environment: [String: String] = [:]) async t
     // Off unless the test asks: tests running at once would all take 8081 (workers 9091).
     env["SIWA_ADMIN_HTTP_PORT"] = "off"
     env["SIWA_WORKER_METRICS_PORT"] = "off"
+    env["SIWA_ERASURE_LEDGER_DIR"] = TestEnvironment.erasureLedgerDirectory
     for (key, value) in environment { env[key] = value }
     let outputFile = FileManager.default.temporaryDirectory.appendingPathComponent("siwa-run-\(UUID().uuidString)").path
     defer { try? FileManager.default.removeItem(atPath: outputFile) }

@@ -21,6 +21,7 @@ final class SIWAProcess: Sendable {
         // both take 8081, two workers 9091.
         env["SIWA_ADMIN_HTTP_PORT"] = "off"
         env["SIWA_WORKER_METRICS_PORT"] = "off"
+        env["SIWA_ERASURE_LEDGER_DIR"] = TestEnvironment.erasureLedgerDirectory
         for (key, value) in environment { env[key] = value }
         if port != 0 {
             env["SIWA_HTTP_PORT"] = String(port)

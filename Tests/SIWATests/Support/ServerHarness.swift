@@ -48,14 +48,18 @@ final class ServerHarness: Sendable {
     /// - Parameter waitUntilReady: wait for /readyz (database and Apple's keys); false for a server whose keys cannot load.
     /// - Parameter signIn: turn sign-in on (`SignInFixture.files()`: a team
     ///   key, registered with the simulator here, and a key ring).
+    /// - Parameter adjust: changes the settings after they are read.
     static func start(database: TestDatabase? = nil, settings extra: [String: String] = [:],
-                      signIn: SimulatedTeamKeyFiles? = nil, waitUntilReady: Bool = true) async throws -> ServerHarness {
+                      signIn: SimulatedTeamKeyFiles? = nil, waitUntilReady: Bool = true,
+                      adjust: (inout ServerSettings) -> Void = { _ in }) async throws -> ServerHarness {
         _ = quietLogging
         let simulator = try AppleSimulator()
         let appleServer = try await simulator.start()
         let database = if let database { database } else { try await TestDatabase.create() }
-        let settings = try Self.settings(database: database, simulator: simulator, appleBaseURL: appleServer.baseURL,
+        var settings = try Self.settings(database: database, simulator: simulator, appleBaseURL: appleServer.baseURL,
                                          signIn: signIn, extra: extra)
+        // What no SIWA_* setting reaches (e.g. the key cache's heartbeat).
+        adjust(&settings)
         let port = OneShot<Int>(), adminPort = OneShot<Int>()
         let app = try ServerAssembly.makeApplication(
             settings: settings,

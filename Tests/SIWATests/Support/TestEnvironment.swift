@@ -42,6 +42,12 @@ enum TestEnvironment {
         }
     }
 
+    /// The erasure ledger of every `siwa worker` a test starts, unless the
+    /// test gives its own (SIWA_ERASURE_LEDGER_DIR; the default,
+    /// /var/lib/siwa/erasures, is production's).
+    static let erasureLedgerDirectory = FileManager.default.temporaryDirectory
+        .appendingPathComponent("siwa-test-erasures-\(ProcessInfo.processInfo.processIdentifier)").path
+
     static let logger: Logger = {
         var logger = Logger(label: "siwa.tests")
         logger.logLevel = .warning
