@@ -105,6 +105,11 @@ enum AdminFixtures {
     static func seed(_ database: TestDatabase) async throws -> Seeded {
         try await database.withClient { client in
             for sql in [
+                // Two weeks of history written now: the stamp (sql/017) would
+                // date every row today, so it is off while the owner seeds
+                // (and the seq comes from sql/009's default meanwhile).
+                "ALTER TABLE siwa.audit_log DISABLE TRIGGER audit_log_stamp",
+                "ALTER TABLE siwa.audit_log ALTER COLUMN seq SET DEFAULT siwa.next_audit_seq()",
                 """
                 INSERT INTO siwa.audit_log (occurred_at, actor, action, apple_sub, details)
                 SELECT now() - make_interval(days => d, mins => i), 'apple', 'notification.recorded', 'seed.' || d || '.' || i,
@@ -130,6 +135,8 @@ enum AdminFixtures {
                 INSERT INTO siwa.audit_log (occurred_at, actor, action, apple_sub, details)
                 SELECT finalized_at, 'worker', 'job.completed', sub, jsonb_build_object('job_id', id) FROM job
                 """,
+                "ALTER TABLE siwa.audit_log ALTER COLUMN seq DROP DEFAULT",
+                "ALTER TABLE siwa.audit_log ENABLE TRIGGER audit_log_stamp",
             ] {
                 try await client.query(PostgresQuery(unsafeSQL: sql), logger: TestEnvironment.logger)
             }
