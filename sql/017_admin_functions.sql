@@ -92,7 +92,9 @@ END $$;
 REVOKE ALL ON FUNCTION siwa.check_purge_completion() FROM PUBLIC;
 CREATE TRIGGER jobs_check_purge_completion
     BEFORE UPDATE OF state ON siwa.jobs
-    FOR EACH ROW WHEN (NEW.state = 'completed' AND OLD.state IS DISTINCT FROM 'completed' AND NEW.kind = 'purge_user')
+    -- A job with no step recorded before (most of a batch's) has nothing to check.
+    FOR EACH ROW WHEN (NEW.state = 'completed' AND OLD.state IS DISTINCT FROM 'completed' AND NEW.kind = 'purge_user'
+                       AND OLD.steps_done <> '{}'::jsonb)
     EXECUTE FUNCTION siwa.check_purge_completion();
 
 -- -------------------------------------------------------- job changes --

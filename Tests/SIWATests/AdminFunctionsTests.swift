@@ -181,4 +181,20 @@ struct AdminFunctionsTests {
             VALUES (1, '1999-01-01', NULL, 'test', 'test.owner') RETURNING (seq > \(seq))::text || ' ' || db_user
             """) == ["true \(database.configuration.username)"])
     }
+
+    /// Every SECURITY DEFINER function runs with a search_path an inserter
+    /// cannot plant objects in, and none is callable by PUBLIC.
+    @Test func everyDefinerFunctionHasAFixedSearchPathAndNoPublicExecute() async throws {
+        let database = try await TestDatabase.create()
+        let definers = try await database.strings("""
+            SELECT p.proname || ' ' || coalesce(array_to_string(p.proconfig, ';'), '-') || ' '
+                   || has_function_privilege('public', p.oid, 'EXECUTE')::text
+            FROM pg_proc AS p JOIN pg_namespace AS n ON n.oid = p.pronamespace
+            WHERE n.nspname = 'siwa' AND p.prosecdef ORDER BY p.proname
+            """)
+        #expect(definers.count >= 8, "\(definers)")
+        for definer in definers {
+            #expect(definer.hasSuffix(" search_path=pg_catalog, pg_temp false"), "\(definer)")
+        }
+    }
 }
