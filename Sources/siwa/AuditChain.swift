@@ -119,7 +119,8 @@ extension AuditHead {
     /// bad one is one line naming the setting (exit status 2).
     func runSigned() async {
         let env = SettingsReader()
-        guard let settings = Startup.settings({ try ReceiptSettings.read(env) }) else {
+        let receipts = Startup.settings { try ReceiptSettings.read(env) }
+        guard let settings = receipts else {
             Startup.fail("--signed needs the receipt key: set SIWA_RECEIPT_KEY_FILE and SIWA_RECEIPT_ISSUER (as for siwa worker)")
         }
         let signer = Startup.settings { try settings.signer() }
