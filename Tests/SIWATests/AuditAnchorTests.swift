@@ -16,13 +16,14 @@ struct AuditAnchorTests {
 
     /// Seals everything written so far, as a worker would.
     static func sealAll(_ database: TestDatabase, as configuration: DatabaseConfiguration) async throws {
-        try await TestDatabase.withClient(configuration) { client in
+        let sealed = try await TestDatabase.withClient(configuration) { client in
             let sealer = AuditSealer(client: client, logger: TestEnvironment.logger)
-            #expect(try await eventually {
+            return try await eventually {
                 _ = try await sealer.seal()
                 return try await AuditChainTests.unsealed(database) == 0
-            })
+            }
         }
+        #expect(sealed)
     }
 
     /// `siwa audit verify` as the auditor.
