@@ -115,7 +115,7 @@ struct JobsAuditTests {
         #expect(cancelled["login_hint"] == "alice")
 
         let adminConfiguration = try DatabaseConfiguration(url: url)
-        #expect(try await LeastPrivilegeTests.sqlState(of: """
+        #expect(try await AdminFunctionsTests.sqlState(of: """
             SELECT * FROM siwa.request_purge('actor.sub.3', 'alice')
             """, on: adminConfiguration) == nil)
         for statement in ["DELETE FROM siwa.jobs", "UPDATE siwa.users SET email = NULL", "SELECT count(*) FROM siwa.notifications",
