@@ -6,17 +6,26 @@ import ServiceLifecycle
 /// (`AuditSealer`; several workers take turns) and logs the chain's head at
 /// start and every `headLogInterval` (SIWA_AUDIT_HEAD_LOG_MINUTES), so that
 /// heads end up in the journal, away from the database, for
-/// `siwa audit verify --head`.
+/// `siwa audit verify --head`. With receipts on, each logged head is also
+/// signed with the receipt key (`signed_head`, SignedAuditHead): a head
+/// nobody can forge without the key. On the same clock as the plain head,
+/// not per N seals: the anchor's worth is how little of the tail is
+/// unanchored at any time, which is a matter of time whatever the load,
+/// and a line every few minutes costs the journal nothing.
 public struct AuditChainKeeper: Service {
     let sealer: AuditSealer
+    /// Signs the logged heads (the worker's receipt signer); nil: receipts off.
+    let headSigner: DeletionReceiptSigner?
     let headLogInterval: Duration
     let sealInterval: Duration
     let logger: Logger
     /// Rows sealed per transaction; a backlog is sealed in such batches back to back.
     static let batch = 5000
 
-    public init(sealer: AuditSealer, headLogInterval: Duration, sealInterval: Duration = .seconds(1), logger: Logger) {
+    public init(sealer: AuditSealer, headSigner: DeletionReceiptSigner? = nil, headLogInterval: Duration,
+                sealInterval: Duration = .seconds(1), logger: Logger) {
         self.sealer = sealer
+        self.headSigner = headSigner
         self.headLogInterval = headLogInterval
         self.sealInterval = sealInterval
         self.logger = logger
@@ -55,6 +64,10 @@ public struct AuditChainKeeper: Service {
         let (head, unsealed) = try await sealer.head()
         // At notice: a head is evidence kept away from the database, and must
         // reach the journal at the level production logs at.
-        logger.notice("Audit chain head", metadata: ["head": "\(head?.description ?? "none")", "unsealed": "\(unsealed)"])
+        var metadata: Logger.Metadata = ["head": "\(head?.description ?? "none")", "unsealed": "\(unsealed)"]
+        if let headSigner, let sealed = try await sealer.sealedHead() {
+            metadata["signed_head"] = "\(try headSigner.sign(head: sealed.head, sealedAt: sealed.sealedAt))"
+        }
+        logger.notice("Audit chain head", metadata: metadata)
     }
 }

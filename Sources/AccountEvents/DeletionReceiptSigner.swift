@@ -49,3 +49,18 @@ public struct DeletionReceiptSigner: ReceiptSigning, CustomStringConvertible, Cu
     public var debugDescription: String { description }
     public var customMirror: Mirror { Mirror(self, children: ["issuer": issuer, "keyID": keyID]) }
 }
+
+/// The audit chain's head, signed with the receipt key (SignedAuditHead.swift).
+extension DeletionReceiptSigner {
+    struct HeadHeader: Encodable {
+        let alg = "ES256"
+        let kid: String
+        let typ = SignedAuditHead.type
+    }
+
+    /// The chain's head `head`, sealed at `sealedAt`, signed now.
+    public func sign(head: AuditChainLink, sealedAt: Date) throws -> String {
+        let claims = SignedAuditHead(issuer: issuer, issuedAt: now(), head: head, sealedAt: sealedAt)
+        return try ES256JWS.sign(header: HeadHeader(kid: keyID), claims: claims, with: key)
+    }
+}

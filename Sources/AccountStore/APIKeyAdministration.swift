@@ -43,9 +43,12 @@ public struct APIKeyAdministrationError: Error, Sendable, Equatable, CustomStrin
 
 /// `siwa api-keys`: make, list and revoke the keys the app's backend calls
 /// siwa with (scope `app`) and the admins' keys (scope `admin`). Runs as an
-/// admin's own role (a member of `siwa_admin`); each change writes its
-/// audit row in the same statement, naming that role (`session_user`) as
-/// `db_user` and the login name only as a hint, as `JobAdministration` does.
+/// admin's own role (a member of `siwa_admin`), which writes keys only
+/// through `siwa.create_api_key` and `siwa.revoke_api_key` (sql/017): each
+/// makes the change and its audit row in one statement, naming that role
+/// (`session_user`) as `db_user` and the login name only as a hint. siwa
+/// makes the key and passes the function only its prefix and the SHA-256
+/// of its secret.
 public struct APIKeyAdministration: Sendable {
     let client: PostgresClient
     let logger: Logger
@@ -80,18 +83,8 @@ public struct APIKeyAdministration: Sendable {
             let key = APIKeyFormat.generate()
             do {
                 let rows = try await client.guardedQuery("""
-                    WITH key AS (
-                        INSERT INTO siwa.api_keys (name, prefix, secret_sha256, scope, created_by)
-                        VALUES (\(name), \(key.prefix), \(key.secretSHA256), \(scope.rawValue), session_user)
-                        RETURNING \(unescaped: Self.columns)
-                    ), audit AS (
-                        INSERT INTO siwa.audit_log (actor, action, details)
-                        SELECT 'admin', 'api_key.created',
-                               jsonb_build_object('name', name, 'key_id', id, 'prefix', prefix, 'scope', scope,
-                                                  'db_user', session_user::text, 'login_hint', \(loginHint)::text)
-                        FROM key
-                    )
-                    SELECT \(unescaped: Self.columns) FROM key
+                    SELECT \(unescaped: Self.columns)
+                    FROM siwa.create_api_key(\(name), \(key.prefix), \(key.secretSHA256), \(scope.rawValue), \(loginHint)::text)
                     """, logger: logger)
                 guard let row = try Self.summaries(rows).first else {
                     throw APIKeyAdministrationError(description: "the key was not stored")
@@ -115,26 +108,18 @@ public struct APIKeyAdministration: Sendable {
     /// every instance (each request checks the database).
     public func revoke(name: String, loginHint: String?) async throws -> APIKeySummary {
         guard Self.isValidName(name) else { throw APIKeyAdministrationError(description: Self.nameRule) }
-        let rows = try await client.guardedQuery("""
-            WITH key AS (
-                UPDATE siwa.api_keys SET revoked_at = now(), revoked_by = session_user
-                WHERE name = \(name) AND revoked_at IS NULL
-                RETURNING \(unescaped: Self.columns)
-            ), audit AS (
-                INSERT INTO siwa.audit_log (actor, action, details)
-                SELECT 'admin', 'api_key.revoked',
-                       jsonb_build_object('name', name, 'key_id', id, 'prefix', prefix,
-                                          'db_user', session_user::text, 'login_hint', \(loginHint)::text)
-                FROM key
-            )
-            SELECT \(unescaped: Self.columns) FROM key
-            """, logger: logger)
-        if let row = try Self.summaries(rows).first { return row }
-        let revoked = try await client.guardedQuery(
-            "SELECT 1 FROM siwa.api_keys WHERE name = \(name) AND revoked_at IS NOT NULL LIMIT 1", logger: logger)
-        throw APIKeyAdministrationError(description: revoked.isEmpty
-            ? "no API key named '\(name)' (siwa api-keys list shows them)"
-            : "the API key named '\(name)' is already revoked")
+        do {
+            let rows = try await client.guardedQuery("""
+                SELECT \(unescaped: Self.columns) FROM siwa.revoke_api_key(\(name), \(loginHint)::text)
+                """, logger: logger)
+            guard let row = try Self.summaries(rows).first else {
+                throw APIKeyAdministrationError(description: "the key was not revoked")
+            }
+            return row
+        } catch let error as PSQLError where ["P0002", "55000"].contains(error.serverInfo?[.sqlState]) {
+            // No such key, or revoked already: the function's one line.
+            throw APIKeyAdministrationError(description: error.serverInfo?[.message] ?? "refused")
+        }
     }
 
     static func summaries(_ rows: [PostgresRow]) throws -> [APIKeySummary] {

@@ -16,22 +16,31 @@ import PostgresNIO
 ///     ‖ int8 occurred_at (microseconds since 1970-01-01 UTC)
 ///     ‖ text actor ‖ text action ‖ text apple_sub ‖ text details
 ///
+/// and version 2, for the rows that name the role that wrote them
+/// (`db_user`, stamped since sql/017; rows written before have none and
+/// keep version 1, so chains sealed before still verify):
+///
+///     "siwa.audit_log/v2" ‖ (version 1's fields, in its order) ‖ text db_user
+///
 /// int8: 8 bytes, big-endian two's complement; text: its UTF-8 byte count
 /// as a 4-byte big-endian integer, then the bytes, and -1 alone for NULL;
-/// details is jsonb's own text form (`details::text`).
+/// details is jsonb's own text form (`details::text`). The version follows
+/// from the row (db_user NULL or not): clearing or setting db_user changes
+/// the hash like any other edit.
 public enum AuditChain {
     /// The first sealed row's prev_hash.
     public static let genesis = [UInt8](repeating: 0, count: 32)
     static let versionTag = Array("siwa.audit_log/v1".utf8)
+    static let versionTagWithRole = Array("siwa.audit_log/v2".utf8)
 
     /// The columns both the sealer and the verifier read, in `AuditRow`'s
     /// order, from `siwa.audit_log` as `l`.
-    static let rowColumns = "l.seq, l.occurred_at, l.actor, l.action, l.apple_sub, l.details::text"
+    static let rowColumns = "l.seq, l.occurred_at, l.actor, l.action, l.apple_sub, l.details::text, l.db_user"
 
     /// The row_hash of `row` sealed after a row whose row_hash is `prev`.
     static func rowHash(prev: [UInt8], _ row: AuditRow) -> [UInt8] {
         var hasher = SHA256()
-        hasher.update(data: versionTag)
+        hasher.update(data: row.dbUser == nil ? versionTag : versionTagWithRole)
         hasher.update(data: prev)
         hasher.update(int8: row.seq)
         hasher.update(int8: row.occurredAt.microsecondsSince1970)
@@ -39,6 +48,7 @@ public enum AuditChain {
         hasher.update(text: row.action)
         hasher.update(text: row.appleSub)
         hasher.update(text: row.details)
+        if let dbUser = row.dbUser { hasher.update(text: dbUser) }
         return Array(hasher.finalize())
     }
 }
@@ -52,9 +62,11 @@ struct AuditRow {
     var action: ByteBuffer
     var appleSub: ByteBuffer?
     var details: ByteBuffer
+    /// nil on rows written before sql/017 (encoding version 1).
+    var dbUser: ByteBuffer?
 
-    init(_ values: (Int64, ExactTimestamp, ByteBuffer, ByteBuffer, ByteBuffer?, ByteBuffer)) {
-        (seq, occurredAt, actor, action, appleSub, details) = values
+    init(_ values: (Int64, ExactTimestamp, ByteBuffer, ByteBuffer, ByteBuffer?, ByteBuffer, ByteBuffer?)) {
+        (seq, occurredAt, actor, action, appleSub, details, dbUser) = values
     }
 }
 

@@ -1,3 +1,4 @@
+import Foundation
 import Logging
 import NIOCore
 import PostgresNIO
@@ -93,7 +94,7 @@ public struct AuditSealer: Sendable {
             SELECT \(unescaped: AuditChain.rowColumns) FROM siwa.audit_log AS l
             WHERE l.seq > \(headSeq) AND l.seq <= \(markSeq) ORDER BY l.seq LIMIT \(maxRows)
             """, logger: logger)
-        for try await values in rows.decode((Int64, ExactTimestamp, ByteBuffer, ByteBuffer, ByteBuffer?, ByteBuffer).self) {
+        for try await values in rows.decode((Int64, ExactTimestamp, ByteBuffer, ByteBuffer, ByteBuffer?, ByteBuffer, ByteBuffer?).self) {
             let row = AuditRow(values)
             let hash = AuditChain.rowHash(prev: prev, row)
             seqs.append(row.seq)
@@ -115,6 +116,16 @@ public struct AuditSealer: Sendable {
                 """, logger: logger)
         }
         return seqs.count
+    }
+
+    /// The last sealed row and when it was sealed (nil: nothing sealed
+    /// yet), for a signed head (`siwa audit head --signed`, the worker's log).
+    public func sealedHead() async throws -> (head: AuditChainLink, sealedAt: Date)? {
+        let rows = try await client.guardedQuery(
+            "SELECT seq, row_hash, sealed_at FROM siwa.audit_chain ORDER BY seq DESC LIMIT 1", logger: logger)
+        guard let row = rows.first else { return nil }
+        let (seq, hash, sealedAt) = try row.decode((Int64, ByteBuffer, Date).self)
+        return (AuditChainLink(seq: seq, hash: Array(hash.readableBytesView)), sealedAt)
     }
 
     /// The last sealed row, and how many rows after it are not sealed yet.

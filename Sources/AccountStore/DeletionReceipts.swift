@@ -111,7 +111,11 @@ public struct DeletionReceipts: Sendable {
             """, logger: logger)
     }
 
-    /// The facts of the completed purges among `jobIDs`. The event's time:
+    /// The facts of the completed purges among `jobIDs`. The steps: those
+    /// of `steps_done` whose `job.step_completed` audit rows this worker's
+    /// role wrote (siwa.steps_without_evidence, sql/017), never what the
+    /// job row alone claims; the completion itself is refused when a step
+    /// lacks its row (trigger jobs_check_purge_completion). The event's time:
     /// Apple's `event_time` of the job's notification (same jti and type),
     /// else the audit row of siwa's own event for the job (or the job it
     /// reruns). Revocations: the job's `token.revoked` audit rows;
@@ -128,9 +132,10 @@ public struct DeletionReceipts: Sendable {
                           AND a.details->>'job_id' IN (j.id::text, j.args->>'rerun_of')
                         ORDER BY a.seq DESC LIMIT 1)))::float8,
                    extract(epoch FROM j.created_at)::float8, extract(epoch FROM j.finalized_at)::float8,
-                   ARRAY(SELECT s.key FROM jsonb_each_text(j.steps_done) AS s ORDER BY s.value::timestamptz, s.key),
-                   ARRAY(SELECT extract(epoch FROM s.value::timestamptz)::float8 FROM jsonb_each_text(j.steps_done) AS s
+                   ARRAY(SELECT s.key FROM jsonb_each_text(j.steps_done) AS s WHERE s.key <> ALL(shown.missing)
                          ORDER BY s.value::timestamptz, s.key),
+                   ARRAY(SELECT extract(epoch FROM s.value::timestamptz)::float8 FROM jsonb_each_text(j.steps_done) AS s
+                         WHERE s.key <> ALL(shown.missing) ORDER BY s.value::timestamptz, s.key),
                    ARRAY(SELECT a.details->>'client_id' FROM siwa.audit_log AS a
                          WHERE a.apple_sub = j.args->>'apple_sub' AND a.action = 'token.revoked' AND a.details->>'job_id' = j.id::text
                          ORDER BY a.seq),
@@ -140,7 +145,9 @@ public struct DeletionReceipts: Sendable {
                    ARRAY(SELECT a.details->>'client_id' FROM siwa.audit_log AS a
                          WHERE a.apple_sub = j.args->>'apple_sub' AND a.action = 'token.forgotten' AND a.occurred_at >= j.created_at
                          ORDER BY a.seq)
-            FROM siwa.jobs AS j
+            FROM siwa.jobs AS j,
+                 LATERAL (SELECT siwa.steps_without_evidence(j.id, j.args->>'apple_sub', ARRAY(SELECT jsonb_object_keys(j.steps_done)))
+                          AS missing) AS shown
             WHERE j.id = ANY(\(jobIDs)::bigint[]) AND j.kind = 'purge_user' AND j.state = 'completed'
               AND j.args->>'scope' IS DISTINCT FROM 'tokens' AND j.args->>'apple_sub' <> ''
             ORDER BY j.id

@@ -51,9 +51,9 @@ extension JobSummary {
 
 /// What an admin asked of a job, refused with a reason an operator can act on.
 public struct JobAdministrationError: Error, Sendable, CustomStringConvertible {
-    public enum Kind: Sendable { case notFound, conflict }
+    public enum Kind: Sendable { case notFound, conflict, forbidden }
     public let description: String
-    /// For the admin listener's answer (404 or 409).
+    /// For the admin listener's answer (404, 409 or 403).
     public let kind: Kind
 
     public init(description: String, kind: Kind) {
@@ -73,24 +73,15 @@ public enum JobActor: Sendable {
     /// runtime role serve connects as.
     case adminKey(APIKeyIdentity)
 
-    var auditActor: String {
-        switch self {
-        case .databaseRole: "admin"
-        case .adminKey(let key): "admin_key:" + key.name
-        }
-    }
-
     var key: APIKeyIdentity? {
         if case .adminKey(let key) = self { key } else { nil }
     }
-
-    var loginHint: String? {
-        if case .databaseRole(let hint) = self { hint } else { nil }
-    }
 }
 
-/// `siwa jobs` and the admin listener: read the queue, and retry or cancel
-/// a job, each change written to the audit trail with the acting admin.
+/// `siwa jobs` and the admin listener: read the queue, and retry, cancel
+/// or run now a job, each change written to the audit trail with the
+/// acting admin, by a function of sql/017 (siwa_admin may not write the
+/// tables itself).
 ///
 /// For `siwa jobs`:
 /// Who acted is the database role the command logged in as
@@ -140,59 +131,56 @@ public struct JobAdministration: Sendable {
     /// or `available`. A job that used up its attempts gets one more (as
     /// River does); its error history stays.
     public func retry(id: Int64, by actor: JobActor) async throws -> JobSummary {
-        try await change(id: id, actor: actor, action: "job.retry", allowedFrom: [.discarded, .cancelled, .retryable, .available], update: """
-            state = 'available', run_at = now(), finalized_at = NULL,
-            max_attempts = greatest(max_attempts, attempt + 1)
-            """)
+        try await change(.retry, id: id, by: actor)
     }
 
     /// Stops a job that has not started: from `available` or `retryable`.
     public func cancel(id: Int64, by actor: JobActor) async throws -> JobSummary {
-        try await change(id: id, actor: actor, action: "job.cancel", allowedFrom: [.available, .retryable], update: """
-            state = 'cancelled', finalized_at = now()
-            """)
+        try await change(.cancel, id: id, by: actor)
     }
 
-    /// The audit row's details: `job_id`, `new_state`, `db_user` (the
-    /// database role that acted: `session_user`, which `SET ROLE` does not
-    /// change), and the actor's own (`JobActor`).
-    private func change(id: Int64, actor: JobActor, action: String, allowedFrom: [JobState], update: String) async throws -> JobSummary {
-        let allowed = allowedFrom.map(\.rawValue)
+    /// Runs now a job that waits for a time still ahead (`available` or
+    /// `retryable`, `run_at` in the future): a consent-revoked purge waiting
+    /// out its grace delay, a retry backing off.
+    public func runNow(id: Int64, by actor: JobActor) async throws -> JobSummary {
+        try await change(.runNow, id: id, by: actor)
+    }
+
+    /// What an admin may do to a job: `siwa.change_job` / `change_job_by_key`'s `job_change`.
+    public enum Change: String, Sendable {
+        case retry, cancel
+        case runNow = "run_now"
+    }
+
+    /// One SECURITY DEFINER function (sql/017_admin_functions.sql) checks the
+    /// change, makes it and writes its audit row (`job.retry`, `job.cancel`,
+    /// `job.run_now`), whose details name the acting database role
+    /// (`db_user`: `session_user`) and the actor's own (`JobActor`). A refused
+    /// change writes nothing and says why in one line.
+    public func change(_ change: Change, id: Int64, by actor: JobActor) async throws -> JobSummary {
         do {
-            let changed = try await client.withGuardedTransaction(logger: logger) { connection -> Bool in
-                let rows = try await connection.query("""
-                    WITH job AS (
-                        UPDATE siwa.jobs SET \(unescaped: update)
-                        WHERE id = \(id) AND state = ANY(\(allowed)::text[])
-                        RETURNING id, args->>'apple_sub' AS apple_sub, state
-                    )
-                    INSERT INTO siwa.audit_log (actor, action, apple_sub, details)
-                    SELECT \(actor.auditActor), \(action), apple_sub,
-                           jsonb_build_object('job_id', id, 'new_state', state, 'db_user', session_user::text)
-                           || CASE WHEN \(actor.key?.name)::text IS NULL
-                                   THEN jsonb_build_object('admin', session_user::text, 'login_hint', \(actor.loginHint)::text)
-                                   ELSE jsonb_build_object('api_key', \(actor.key?.name)::text, 'api_key_id', \(actor.key?.id)::bigint,
-                                                           'via', 'admin_http') END
-                    FROM job
-                    RETURNING seq
-                    """, logger: logger)
-                var changed = false
-                for try await _ in rows.decode(Int64.self) { changed = true }
-                return changed
+            let query: PostgresQuery = switch actor {
+            case .databaseRole(let hint): "SELECT siwa.change_job(\(change.rawValue), \(id), \(hint)::text)"
+            case .adminKey(let key): "SELECT siwa.change_job_by_key(\(change.rawValue), \(id), \(key.id))"
             }
-            guard let job = try await show(id: id) else {
-                throw JobAdministrationError(description: "no job with id \(id)", kind: .notFound)
-            }
-            guard changed else {
-                throw JobAdministrationError(description: "job \(id) is \(job.state.rawValue); only a job that is \(allowed.joined(separator: ", ")) can be changed this way", kind: .conflict)
-            }
-            return job
+            _ = try await client.guardedQuery(query, logger: logger)
         } catch let error as PSQLError {
-            if error.serverInfo?[.sqlState] == "23505" {
+            let message = error.serverInfo?[.message] ?? "refused"
+            switch error.serverInfo?[.sqlState] {
+            case "P0002": throw JobAdministrationError(description: message, kind: .notFound)
+            case "55000": throw JobAdministrationError(description: message, kind: .conflict)
+            case "23505":
                 throw JobAdministrationError(description: "another purge for the same Apple user is already pending; retry refused (see siwa jobs list)", kind: .conflict)
+            case "42501" where actor.key != nil:
+                // The key was revoked (or re-scoped) since it was checked.
+                throw JobAdministrationError(description: message, kind: .forbidden)
+            default: throw error
             }
-            throw error
         }
+        guard let job = try await show(id: id) else {
+            throw JobAdministrationError(description: "no job with id \(id)", kind: .notFound)
+        }
+        return job
     }
 
     static func summaries(_ rows: [PostgresRow]) throws -> [JobSummary] {

@@ -222,8 +222,11 @@ public struct JobQueue: Sendable {
     /// Ends a failed attempt as the worker decided (`RetryPolicy`): back to
     /// `retryable`, or `discarded`. The error joins the job's history;
     /// `auditError` (no server text: it may quote data) goes to the audit trail.
+    /// `unbackedSteps`: a completion refused for steps without their audit
+    /// rows (StepFailure.unbackedSteps); a `job.completion_refused` row
+    /// naming them goes before the `job.discarded` one.
     public func fail(_ job: ClaimedJob, step: String?, error: String, auditError: String,
-                     decision: RetryDecision) async throws -> FailureOutcome {
+                     decision: RetryDecision, unbackedSteps: [String] = []) async throws -> FailureOutcome {
         let rows = try await values("""
             WITH job AS (
                 UPDATE siwa.jobs
@@ -237,10 +240,16 @@ public struct JobQueue: Sendable {
                 RETURNING id, state, attempt, run_at, args->>'apple_sub' AS apple_sub
             ), audit AS (
                 INSERT INTO siwa.audit_log (actor, action, apple_sub, details)
-                SELECT 'worker', CASE WHEN state = 'discarded' THEN 'job.discarded' ELSE 'job.retry_scheduled' END, apple_sub,
-                       jsonb_build_object('job_id', id, 'attempt', attempt, 'step', \(step)::text, 'error', \(auditError)::text,
-                                          'run_at', run_at, 'worker', \(job.lease)::text)
-                FROM job
+                SELECT 'worker', outcome.action, job.apple_sub, outcome.details
+                FROM job, LATERAL (VALUES
+                    (1, 'job.completion_refused',
+                     jsonb_build_object('job_id', job.id, 'attempt', job.attempt, 'steps_without_evidence', \(unbackedSteps)::text[],
+                                        'worker', \(job.lease)::text)),
+                    (2, CASE WHEN job.state = 'discarded' THEN 'job.discarded' ELSE 'job.retry_scheduled' END,
+                     jsonb_build_object('job_id', job.id, 'attempt', job.attempt, 'step', \(step)::text, 'error', \(auditError)::text,
+                                        'run_at', job.run_at, 'worker', \(job.lease)::text))) AS outcome(position, action, details)
+                WHERE outcome.position = 2 OR cardinality(\(unbackedSteps)::text[]) > 0
+                ORDER BY outcome.position
             )
             SELECT state FROM job
             """, as: String.self)

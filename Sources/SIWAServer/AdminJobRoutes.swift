@@ -3,9 +3,11 @@ import Foundation
 import Hummingbird
 import Logging
 
-/// `GET /admin/jobs?state=&limit=`, `POST /admin/jobs/{id}/retry` and
-/// `POST /admin/jobs/{id}/cancel`: what `siwa jobs` does, with the key's
-/// name as the audit row's actor (`admin_key:NAME`).
+/// `GET /admin/jobs?state=&limit=`, `POST /admin/jobs/{id}/retry`,
+/// `POST /admin/jobs/{id}/cancel` and `POST /admin/jobs/{id}/run-now`: what
+/// `siwa jobs` does, with the key's name as the audit row's actor
+/// (`admin_key:NAME`), through `siwa.change_job_by_key` (sql/017), the
+/// only write on the jobs serve's role may make for an admin.
 ///
 /// A POST is JSON for a client with a bearer key. From the page (a form,
 /// Basic credentials) it must carry the page's CSRF token and come from
@@ -47,9 +49,13 @@ struct AdminJobRoutes: Sendable {
         admin.post("jobs/:id/cancel") { request, context in
             await change(request, context) { try await jobs.cancel(id: $0, by: $1) }
         }
+        admin.post("jobs/:id/run-now") { request, context in
+            await change(request, context, notice: "run_now") { try await jobs.runNow(id: $0, by: $1) }
+        }
     }
 
-    private func change(_ request: Request, _ context: AdminRequestContext,
+    /// `notice`: what the page says after the change (default: from the job's new state).
+    private func change(_ request: Request, _ context: AdminRequestContext, notice: String? = nil,
                         _ action: (Int64, JobActor) async throws -> JobSummary) async -> Response {
         guard let identity = context.identity else { return AdminAuthMiddleware.unauthorized() }
         guard let id = context.parameters.get("id").flatMap(Int64.init), id > 0 else {
@@ -62,13 +68,19 @@ struct AdminJobRoutes: Sendable {
         do {
             let job = try await action(id, .adminKey(identity.key))
             context.logger.notice("admin changed a job", metadata: ["job_id": "\(id)", "state": "\(job.state.rawValue)"])
-            if fromPage { return AdminResponse.seeOther("/admin?notice=\(job.state == .cancelled ? "cancelled" : "retried")&job=\(id)") }
+            if fromPage {
+                return AdminResponse.seeOther("/admin?notice=\(notice ?? (job.state == .cancelled ? "cancelled" : "retried"))&job=\(id)")
+            }
             return try AdminResponse.json(["job": JobSummary.jsonObjects([job])[0]])
         } catch let refused as JobAdministrationError {
-            let status: HTTPResponse.Status = refused.kind == .notFound ? .notFound : .conflict
+            let (status, code): (HTTPResponse.Status, String) = switch refused.kind {
+            case .notFound: (.notFound, "not_found")
+            case .conflict: (.conflict, "conflict")
+            case .forbidden: (.forbidden, "forbidden")
+            }
             // The page shows the job's state now, and why it was not changed.
             if fromPage { return AdminResponse.seeOther("/admin?notice=refused&job=\(id)") }
-            return AdminResponse.error(status, refused.kind == .notFound ? "not_found" : "conflict", refused.description)
+            return AdminResponse.error(status, code, refused.description)
         } catch {
             return AdminResponse.unavailable(error, logger: logger)
         }

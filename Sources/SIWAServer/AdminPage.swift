@@ -62,13 +62,15 @@ struct AdminPage: Sendable {
     private func notice(_ query: AdminQuery) async throws -> AdminPageModel.Notice? {
         guard let kind = query.text("notice") else { return nil }
         let id = try query.integer("job", in: 1...Int(Int64.max), default: 0)
-        guard ["retried", "cancelled", "refused"].contains(kind), id > 0 else {
-            throw AdminQuery.Invalid(detail: "notice must be retried, cancelled or refused, with job")
+        let done = ["retried": "retried", "cancelled": "cancelled", "run_now": "set to run now"]
+        guard done[kind] != nil || kind == "refused", id > 0 else {
+            throw AdminQuery.Invalid(detail: "notice must be retried, cancelled, run_now or refused, with job")
         }
         guard let job = try await jobs.show(id: Int64(id)) else { return .init(text: "No job \(id).", isError: true) }
-        if kind == "refused" {
-            return .init(text: "Job \(id) was not changed: it is \(job.state.rawValue).", isError: true)
+        guard let text = done[kind] else {
+            return .init(text: "Job \(id) was not changed: it is \(job.state.rawValue), to run at \(AdminResponse.timestamp(job.runAt)).",
+                         isError: true)
         }
-        return .init(text: "Job \(id) \(kind): it is \(job.state.rawValue) now.", isError: false)
+        return .init(text: "Job \(id) \(text): it is \(job.state.rawValue) now.", isError: false)
     }
 }

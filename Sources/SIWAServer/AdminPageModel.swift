@@ -8,7 +8,7 @@ struct AdminPageModel {
     struct DayChoice { let days: Int; let href: String; let selected: Bool }
     struct Attention {
         let jobID: Int64, sub: String, historyHref: String, state: String, attempt: Int, since: String, lastError: String
-        let canRetry: Bool, canCancel: Bool
+        let canRetry: Bool, canCancel: Bool, canRunNow: Bool
     }
     struct HistoryRow { let at, source, action, details: String }
     struct History { let sub: String; let rows: [HistoryRow]; let hasRows: Bool }
@@ -60,7 +60,9 @@ struct AdminPageModel {
                              state: item.state, attempt: item.attempt, since: AdminResponse.timestamp(item.since),
                              lastError: item.lastError ?? "",
                              canRetry: [.discarded, .cancelled, .retryable, .available].contains(state),
-                             canCancel: [.available, .retryable].contains(state))
+                             canCancel: [.available, .retryable].contains(state),
+                             // Refused (and said so) when the job is due already.
+                             canRunNow: [.available, .retryable].contains(state))
         }
         hasAttention = !attention.isEmpty
         attentionCount = attention.count

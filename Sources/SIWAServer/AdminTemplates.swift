@@ -36,7 +36,7 @@ enum AdminTemplates {
         }
         form.inline{display:inline}
         button{font:inherit;font-size:13px;padding:4px 10px;border-radius:6px;border:1px solid #9ca3af;background:#fff;cursor:pointer}
-        button.retry{border-color:#2563eb;color:#1d4ed8}button.cancel{border-color:#b91c1c;color:#b91c1c}
+        button.retry{border-color:#2563eb;color:#1d4ed8}button.cancel{border-color:#b91c1c;color:#b91c1c}button.run-now{border-color:#047857;color:#047857}
         .search{display:flex;gap:8px}.search input{flex:1;min-width:0;font:inherit;padding:6px 8px;border:1px solid #9ca3af;border-radius:6px}
         .chain{font-weight:600}.chain.ok{color:var(--ok)}.chain.broken{color:var(--bad)}.chain.unknown{color:var(--muted)}
         .notice{background:#ecfdf5;border-color:#a7f3d0}.notice.error{background:#fef2f2;border-color:#fecaca}
@@ -128,6 +128,8 @@ enum AdminTemplates {
         <button type="submit" class="retry" name="job" value="{{jobID}}">Retry</button></form>{{/canRetry}}
             {{#canCancel}}<form class="inline" method="post" action="/admin/jobs/{{jobID}}/cancel"><input type="hidden" name="csrf" value="{{csrf}}">\
         <button type="submit" class="cancel" name="job" value="{{jobID}}">Cancel</button></form>{{/canCancel}}
+            {{#canRunNow}}<form class="inline" method="post" action="/admin/jobs/{{jobID}}/run-now"><input type="hidden" name="csrf" value="{{csrf}}">\
+        <button type="submit" class="run-now" name="job" value="{{jobID}}">Run now</button></form>{{/canRunNow}}
           </td></tr>{{/attention}}
           </tbody></table></div>{{/hasAttention}}
         </section>

@@ -111,7 +111,7 @@ public struct WorkerAssembly: Sendable {
             }
         }
         let auditChain = AuditChainKeeper(sealer: AuditSealer(client: client, logger: Logger(label: "siwa.audit")),
-                                          headLogInterval: .seconds(60 * settings.auditHeadLogMinutes),
+                                          headSigner: receipts, headLogInterval: .seconds(60 * settings.auditHeadLogMinutes),
                                           logger: Logger(label: "siwa.audit"))
         self.plan = plan
         self.services = [client, HTTPClientService(client: webhookClient)]

@@ -8,18 +8,21 @@ import SIWAServer
 
 struct Jobs: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Inspect the purge queue; retry or cancel a job (each change is audited).",
+        abstract: "Inspect the purge queue; retry, cancel or run now a job (each change is audited).",
         discussion: """
             Needs SIWA_DATABASE_URL: your own database role (a member of siwa_admin), not the \
-            service's. retry and cancel write an audit row (actor admin) naming that role \
-            (details db_user, from the database's session_user) and, as a hint only, your login \
-            name (details login_hint: SUDO_USER, logname or USER).
+            service's. siwa_admin reads the queue but writes nothing itself: retry, cancel and \
+            run-now call functions (siwa.change_job, sql/017) that check the change, make it and \
+            write its audit row (actor admin) naming that role (db_user, the database's \
+            session_user) and, as a hint only, your login name (login_hint: SUDO_USER, logname or \
+            USER).
             Job states: available, running, retryable, completed, \
-            discarded (attempts used up; error history kept), cancelled.
-            Enqueue a purge by hand with plain SQL:
-              INSERT INTO siwa.jobs (kind, args) VALUES ('purge_user', '{"apple_sub": "001234.abc.0001"}');
+            discarded (attempts used up, or a completion the audit trail does not back; error \
+            history kept), cancelled.
+            Request a purge by hand (an erasure asked for by email, say), audited the same way:
+              SELECT * FROM siwa.request_purge('001234.abc.0001', 'alice');
             """,
-        subcommands: [List.self, Show.self, Retry.self, Cancel.self]
+        subcommands: [List.self, Show.self, Retry.self, Cancel.self, RunNow.self]
     )
 
     struct List: AsyncParsableCommand {
@@ -94,6 +97,28 @@ struct Jobs: AsyncParsableCommand {
         func run() async throws {
             let job = try await JobsConnection.run { try await $0.cancel(id: id, by: .databaseRole(loginHint: JobsConnection.loginHint)) }
             print("job \(job.id) is \(job.state.rawValue)")
+        }
+    }
+
+    struct RunNow: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "run-now",
+            abstract: "Run now a job that waits for a later time (available or retryable, run_at ahead).",
+            discussion: """
+                For a job held back on purpose: a consent-revoked purge waiting out its grace delay \
+                (SIWA_CONSENT_REVOKED_PURGE_DELAY_DAYS) when the user asked for erasure at once, or a \
+                retry backing off after the cause was fixed. Sets run_at to now and wakes the \
+                workers; audit row job.run_now. Refused, changing nothing, for a job that is due \
+                already, running, or finished (completed, discarded, cancelled: see retry).
+                """
+        )
+
+        @Argument(help: "The job id.")
+        var id: Int64
+
+        func run() async throws {
+            let job = try await JobsConnection.run { try await $0.runNow(id: id, by: .databaseRole(loginHint: JobsConnection.loginHint)) }
+            print("job \(job.id) is \(job.state.rawValue) and due now (attempt \(job.attempt) of \(job.maxAttempts) done)")
         }
     }
 }

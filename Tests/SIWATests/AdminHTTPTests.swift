@@ -113,6 +113,20 @@ struct AdminHTTPTests {
                 "\(cancelled.status) \(cancelled.text)")
         #expect(try await Self.audit(database, action: "job.cancel")["actor"] == "admin_key:ops-alice")
 
+        // Run now: a purge held back for later is due at once; a due one is refused (409), unaudited.
+        let held = try await database.strings("""
+            INSERT INTO siwa.jobs (kind, args, run_at) VALUES ('purge_user', '{"apple_sub": "admin.http.sub.2"}', now() + interval '30 days')
+            RETURNING id::text
+            """).first ?? "0"
+        let runNow = try await setup.post("/admin/jobs/\(held)/run-now", authorization: setup.bearer)
+        #expect(runNow.status == 200 && (runNow.json["job"] as? [String: Any])?["state"] as? String == "available",
+                "\(runNow.status) \(runNow.text)")
+        #expect(try await database.scalar("SELECT count(*) FROM siwa.jobs WHERE id = \(held) AND run_at <= now()") == 1)
+        let runNowAudit = try await Self.audit(database, action: "job.run_now")
+        #expect(runNowAudit["actor"] == "admin_key:ops-alice" && runNowAudit["db_user"] == TestDatabase.runtimeRole, "\(runNowAudit)")
+        let dueAlready = try await setup.post("/admin/jobs/\(held)/run-now", authorization: setup.bearer)
+        #expect(dueAlready.status == 409 && dueAlready.text.contains("due already"), "\(dueAlready.status) \(dueAlready.text)")
+
         // Refusals: a state that cannot change (409), no such job (404), a bad id (400); none audited.
         let again = try await setup.post("/admin/jobs/\(job)/cancel", authorization: setup.bearer)
         #expect(again.status == 409 && again.reason == "conflict" && again.text.contains("cancelled"), "\(again.status) \(again.text)")
@@ -122,7 +136,7 @@ struct AdminHTTPTests {
             let bad = try await setup.post("/admin/jobs/\(id)/retry", authorization: setup.bearer)
             #expect(bad.status == 400 && bad.reason == "bad_parameter", "\(id): \(bad.status) \(bad.text)")
         }
-        #expect(try await database.scalar("SELECT count(*)::int FROM siwa.audit_log WHERE action IN ('job.retry', 'job.cancel')") == 2)
+        #expect(try await database.scalar("SELECT count(*)::int FROM siwa.audit_log WHERE action IN ('job.retry', 'job.cancel', 'job.run_now')") == 3)
         // An app key changes nothing.
         #expect(try await setup.post("/admin/jobs/\(job)/retry", authorization: "Bearer \(setup.appKey)").status == 403)
     }

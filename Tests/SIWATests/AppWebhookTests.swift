@@ -323,15 +323,18 @@ struct AppWebhookTests {
         let first = setup.hook.accepted(sub: "001.replay.1").map(\.webhookID)
 
         let stamp = ISO8601DateFormatter().string(from: since)
+        // As an admin's own role, which writes the queue and the trail only
+        // through siwa.replay_app_events (sql/017).
+        let admin = try await APIKeysTests.loginURL("siwa_test_replay_admin", in: "siwa_admin", for: setup.database)
         let replay = try await runSIWA(["webhooks", "replay", "--since", stamp, "--sub", "001.replay.1"],
-                                       environment: ["SIWA_DATABASE_URL": setup.database.ownerURL])
+                                       environment: ["SIWA_DATABASE_URL": admin])
         #expect(replay.status == 0 && replay.output.contains("enqueued 2 deliveries"), "\(replay.output)")
         #expect(try await eventually(upTo: .seconds(30)) { setup.hook.accepted(sub: "001.replay.1").count == 4 })
         #expect(setup.hook.accepted(sub: "001.replay.1").map(\.webhookID) == first + first)
         #expect(setup.hook.accepted(sub: "001.replay.2").count == 1)
         #expect(try await setup.database.scalar("""
             SELECT count(*) FROM siwa.audit_log WHERE action = 'app_events.replayed' AND apple_sub = '001.replay.1'
-              AND details->>'enqueued' = '2'
+              AND details->>'enqueued' = '2' AND db_user = 'siwa_test_replay_admin'
             """) == 1)
         // Nothing since a future time; a bad time is refused before anything runs.
         let none = try await runSIWA(["webhooks", "replay", "--since", "2099-01-01"], environment: ["SIWA_DATABASE_URL": setup.database.ownerURL])

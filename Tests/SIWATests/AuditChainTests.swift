@@ -212,15 +212,17 @@ struct AuditChainTests {
         }
     }
 
-    /// `siwa audit verify --head` takes only SEQ:HASH: anything else is one
-    /// line and exit status 2, as for the other `siwa audit` arguments.
+    /// `siwa audit verify --head` takes SEQ:HASH or a signed head's file:
+    /// anything else is one line and exit status 2, as for the other
+    /// `siwa audit` arguments.
     @Test func aMalformedHeadIsRefused() async throws {
         for head in ["12", "12:abc", "x:" + String(repeating: "0", count: 64), "0:" + String(repeating: "0", count: 64),
                      "5:" + String(repeating: "g", count: 64)] {
             #expect(AuditChainLink(head) == nil, "\(head)")
             let result = try await runSIWA(["audit", "verify", "--head", head], environment: ["SIWA_DATABASE_URL": "postgres://nobody@127.0.0.1:1/x"])
             #expect(result.status == 2, "\(result.output)")
-            #expect(result.output == "siwa: audit: --head must be SEQ:HASH (a seq, a colon, 64 hex digits), as `siwa audit head` prints it, got '\(head)'\n")
+            #expect(result.output == "siwa: audit: --head must be SEQ:HASH (a seq, a colon, 64 hex digits), as `siwa audit head` prints it, "
+                        + "or a file holding a signed head (`siwa audit head --signed`), got '\(head)'\n")
         }
         let link = try #require(AuditChainLink("7:" + String(repeating: "ab", count: 32)))
         #expect(link.seq == 7 && link.hash == [UInt8](repeating: 0xab, count: 32) && link.description == "7:" + String(repeating: "ab", count: 32))

@@ -41,25 +41,27 @@ struct JobsAuditTests {
         let database = try await TestDatabase.create()
         let job = try await Self.discardedJob(in: database, sub: "actor.sub.1")
 
-        // The runtime role's URL, and a caller who claims to be mallory.
+        // An admin's own role, and a caller who claims to be mallory.
+        let admin = "siwa_test_actor_admin"
+        let url = try await APIKeysTests.loginURL(admin, in: "siwa_admin", for: database)
         let retry = try await runSIWA(["jobs", "retry", String(job)], environment: [
-            "SIWA_DATABASE_URL": database.url, "SUDO_USER": "mallory", "USER": "mallory", "LOGNAME": "mallory",
+            "SIWA_DATABASE_URL": url, "SUDO_USER": "mallory", "USER": "mallory", "LOGNAME": "mallory",
         ])
         #expect(retry.status == 0, "\(retry.output)")
         let retried = try await Self.auditDetails(in: database, action: "job.retry")
         #expect(retried["actor"] == "admin")
-        #expect(retried["db_user"] == TestDatabase.runtimeRole, "\(retried)")
-        #expect(retried["admin"] == TestDatabase.runtimeRole, "\(retried)")
+        #expect(retried["db_user"] == admin, "\(retried)")
+        #expect(retried["admin"] == admin, "\(retried)")
         #expect(retried["login_hint"] == "mallory", "\(retried)")
         #expect(retried["job_id"] == String(job))
 
         // Without SUDO_USER the hint is the login name; the actor is still the role.
         let cancel = try await runSIWA(["jobs", "cancel", String(job)], environment: [
-            "SIWA_DATABASE_URL": database.url, "SUDO_USER": "",
+            "SIWA_DATABASE_URL": url, "SUDO_USER": "",
         ])
         #expect(cancel.status == 0, "\(cancel.output)")
         let cancelled = try await Self.auditDetails(in: database, action: "job.cancel")
-        #expect(cancelled["db_user"] == TestDatabase.runtimeRole, "\(cancelled)")
+        #expect(cancelled["db_user"] == admin, "\(cancelled)")
         #expect(cancelled["login_hint"] != "mallory", "\(cancelled)")
         #expect(cancelled["login_hint"] != "∅", "\(cancelled)")
 
@@ -71,11 +73,16 @@ struct JobsAuditTests {
         let byOwner = try await Self.auditDetails(in: database, action: "job.retry")
         #expect(byOwner["db_user"] == database.configuration.username, "\(byOwner)")
         #expect(byOwner["login_hint"] == "mallory")
+
+        // The service's own role is no admin: the function is not its to call.
+        let asRuntime = try await runSIWA(["jobs", "retry", String(job)], environment: ["SIWA_DATABASE_URL": database.url])
+        #expect(asRuntime.status == 1 && asRuntime.output.contains("permission denied for function change_job"), "\(asRuntime.output)")
     }
 
     /// The GRANTs deploy/README.md gives `siwa_admin` are enough for every
-    /// `siwa jobs` command and the enqueue by hand, and no more: an admin's
-    /// own role (a member of siwa_admin) is what the audit row names.
+    /// `siwa jobs` command and a purge requested by hand (siwa.request_purge),
+    /// and no more: an admin's own role (a member of siwa_admin) is what the
+    /// audit row names, and it writes no table itself (sql/017).
     ///
     /// Creating roles needs the cluster's superuser (`postgres`, trust on
     /// loopback in the throwaway clusters); the roles are cluster-wide and
@@ -108,11 +115,13 @@ struct JobsAuditTests {
         #expect(cancelled["login_hint"] == "alice")
 
         let adminConfiguration = try DatabaseConfiguration(url: url)
-        #expect(try await LeastPrivilegeTests.sqlState(of: """
-            INSERT INTO siwa.jobs (kind, args) VALUES ('purge_user', '{"apple_sub": "actor.sub.3"}')
+        #expect(try await AdminFunctionsTests.sqlState(of: """
+            SELECT * FROM siwa.request_purge('actor.sub.3', 'alice')
             """, on: adminConfiguration) == nil)
         for statement in ["DELETE FROM siwa.jobs", "UPDATE siwa.users SET email = NULL", "SELECT count(*) FROM siwa.notifications",
-                          "TRUNCATE siwa.jobs", "DELETE FROM siwa.audit_log"] {
+                          "TRUNCATE siwa.jobs", "DELETE FROM siwa.audit_log",
+                          "INSERT INTO siwa.jobs (kind, args) VALUES ('purge_user', '{\"apple_sub\": \"actor.sub.3\"}')",
+                          "UPDATE siwa.jobs SET state = 'available'", "INSERT INTO siwa.audit_log (actor, action) VALUES ('admin', 'x')"] {
             #expect(try await LeastPrivilegeTests.sqlState(of: statement, on: adminConfiguration) == "42501", "admin: \(statement)")
         }
     }

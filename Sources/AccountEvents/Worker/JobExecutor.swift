@@ -37,7 +37,7 @@ struct JobExecutor: Sendable {
         let decision = retryPolicy.afterFailure(attempt: job.attempt, jobMaxAttempts: job.maxAttempts, permanent: failure.permanent)
         do {
             let outcome = try await queue.fail(job, step: failure.step, error: failure.detail, auditError: failure.summary,
-                                               decision: decision)
+                                               decision: decision, unbackedSteps: failure.unbackedSteps)
             var details = metadata
             details["step"] = "\(failure.step ?? "-")"
             details["error"] = "\(failure.summary)"
@@ -48,7 +48,12 @@ struct JobExecutor: Sendable {
                 logger.warning("Job failed; will retry", metadata: details)
             case .discarded:
                 metrics.discarded(kind: job.kind)
-                logger.error("Job discarded after its last attempt", metadata: details)
+                if failure.unbackedSteps.isEmpty {
+                    logger.error("Job discarded after its last attempt", metadata: details)
+                } else {
+                    logger.error("Purge completion refused: the job claims steps the audit trail does not show; discarded, no receipt",
+                                 metadata: details)
+                }
             case .leaseLost:
                 logger.warning("Job failed after its lease was lost", metadata: details)
             }

@@ -1,4 +1,5 @@
 import AccountStore
+import Foundation
 import PostgresNIO
 
 /// One kind of job (`siwa.jobs.kind`) and how the worker runs it. The worker
@@ -133,6 +134,10 @@ public struct StepFailure: Error, Sendable, CustomStringConvertible {
     public let summary: String
     /// Retrying cannot help (e.g. a job without an Apple sub).
     public let permanent: Bool
+    /// The steps a purge's completion claimed without their audit rows
+    /// (SQLSTATE SW001, sql/017): the job is discarded with a
+    /// `job.completion_refused` row naming them. Empty for other failures.
+    public var unbackedSteps: [String] = []
 
     public init(step: String?, detail: String, summary: String, permanent: Bool) {
         self.step = step
@@ -142,6 +147,9 @@ public struct StepFailure: Error, Sendable, CustomStringConvertible {
     }
 
     public var description: String { step.map { "step \($0): \(summary)" } ?? summary }
+
+    /// What jobs_check_purge_completion (sql/017) raises.
+    public static let completionRefusedState = "SW001"
 
     /// Any error of a step, described. The error history gets the
     /// database's message (an operator needs "relation app.profiles does not
@@ -157,6 +165,16 @@ public struct StepFailure: Error, Sendable, CustomStringConvertible {
                 // query_canceled: siwa sends no cancel requests, so this is the step's statement_timeout.
                 let text = "timed out: a statement ran past the step's timeout_seconds (statement_timeout, sqlstate 57014)"
                 self.init(step: step, detail: text, summary: text, permanent: false)
+                return
+            }
+            if state == Self.completionRefusedState {
+                // The job row claims steps the trail does not show (written
+                // by hand, not by a worker): retrying would claim them again.
+                let steps = (psql.serverInfo?[.detail]).flatMap { try? JSONDecoder().decode([String].self, from: Data($0.utf8)) } ?? []
+                let text = "completion refused: no job.step_completed audit row by the worker's role for "
+                    + (steps.isEmpty ? "a step it claims" : steps.joined(separator: ", "))
+                self.init(step: step, detail: text, summary: text, permanent: true)
+                unbackedSteps = steps
                 return
             }
             if state == "55P03" {
