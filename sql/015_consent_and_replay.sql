@@ -597,6 +597,18 @@ CREATE OR REPLACE VIEW siwa.attention AS
            AND coalesce((j.args->>'purge_after')::timestamptz, j.created_at)
                < now() - make_interval(hours => (SELECT purge_sla_hours FROM siwa.report_settings)));
 
+-- Consent revocations' purges waiting out their grace delay: the user's
+-- data is still there until `due_at`, unless they sign in again first.
+-- `siwa audit summary`, the admin page (with a Run now button) and the
+-- auditors read it; no args beyond the Apple sub.
+CREATE VIEW siwa.waiting_purges AS
+    SELECT j.id AS job_id, j.args->>'apple_sub' AS apple_sub, j.created_at AS requested_at,
+           (j.args->>'purge_after')::timestamptz AS due_at
+    FROM siwa.jobs AS j
+    WHERE j.kind = 'purge_user' AND j.state IN ('available', 'retryable', 'running')
+      AND (j.args->>'purge_after')::timestamptz > now();
+GRANT SELECT ON siwa.waiting_purges TO siwa_auditor, siwa_admin;
+
 -- ------------------------------------------------------------ grants --
 
 INSERT INTO siwa.runtime_grants (migration, position, why, statement) VALUES
@@ -607,4 +619,6 @@ INSERT INTO siwa.runtime_grants (migration, position, why, statement) VALUES
     (15, 3, 'the worker checks whether validation is paused; serve shows it in /metrics',
         'GRANT SELECT ON siwa.token_validation_pause TO %I'),
     (15, 4, 'siwa.enqueue_purge and siwa.sign_in ask whether a purge waits out its grace delay',
-        'GRANT EXECUTE ON FUNCTION siwa.purge_waiting(jsonb) TO %I');
+        'GRANT EXECUTE ON FUNCTION siwa.purge_waiting(jsonb) TO %I'),
+    (15, 5, 'the admin page lists the purges that wait out a grace delay',
+        'GRANT SELECT ON siwa.waiting_purges TO %I');

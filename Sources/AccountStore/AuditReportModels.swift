@@ -120,15 +120,32 @@ public struct AttentionItem: Sendable, Equatable, Codable {
     }
 }
 
+/// One row of `siwa.waiting_purges`: a consent revocation's purge waiting
+/// out its grace delay (SIWA_CONSENT_REVOKED_PURGE_DELAY_DAYS).
+public struct WaitingPurge: Sendable, Equatable, Codable {
+    public let jobID: Int64
+    public let appleSub: String?
+    public let requestedAt: Date
+    public let dueAt: Date
+
+    enum CodingKeys: String, CodingKey {
+        case jobID = "job_id"
+        case appleSub = "apple_sub"
+        case requestedAt = "requested_at"
+        case dueAt = "due_at"
+    }
+}
+
 /// The last days, oldest first, with the SLA the attention list uses and
-/// the list itself.
+/// the list itself, and the purges waiting out a grace delay.
 public struct AuditSummary: Sendable, Equatable, Codable {
     public let purgeSLAHours: Int
     public let days: [DaySummary]
     public let attention: [AttentionItem]
+    public let waiting: [WaitingPurge]
 
     enum CodingKeys: String, CodingKey {
-        case days, attention
+        case days, attention, waiting
         case purgeSLAHours = "purge_sla_hours"
     }
 }

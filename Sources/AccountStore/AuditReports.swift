@@ -80,7 +80,8 @@ public struct AuditReports: Sendable {
 
     /// The last `days` UTC days (today included), oldest first, days
     /// without activity as zeros; the purge SLA; what needs attention
-    /// (oldest first, at most 1,000).
+    /// (oldest first, at most 1,000); the purges waiting out a grace delay
+    /// (soonest due first, at most 1,000).
     public func summary(days: Int) async throws -> AuditSummary {
         // The view is filtered on its own, so the filter reaches its parts.
         let dayRows = try await client.guardedQuery("""
@@ -105,7 +106,13 @@ public struct AuditReports: Sendable {
             let (job, sub, state, attempt, error, since) = try row.decode((Int64, String?, String, Int32, String?, Date).self)
             return AttentionItem(jobID: job, appleSub: sub, state: state, attempt: Int(attempt), lastError: error, since: since)
         }
-        return AuditSummary(purgeSLAHours: try await purgeSLAHours(), days: summaries, attention: attention)
+        let waiting = try await client.guardedQuery("""
+            SELECT job_id, apple_sub, requested_at, due_at FROM siwa.waiting_purges ORDER BY due_at, job_id LIMIT 1000
+            """, logger: logger).map { row in
+            let (job, sub, requested, due) = try row.decode((Int64, String?, Date, Date).self)
+            return WaitingPurge(jobID: job, appleSub: sub, requestedAt: requested, dueAt: due)
+        }
+        return AuditSummary(purgeSLAHours: try await purgeSLAHours(), days: summaries, attention: attention, waiting: waiting)
     }
 
     /// The SLA `siwa.attention` applies (SIWA_PURGE_SLA_HOURS as `siwa migrate` last recorded it).

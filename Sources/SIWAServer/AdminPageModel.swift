@@ -10,6 +10,7 @@ struct AdminPageModel {
         let jobID: Int64, sub: String, historyHref: String, state: String, attempt: Int, since: String, lastError: String
         let canRetry: Bool, canCancel: Bool, canRunNow: Bool
     }
+    struct Waiting { let jobID: Int64, sub: String, historyHref: String, due: String, requested: String }
     struct HistoryRow { let at, source, action, details: String }
     struct History { let sub: String; let rows: [HistoryRow]; let hasRows: Bool }
 
@@ -28,6 +29,8 @@ struct AdminPageModel {
     let attention: [Attention]
     let hasAttention: Bool
     let attentionCount: Int
+    let waiting: [Waiting]
+    let hasWaiting: Bool
     let history: History?
 
     init(keyName: String, csrf: String, now: Date, days: Int, summary: AuditSummary, history: UserReport?,
@@ -66,6 +69,12 @@ struct AdminPageModel {
         }
         hasAttention = !attention.isEmpty
         attentionCount = attention.count
+        waiting = summary.waiting.map { item in
+            Waiting(jobID: item.jobID, sub: item.appleSub ?? "-",
+                    historyHref: item.appleSub.map { Self.href(days: days, sub: $0) + "#history" } ?? "#",
+                    due: AdminResponse.timestamp(item.dueAt), requested: AdminResponse.timestamp(item.requestedAt))
+        }
+        hasWaiting = !waiting.isEmpty
         self.history = history.map { report in
             let rows = report.history.map {
                 HistoryRow(at: AdminResponse.timestamp($0.at), source: $0.source, action: $0.action, details: $0.details.compactText)

@@ -133,6 +133,18 @@ enum AdminTemplates {
           </td></tr>{{/attention}}
           </tbody></table></div>{{/hasAttention}}
         </section>
+        {{#hasWaiting}}<section class="card" id="waiting">
+          <h2>Purges waiting out the grace delay</h2>
+          <p class="muted">Users who revoked consent: their Apple tokens are revoked, their data is purged when due unless they sign in again first.</p>
+          <div class="scroll"><table class="stack"><thead><tr><th>job</th><th>Apple sub</th><th>due</th><th>requested</th><th></th></tr></thead><tbody>
+          {{#waiting}}<tr data-job="{{jobID}}"><td data-label="job">{{jobID}}</td>\
+        <td class="sub" data-label="Apple sub"><a href="{{historyHref}}">{{sub}}</a></td><td data-label="due">{{due}}</td>\
+        <td data-label="requested">{{requested}}</td><td>
+            <form class="inline" method="post" action="/admin/jobs/{{jobID}}/run-now"><input type="hidden" name="csrf" value="{{csrf}}">\
+        <button type="submit" class="run-now" name="job" value="{{jobID}}">Run now</button></form>
+          </td></tr>{{/waiting}}
+          </tbody></table></div>
+        </section>{{/hasWaiting}}
         <p class="muted">JSON: /admin/audit, /admin/users/{sub}/history, /admin/summary, /admin/jobs, /admin/audit/verify, /admin/receipts/{sub}</p>
         </main>
         </body>

@@ -45,6 +45,12 @@ enum AuditOutput {
                  item.lastError.map(shortened) ?? "-"]
             }))
         }
+        if !summary.waiting.isEmpty {
+            lines.append("waiting (\(summary.waiting.count)): consent revocations' purges in their grace delay (a sign-in cancels one; `siwa jobs run-now JOB` runs it now)")
+            lines.append(TextTable.render([["JOB", "DUE", "REQUESTED", "APPLE SUB"]] + summary.waiting.map { item in
+                [String(item.jobID), time(item.dueAt), time(item.requestedAt), item.appleSub ?? "-"]
+            }))
+        }
         return lines.joined(separator: "\n")
     }
 

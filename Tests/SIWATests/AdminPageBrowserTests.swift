@@ -54,6 +54,9 @@ struct AdminPageBrowserTests {
         let chain = try await page.evaluate("document.getElementById('chain-state').textContent") as? String ?? ""
         #expect(chain.hasPrefix("verified: "), "\(chain)")
         #expect(try await page.evaluate("document.querySelectorAll('#attention tr[data-job]').length") as? Int == 2)
+        // A consent revocation's purge in its grace delay is listed apart, not as late.
+        #expect(try await page.evaluate("[...document.querySelectorAll('#waiting tr[data-job]')].map(tr => tr.dataset.job)") as? [String]
+                == [String(fixture.waiting)])
 
         // The search box opens a user's history.
         page.forgetEvents()
@@ -97,6 +100,16 @@ struct AdminPageBrowserTests {
         #expect(ranNow == "Job \(fixture.late) set to run now: it is available now.", "\(ranNow)")
         #expect(try await database.scalar("SELECT count(*) FROM siwa.jobs WHERE id = \(fixture.late) AND run_at <= now()") == 1)
         #expect(try await AdminHTTPTests.audit(database, action: "job.run_now")["actor"] == "admin_key:ops-alice")
+
+        // Run now on a waiting purge: it stops waiting (not only due now, or it would wait again).
+        page.forgetEvents()
+        _ = try await page.evaluate("document.querySelector('#waiting tr[data-job=\"\(fixture.waiting)\"] button.run-now').click()")
+        _ = try await page.event("Page.loadEventFired")
+        #expect(try await database.scalar("""
+            SELECT count(*) FROM siwa.jobs WHERE id = \(fixture.waiting) AND run_at <= now() AND NOT args ? 'purge_after'
+            """) == 1)
+        #expect(try await database.scalar("SELECT count(*) FROM siwa.audit_log WHERE action = 'job.wait_ended'") == 1)
+        #expect(try await page.evaluate("document.querySelectorAll('#waiting').length") as? Int == 0)
     }
 }
 
@@ -108,6 +121,8 @@ enum AdminFixtures {
     struct Seeded {
         let discarded: Int64
         let late: Int64
+        /// A consent revocation's purge waiting out its grace delay.
+        let waiting: Int64
         let lateSub = "admin.late.sub"
     }
 
@@ -155,6 +170,13 @@ enum AdminFixtures {
                         now() - interval '100 hours', now() + interval '1 day')
                 RETURNING id
                 """, logger: TestEnvironment.logger).collect().first?.decode(Int64.self) ?? 0
+            let waiting = try await client.query("""
+                INSERT INTO siwa.jobs (kind, args, run_at, steps_done)
+                VALUES ('purge_user', jsonb_build_object('apple_sub', 'admin.waiting.sub', 'event_type', 'consent-revoked',
+                                                         'purge_after', siwa.utc_iso(now() + interval '29 days')),
+                        now() + interval '29 days', jsonb_build_object('apple.revoke_tokens', now()))
+                RETURNING id
+                """, logger: TestEnvironment.logger).collect().first?.decode(Int64.self) ?? 0
             let discarded = try await JobsAuditTests.discardedJob(in: database, sub: "admin.discarded.sub")
             // Seal the trail as a worker would, so the page shows a head.
             try await TestDatabase.withClient(try database.runtimeConfiguration) { runtime in
@@ -168,7 +190,7 @@ enum AdminFixtures {
                 // The sealer waits for every transaction older than its mark, on the whole cluster.
                 guard sealed else { throw TestSetupError("the trail was not sealed within 60 s: a transaction left open on the cluster?") }
             }
-            return Seeded(discarded: discarded, late: late)
+            return Seeded(discarded: discarded, late: late, waiting: waiting)
         }
     }
 }

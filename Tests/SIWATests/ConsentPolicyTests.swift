@@ -174,7 +174,10 @@ struct ConsentPolicyTests {
         #expect(try await setup.worker.wait {
             try await setup.database.scalar("SELECT count(*) FROM siwa.users WHERE apple_sub = '\(sub)' AND purged_at IS NOT NULL") == 1
         }, "\(worker.log)")
-        #expect(try await setup.database.strings("SELECT state FROM siwa.jobs WHERE args->>'apple_sub' = '\(sub)'") == ["completed"])
+        // The plan's steps after the erase finish the job.
+        #expect(try await setup.worker.wait {
+            try await setup.database.strings("SELECT state FROM siwa.jobs WHERE args->>'apple_sub' = '\(sub)'") == ["completed"]
+        }, "\(worker.log)")
         #expect(try await setup.database.scalar("""
             SELECT count(*) FROM siwa.audit_log WHERE action = 'job.wait_ended' AND apple_sub = '\(sub)'
             """) == 1)
