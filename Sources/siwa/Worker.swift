@@ -74,6 +74,8 @@ struct Worker: AsyncParsableCommand {
             try await group.run()
         } catch let error as MigrationError {
             Startup.fail("\(error)")
+        } catch let error as SettingError {
+            Startup.fail("\(error)")
         } catch let error as PSQLError {
             Startup.databaseFailure(error, url: settings.databaseURL)
         }
