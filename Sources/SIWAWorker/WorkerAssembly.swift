@@ -154,16 +154,22 @@ public struct WorkerAssembly: Sendable {
         let own = try DatabaseConfiguration(url: settings.databaseURL, maximumConnections: 2)
         let external = externalClients(plan)
         let webhookClient = webhookClient()
-        let outcomes = try await own.withClient { client in
-            if plan.hasOwnDatabaseSQL { try await Self.checkPurgeRole(settings.purgeRole, client: client, logger: logger) }
-            return await withTaskGroup(of: Void.self) { group in
-                for other in external.values { group.addTask { await other.run() } }
-                let check = PurgePlanCheck(plan: plan, ownDatabase: client, externalDatabases: external,
-                                           webhooks: WebhookDelivery(http: webhookClient), purgeRole: settings.purgeRole, logger: logger)
-                let outcomes = await check.run()
-                group.cancelAll()
-                return outcomes
+        let outcomes: [PurgePlanCheck.Outcome]
+        do {
+            outcomes = try await own.withClient { client -> [PurgePlanCheck.Outcome] in
+                if plan.hasOwnDatabaseSQL { try await Self.checkPurgeRole(settings.purgeRole, client: client, logger: logger) }
+                return await withTaskGroup(of: Void.self) { group in
+                    for other in external.values { group.addTask { await other.run() } }
+                    let check = PurgePlanCheck(plan: plan, ownDatabase: client, externalDatabases: external,
+                                               webhooks: WebhookDelivery(http: webhookClient), purgeRole: settings.purgeRole, logger: logger)
+                    let outcomes = await check.run()
+                    group.cancelAll()
+                    return outcomes
+                }
             }
+        } catch {
+            try? await webhookClient.shutdown()
+            throw error
         }
         try? await webhookClient.shutdown()
         return outcomes
