@@ -40,12 +40,13 @@ public enum SettingsCatalog {
         "SIWA_MIGRATE_DATABASE_URL", .databaseURL,
         example: "postgres://siwa_owner:CHANGE-ME-TOO@db.internal:5432/siwa?sslmode=verify-full&sslrootcert=/etc/siwa/db-ca.pem",
         defaultDescription: "`SIWA_DATABASE_URL`", readers: [.migrate], files: [.migrate], secret: true,
-        help: "the schema owner's connection, for `siwa migrate` only; unset, `siwa migrate` uses SIWA_DATABASE_URL (one role for everything: a trial, not production)",
+        help: "the schema owner's connection, for `siwa migrate` only; unset, `siwa migrate` connects with SIWA_DATABASE_URL",
         details: """
             The owner of the schema (DDL): `siwa migrate` connects as this role, applies the \
-            pending sql/ files, then grants the runtime role (the user named in \
-            SIWA_DATABASE_URL) its privileges. Set it in production (uncomment the line \
-            below); it takes the same sslmode and sslrootcert parameters.
+            pending sql/ files, then grants SIWA_SERVE_ROLE and SIWA_WORKER_ROLE their \
+            privileges (or, where neither exists, the user named in SIWA_DATABASE_URL: a \
+            one-role trial). Set it where SIWA_DATABASE_URL names a runtime role; it takes the \
+            same sslmode and sslrootcert parameters.
             """)
     public static let serveRole = Setting(
         "SIWA_SERVE_ROLE", .text, default: "siwa_serve", readers: [.migrate], files: [.migrate],

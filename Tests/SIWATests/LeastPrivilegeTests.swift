@@ -219,6 +219,7 @@ struct LeastPrivilegeTests {
                 "INSERT INTO app.purged_by (apple_sub, role_name, session_role) VALUES ($1, current_user, session_user)",
             ]]]
         })
+        try atTestEnd { await harness.stop() }
         try await harness.database.execute("""
             CREATE TABLE app.purged_by (apple_sub text NOT NULL, role_name text NOT NULL, session_role text NOT NULL);
             GRANT SELECT, INSERT ON app.purged_by TO \(TestDatabase.purgeRole);
@@ -244,6 +245,7 @@ struct LeastPrivilegeTests {
     /// not a failure at the first purge.
     @Test func aMissingPurgeRoleStopsTheWorkerAtStart() async throws {
         let harness = try await WorkerHarness.start()
+        try atTestEnd { await harness.stop() }
         for arguments in [["worker"], ["worker", "--check-plan"]] {
             let missing = try await runSIWA(arguments, environment: harness.settings.merging(["SIWA_PURGE_ROLE": "siwa_no_such_purge"]) { $1 })
             #expect(missing.status == 2, "\(arguments): \(missing.output)")

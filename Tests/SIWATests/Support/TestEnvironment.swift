@@ -88,13 +88,13 @@ struct TestDatabase: Sendable {
 
     /// The one-role trial's URL: serve's and the worker's privileges at once.
     let url: String
-    /// serve's role's URL (serve.env's SIWA_DATABASE_URL).
-    let serveURL: String
-    /// The worker's role's URL (worker.env's SIWA_DATABASE_URL).
-    let workerURL: String
     /// The owner's URL (SIWA_MIGRATE_DATABASE_URL).
     let ownerURL: String
     let configuration: DatabaseConfiguration
+    /// serve's role's URL (serve.env's SIWA_DATABASE_URL).
+    var serveURL = ""
+    /// The worker's role's URL (worker.env's SIWA_DATABASE_URL).
+    var workerURL = ""
 
     static func create(serverURL: String? = nil) async throws -> TestDatabase {
         let server = try DatabaseConfiguration(url: try serverURL ?? TestEnvironment.databaseURL)
@@ -116,8 +116,8 @@ struct TestDatabase: Sendable {
             roleComponents.password = role
             return roleComponents.string ?? base
         }
-        return TestDatabase(url: url(of: runtimeRole), serveURL: url(of: serveRole), workerURL: url(of: workerRole),
-                            ownerURL: ownerURL, configuration: configuration)
+        return TestDatabase(url: url(of: runtimeRole), ownerURL: ownerURL, configuration: configuration,
+                            serveURL: url(of: serveRole), workerURL: url(of: workerRole))
     }
 
     /// A database with nothing in it (not migrated) on `server`, dropped
