@@ -18,8 +18,8 @@ struct InboxConcurrencyTests {
         let sub = "race.\(UUID().uuidString)"
         try await db.execute("INSERT INTO siwa.users (apple_sub, email) VALUES ('\(sub)', 'before@privaterelay.appleid.com')")
 
-        // The deletion's transaction holds the user row...
-        let post = try await OpenConnection.with(db.serveConfiguration) { deletion in
+        // The deletion's transaction (the worker's erase, as its role) holds the user row...
+        let post = try await OpenConnection.with(db.workerConfiguration) { deletion in
         try await deletion.run("BEGIN")
         try await deletion.run("SELECT FROM siwa.users WHERE apple_sub = '\(sub)' FOR UPDATE")
         // ...while the email event arrives and its statement starts.

@@ -48,7 +48,7 @@ struct SignInLogTests {
         let deleted = try await HTTPAnswer.send(method: .DELETE, url: url + "/v1/users/\(sub)", body: nil, headers: headers)
         #expect(deleted.status == 202, "\(deleted.text)")
 
-        let worker = try await WorkerHarness.start(database: database, settings: base)
+        let worker = try await WorkerHarness.start(database: database, settings: base.merging(["SIWA_DATABASE_URL": database.workerURL]) { $1 })
         try atTestEnd { await worker.stop() }
         let process = try worker.startWorker()
         try atTestEnd { await process.kill9() }
