@@ -38,6 +38,14 @@ WHERE (migration, position) = (6, 1);
 UPDATE siwa.runtime_grants SET process = 'worker'
 WHERE (migration, position) IN ((9, 2), (11, 1), (14, 1));
 
+-- sql/015's rows, classified here by their key (a no-op where they are
+-- absent): sign-in cancels a waiting purge (serve); validation notes its
+-- answers and ends sessions (the worker, and `siwa tokens validate`, which
+-- runs as the worker's role). The pause flag (15, 3) and purge_waiting
+-- (15, 4) stay `both`.
+UPDATE siwa.runtime_grants SET process = 'serve' WHERE (migration, position) = (15, 1);
+UPDATE siwa.runtime_grants SET process = 'worker' WHERE (migration, position) = (15, 2);
+
 -- Rows both keep whole: (4, 1) the schema, (4, 2) schema_migrations, (4, 6)
 -- job_overview, (4, 7) audit_log, (8, 1) enqueue_purge (the inbox, in-app
 -- deletion, token validation), (9, 1) the audit log's seq, (10, 1) the
@@ -51,10 +59,11 @@ INSERT INTO siwa.runtime_grants (migration, position, process, why, statement) V
     (18, 2, 'serve', 'the inbox statement records each notification once (RETURNING needs SELECT)',
         'GRANT SELECT, INSERT ON siwa.notifications TO %I'),
     -- Column privileges: serve enqueues (kind, args, run_at) and merges a
-    -- request into a pending purge's args (siwa.enqueue_purge); it never
+    -- request into a pending purge (siwa.enqueue_purge: its args, and its
+    -- run_at when a request brings a waiting purge forward); it never
     -- writes steps_done, errors, attempt or the lease.
-    (18, 3, 'serve', 'the inbox, in-app deletion and the audit trigger enqueue jobs; siwa.enqueue_purge merges into a pending purge''s args',
-        'GRANT SELECT, INSERT (kind, args, run_at), UPDATE (args) ON siwa.jobs TO %I'),
+    (18, 3, 'serve', 'the inbox, in-app deletion and the audit trigger enqueue jobs; siwa.enqueue_purge merges into a pending purge',
+        'GRANT SELECT, INSERT (kind, args, run_at), UPDATE (args, run_at) ON siwa.jobs TO %I'),
     -- The admin listener''s retry and cancel (JobAdministration) run in
     -- serve. Drop this row once they go through functions of their own.
     (18, 4, 'serve', 'the admin listener''s retry and cancel change a job''s state (never its steps_done)',
