@@ -110,8 +110,8 @@ test: check-swift check-openssl check-chromium check-alerts
 	exit $$status
 
 # siwa-demo (development only) makes, uses and drops a database of its own
-# on the demo cluster: migrate as the owner `siwa`, serve and worker as the
-# runtime role `siwa_app`.
+# on the demo cluster: migrate as the owner `siwa`, serve as `siwa_serve`,
+# the worker as `siwa_worker` (its plan's SQL as `siwa_purge`).
 demo: check-swift
 	swift build
 	url="$$($(TESTDB) start demo)"; SIWA_DEMO_DATABASE_URL="$$url" scripts/demo.sh

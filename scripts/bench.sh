@@ -18,7 +18,8 @@ if ! command -v wrk >/dev/null; then
         { echo "bench: cannot install wrk; install it (apt-get install wrk) and retry" >&2; exit 1; }
 fi
 # The bench cluster's owner URL; siwa-bench makes (and drops) a database of
-# its own per scenario, migrated as the owner, served as the runtime role.
+# its own per scenario, migrated as the owner, served as siwa_serve and
+# worked as siwa_worker.
 export SIWA_BENCH_SERVER_URL="${SIWA_BENCH_SERVER_URL:-$(scripts/testdb.sh start bench)}"
 command -v pgbench >/dev/null || { echo "bench: pgbench not found (apt-get install postgresql-contrib)" >&2; exit 1; }
 exec .build/release/siwa-bench "$@"

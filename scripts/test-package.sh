@@ -71,11 +71,13 @@ admin() { "$(dirname "$0")/testdb.sh" psql test -v ON_ERROR_STOP=1 -qc "$1" >/de
 admin "DROP DATABASE IF EXISTS $database"
 admin "CREATE DATABASE $database"
 owner_url=${server_url%/*}/$database
-runtime_url=$(sed 's|://[^@]*@|://siwa_app:siwa_app@|' <<<"$owner_url")
-migrate() { installed SIWA_MIGRATE_DATABASE_URL="$owner_url" SIWA_DATABASE_URL="$runtime_url" "$siwa" migrate "$@"; }
+# The cluster has siwa_serve and siwa_worker (scripts/testdb.sh), the roles
+# siwa migrate grants by default.
+migrate() { installed SIWA_MIGRATE_DATABASE_URL="$owner_url" "$siwa" migrate "$@"; }
 expect_output "siwa migrate applies the installed sql/ ($root/usr/share/siwa/sql)" \
-    "applied from $root/usr/share/siwa/sql: 001_schema, .*012_admin_keys" migrate
-expect_output "siwa migrate granted siwa_app its privileges" "granted the runtime privileges to siwa_app" migrate
+    "applied from $root/usr/share/siwa/sql: 001_schema, .*018_runtime_roles" migrate
+expect_output "siwa migrate granted siwa_serve and siwa_worker their privileges" \
+    "granted the serve privileges to siwa_serve.*granted the worker privileges to siwa_worker" migrate
 expect_output "siwa migrate --check: the database is current" "^up to date \([0-9]+ migrations in $root/usr/share/siwa/sql\)$" migrate --check
 admin "DROP DATABASE $database"
 

@@ -12,8 +12,9 @@
 #
 # Clusters live in ${SIWA_PG_ROOT:-/tmp/siwa-pg}/NAME (data/, port, url, log).
 # The URL is postgres://siwa:siwa@127.0.0.1:PORT/siwa, the schema owner's (for
-# siwa migrate); serve and worker connect as the runtime role, the same URL
-# with siwa_app:siwa_app as user and password. A cluster keeps its port
+# siwa migrate); serve and worker connect as their runtime roles, the same URL
+# with siwa_serve:siwa_serve or siwa_worker:siwa_worker as user and password
+# (siwa_app:siwa_app: one role for both, a trial). A cluster keeps its port
 # across stop/start as long as the port is free. Only the URL goes to stdout.
 # As root the server runs as the `postgres` user (PostgreSQL is installed with
 # apt-get if missing); as any other user it runs as that user.
@@ -42,7 +43,7 @@ log() { printf 'testdb: %s\n' "$*" >&2; }
 die() { log "error: $*"; exit 1; }
 
 usage() {
-    sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//' >&2
+    sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//' >&2
     exit 2
 }
 
@@ -234,6 +235,65 @@ write_port_and_url() {
 
 # ------------------------------------------------------------- commands --
 
+# Roles and database (idempotent, cheap), at every start, also of a cluster
+# that was already running (made by an older version of this script).
+ensure_roles_and_database() {
+    local port="$1"
+    # Roles and database (idempotent, cheap), as in production: `siwa` owns
+    # the schema (siwa migrate; CREATEDB so tests can make databases of
+    # their own), `siwa_serve` and `siwa_worker` are the runtime roles of
+    # serve and worker (they own nothing; siwa migrate grants each what its
+    # process needs), `siwa_purge` is the role the purge plan's SQL steps
+    # run as, and `siwa_app` is the one role of a trial that shares one
+    # between serve and worker. None is a superuser. Authentication is
+    # `trust` on loopback: the passwords are only there because the URLs
+    # carry them.
+    local psql=(as_pg "$BIN/psql" -X -q -v ON_ERROR_STOP=1 -h "$DIR" -p "$port" -U postgres)
+    "${psql[@]}" -d postgres >&2 <<'SQL'
+DO $$
+BEGIN
+  IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'siwa') THEN
+    CREATE ROLE siwa LOGIN PASSWORD 'siwa';
+  END IF;
+  IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'siwa_app') THEN
+    CREATE ROLE siwa_app LOGIN PASSWORD 'siwa_app';
+  END IF;
+  IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'siwa_serve') THEN
+    CREATE ROLE siwa_serve LOGIN PASSWORD 'siwa_serve';
+  END IF;
+  IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'siwa_worker') THEN
+    CREATE ROLE siwa_worker LOGIN NOINHERIT PASSWORD 'siwa_worker';
+  END IF;
+  IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'siwa_purge') THEN
+    CREATE ROLE siwa_purge NOLOGIN;
+  END IF;
+  IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'siwa_auditor') THEN
+    CREATE ROLE siwa_auditor NOLOGIN;
+  END IF;
+  IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'siwa_admin') THEN
+    CREATE ROLE siwa_admin NOLOGIN;
+  END IF;
+END
+$$;
+-- Clusters made by older versions of this script had a superuser siwa.
+ALTER ROLE siwa NOSUPERUSER CREATEDB NOCREATEROLE;
+ALTER ROLE siwa_app NOSUPERUSER NOCREATEDB NOCREATEROLE;
+ALTER ROLE siwa_serve NOSUPERUSER NOCREATEDB NOCREATEROLE;
+ALTER ROLE siwa_worker NOSUPERUSER NOCREATEDB NOCREATEROLE NOINHERIT;
+-- The purge plan's SQL steps run as siwa_purge (SET LOCAL ROLE): the
+-- worker's role may become it and, NOINHERIT, holds its grants only then;
+-- siwa_app, the one-role trial's, may too.
+GRANT siwa_purge TO siwa_worker, siwa_app;
+-- A role named like the schema finds "$user" = siwa first in its default
+-- search_path, so its unqualified CREATE TABLE would land in siwa's schema,
+-- where no plan step looks (production names the owner siwa_owner).
+ALTER ROLE siwa SET search_path = public;
+SQL
+    if [[ "$("${psql[@]}" -d postgres -Atc "SELECT 1 FROM pg_database WHERE datname = 'siwa'")" != 1 ]]; then
+        "${psql[@]}" -d postgres -c "CREATE DATABASE siwa OWNER siwa" >&2
+    fi
+}
+
 cmd_start() {
     need_bin
     ensure_runas_user
@@ -241,7 +301,8 @@ cmd_start() {
 
     if is_running; then
         log "cluster '$NAME' already running ($DIR)"
-        [[ -f "$DIR/url" ]] || die "cluster '$NAME' is running but $DIR/url is missing"
+        [[ -f "$DIR/url" && -f "$DIR/port" ]] || die "cluster '$NAME' is running but $DIR/url is missing"
+        ensure_roles_and_database "$(cat "$DIR/port")"
         cat "$DIR/url"
         return 0
     fi
@@ -296,41 +357,7 @@ cmd_start() {
         exit 1
     done
 
-    # Roles and database (idempotent, cheap), as in production: `siwa` owns
-    # the schema (siwa migrate; CREATEDB so tests can make databases of
-    # their own), `siwa_app` is the runtime role serve and worker use (it
-    # owns nothing; siwa migrate grants it what it needs). Neither is a
-    # superuser. Authentication is `trust` on loopback: the passwords are
-    # only there because the URLs carry them.
-    local psql=(as_pg "$BIN/psql" -X -q -v ON_ERROR_STOP=1 -h "$DIR" -p "$port" -U postgres)
-    "${psql[@]}" -d postgres >&2 <<'SQL'
-DO $$
-BEGIN
-  IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'siwa') THEN
-    CREATE ROLE siwa LOGIN PASSWORD 'siwa';
-  END IF;
-  IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'siwa_app') THEN
-    CREATE ROLE siwa_app LOGIN PASSWORD 'siwa_app';
-  END IF;
-  IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'siwa_auditor') THEN
-    CREATE ROLE siwa_auditor NOLOGIN;
-  END IF;
-  IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'siwa_admin') THEN
-    CREATE ROLE siwa_admin NOLOGIN;
-  END IF;
-END
-$$;
--- Clusters made by older versions of this script had a superuser siwa.
-ALTER ROLE siwa NOSUPERUSER CREATEDB NOCREATEROLE;
-ALTER ROLE siwa_app NOSUPERUSER NOCREATEDB NOCREATEROLE;
--- A role named like the schema finds "$user" = siwa first in its default
--- search_path, so its unqualified CREATE TABLE would land in siwa's schema,
--- where no plan step looks (production names the owner siwa_owner).
-ALTER ROLE siwa SET search_path = public;
-SQL
-    if [[ "$("${psql[@]}" -d postgres -Atc "SELECT 1 FROM pg_database WHERE datname = 'siwa'")" != 1 ]]; then
-        "${psql[@]}" -d postgres -c "CREATE DATABASE siwa OWNER siwa" >&2
-    fi
+    ensure_roles_and_database "$port"
 
     cat "$DIR/url"
 }

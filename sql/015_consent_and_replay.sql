@@ -616,7 +616,7 @@ INSERT INTO siwa.runtime_grants (migration, position, why, statement) VALUES
         'GRANT EXECUTE ON FUNCTION siwa.cancel_grace_purge(text, text) TO %I'),
     (15, 2, 'the worker''s validation counts answers and ends sessions on invalid_grant, pausing past the limit',
         'GRANT EXECUTE ON FUNCTION siwa.note_token_validation(boolean), siwa.record_invalid_grant(bigint, text, bytea, integer) TO %I'),
-    (15, 3, 'the worker checks whether validation is paused; serve shows it in /metrics',
+    (15, 3, 'the worker checks whether validation is paused',
         'GRANT SELECT ON siwa.token_validation_pause TO %I'),
     (15, 4, 'siwa.enqueue_purge and siwa.sign_in ask whether a purge waits out its grace delay',
         'GRANT EXECUTE ON FUNCTION siwa.purge_waiting(jsonb) TO %I'),

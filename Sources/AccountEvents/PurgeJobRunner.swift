@@ -24,11 +24,15 @@ public struct PurgeJobRunner: JobKindRunner {
     /// tokens then cannot be purged (the step fails and says why).
     let revoker: TokenRevoker?
     let metrics: JobMetrics
+    /// What the plan's SQL steps on siwa's database run as (SIWA_PURGE_ROLE).
+    let purgeRole: String
     let logger: Logger
 
     public init(plan: PurgePlan, queue: JobQueue, externalDatabases: [String: PostgresClient],
-                webhooks: WebhookDelivery, revoker: TokenRevoker? = nil, metrics: JobMetrics = .disabled, logger: Logger) {
+                webhooks: WebhookDelivery, revoker: TokenRevoker? = nil, metrics: JobMetrics = .disabled,
+                purgeRole: String, logger: Logger) {
         self.plan = plan
+        self.purgeRole = purgeRole
         self.queue = queue
         self.externalDatabases = externalDatabases
         self.webhooks = webhooks
@@ -193,9 +197,10 @@ public struct PurgeJobRunner: JobKindRunner {
             do {
                 // The step's deadline covers its record too: a server that
                 // never answers cannot hold the slot.
-                return try await withTimeLimit(seconds: PurgePlan.clientDeadline(forSQLTimeout: timeout)) { [queue, logger] in
+                return try await withTimeLimit(seconds: PurgePlan.clientDeadline(forSQLTimeout: timeout)) { [queue, purgeRole, logger] in
                     try await queue.inStepTransaction(step) { connection in
-                        try await Self.run(statements, sub: sub, userID: job.userID, timeoutSeconds: timeout, on: connection, logger: logger)
+                        try await Self.run(statements, sub: sub, userID: job.userID, timeoutSeconds: timeout, as: purgeRole,
+                                           on: connection, logger: logger)
                     }
                 }
             } catch {
@@ -240,16 +245,20 @@ public struct PurgeJobRunner: JobKindRunner {
     }
 
     /// The statements of one step, in the caller's transaction, after
-    /// `stepSettings` (the step's statement_timeout).
+    /// `stepSettings` (the step's statement_timeout). On siwa's database
+    /// (`role` set) they run as the purge role, and the connection's own
+    /// role is back before the caller records the step.
     static func run(_ statements: [PurgePlan.SQLStatement], sub: String, userID: Int64?, timeoutSeconds: Double,
-                    on connection: PostgresConnection, logger: Logger) async throws {
+                    as role: String? = nil, on connection: PostgresConnection, logger: Logger) async throws {
         try await drain(stepSettings(timeoutSeconds: timeoutSeconds), on: connection, logger: logger)
+        if let role { try await drain(PurgeRole.become(role), on: connection, logger: logger) }
         for statement in statements {
             var query = PostgresQuery(unsafeSQL: statement.text)
             if statement.parameterCount >= 1 { query.binds.append(sub) }
             if statement.parameterCount >= 2 { query.binds.append(userID) }
             try await drain(query, on: connection, logger: logger)
         }
+        if role != nil { try await drain(PurgeRole.leave, on: connection, logger: logger) }
     }
 
     /// Runs `query` to its end. A statement that returns rows answers

@@ -68,6 +68,13 @@ public struct PurgePlan: Sendable {
         public var secretEnvironmentName: String = ""
     }
 
+    /// Whether a step runs SQL on siwa's own database (as the purge role).
+    public var hasOwnDatabaseSQL: Bool {
+        steps.contains { step in
+            if case .sql(_, nil) = step.action { true } else { false }
+        }
+    }
+
     /// The environment variables the plan reads (its secrets' and other
     /// databases' names), so start-up does not take them for typos.
     public var environmentNames: Set<String> {

@@ -28,11 +28,14 @@ public struct PurgePlanCheck: Sendable {
     /// Clients for steps on other databases, by step name.
     let externalDatabases: [String: PostgresClient]
     let webhooks: WebhookDelivery
+    /// What the SQL steps on siwa's database run as (SIWA_PURGE_ROLE).
+    let purgeRole: String
     let logger: Logger
 
     public init(plan: PurgePlan, ownDatabase: PostgresClient, externalDatabases: [String: PostgresClient],
-                webhooks: WebhookDelivery, logger: Logger) {
+                webhooks: WebhookDelivery, purgeRole: String, logger: Logger) {
         self.plan = plan
+        self.purgeRole = purgeRole
         self.ownDatabase = ownDatabase
         self.externalDatabases = externalDatabases
         self.webhooks = webhooks
@@ -56,9 +59,10 @@ public struct PurgePlanCheck: Sendable {
                 return Outcome(step: step.name, passed: false, detail: "no database client for \(place)")
             }
             do {
+                let role = database == nil ? purgeRole : nil
                 try await withTimeLimit(seconds: PurgePlan.clientDeadline(forSQLTimeout: step.timeoutSeconds)) { [logger] in
                     try await client.withGuardedConnection { connection in
-                        try await Self.prepareAll(statements, timeoutSeconds: step.timeoutSeconds, on: connection, logger: logger)
+                        try await Self.prepareAll(statements, timeoutSeconds: step.timeoutSeconds, as: role, on: connection, logger: logger)
                     }
                 }
                 let count = statements.count == 1 ? "1 statement" : "\(statements.count) statements"
@@ -81,13 +85,14 @@ public struct PurgePlanCheck: Sendable {
         }
     }
 
-    /// BEGIN, the step's settings, PREPARE (and DEALLOCATE) each statement,
-    /// ROLLBACK. The first statement that does not prepare fails the step.
-    static func prepareAll(_ statements: [PurgePlan.SQLStatement], timeoutSeconds: Double,
+    /// BEGIN, the step's settings (and role), PREPARE (and DEALLOCATE) each
+    /// statement, ROLLBACK. The first statement that does not prepare fails the step.
+    static func prepareAll(_ statements: [PurgePlan.SQLStatement], timeoutSeconds: Double, as role: String? = nil,
                            on connection: PostgresConnection, logger: Logger) async throws {
         try await connection.query("BEGIN", logger: logger)
         do {
             try await PurgeJobRunner.drain(PurgeJobRunner.stepSettings(timeoutSeconds: timeoutSeconds), on: connection, logger: logger)
+            if let role { try await PurgeJobRunner.drain(PurgeRole.become(role), on: connection, logger: logger) }
             for (index, statement) in statements.enumerated() {
                 do {
                     try await prepare(statement, index: index + 1, on: connection, logger: logger)

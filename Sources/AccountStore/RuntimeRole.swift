@@ -1,14 +1,29 @@
 import Logging
 import PostgresNIO
 
-/// The runtime role's privileges (sql/004_runtime_role.sql): `siwa migrate`
-/// grants them, `serve` and `worker` check at start-up that they do not run
-/// with more.
+/// The process a runtime role is for: each is granted the rows of
+/// `siwa.runtime_grants` marked for it (sql/018_runtime_roles.sql).
+public enum RuntimeProcess: String, Sendable, CaseIterable {
+    case serve, worker
+}
+
+/// The runtime roles' privileges (sql/004_runtime_role.sql, 007, 018):
+/// `siwa migrate` grants them, `serve` and `worker` check at start-up that
+/// they do not run with more.
 public enum RuntimeRole {
-    /// Grants the runtime privileges to `role` (idempotent). Runs as the
-    /// owner, after the migrations.
-    public static func grant(to role: String, client: PostgresClient, logger: Logger) async throws {
-        try await client.guardedQuery("SELECT siwa.grant_runtime_privileges(\(role)::name)", logger: logger)
+    /// Grants `role` the runtime privileges of `processes` (both: one role
+    /// for serve and worker, a trial), and takes away any other it held on
+    /// siwa's objects (idempotent). Runs as the owner, after the migrations.
+    public static func grant(to role: String, for processes: [RuntimeProcess] = RuntimeProcess.allCases,
+                             client: PostgresClient, logger: Logger) async throws {
+        let names = processes.map(\.rawValue)
+        try await client.guardedQuery("SELECT siwa.grant_runtime_privileges(\(role)::name, \(names)::text[])", logger: logger)
+    }
+
+    /// The roles among `names` that exist in the cluster.
+    public static func existing(_ names: [String], client: PostgresClient, logger: Logger) async throws -> Set<String> {
+        let rows = try await client.guardedQuery("SELECT rolname::text FROM pg_roles WHERE rolname = ANY(\(names)::text[])", logger: logger)
+        return Set(try rows.map { try $0.decode(String.self) })
     }
 
     /// What is wrong with running as `role` (or as the connection's own
@@ -39,10 +54,30 @@ public enum RuntimeRole {
 
     /// serve and worker at start-up: a warning when they run with more
     /// privileges than they need (a one-role trial does; production should not).
-    public static func warnIfPrivileged(client: PostgresClient, logger: Logger) async throws {
+    public static func warnIfPrivileged(as process: RuntimeProcess, client: PostgresClient, logger: Logger) async throws {
         let problems = try await excessPrivileges(client: client, logger: logger)
-        guard !problems.isEmpty else { return }
-        logger.warning("The database role siwa runs as can alter the audit trail; run siwa serve and siwa worker as a runtime role (see siwa migrate --help)",
-                       metadata: ["role_problems": "\(problems.joined(separator: "; "))"])
+        if !problems.isEmpty {
+            logger.warning("The database role siwa runs as can alter the audit trail; run siwa serve and siwa worker as runtime roles (see siwa migrate --help)",
+                           metadata: ["role_problems": "\(problems.joined(separator: "; "))"])
+        }
+        if try await holdsOtherProcessPrivileges(process, client: client, logger: logger) {
+            logger.warning("siwa serve and siwa worker run with a shared database role, which may do both processes' work; create siwa_serve and siwa_worker and give each unit its own SIWA_DATABASE_URL (see siwa migrate --help)",
+                           metadata: ["process": "\(process.rawValue)"])
+        }
+    }
+
+    /// Whether the connection's role holds a privilege that only the other
+    /// process's role should: for serve, writing the audit chain or a job's
+    /// steps_done (the worker's); for the worker, recording notifications
+    /// (serve's). True for a role shared by both (a one-role trial).
+    public static func holdsOtherProcessPrivileges(_ process: RuntimeProcess, client: PostgresClient, logger: Logger) async throws -> Bool {
+        let query: PostgresQuery = switch process {
+        case .serve:
+            "SELECT has_table_privilege('siwa.audit_chain', 'INSERT') OR has_column_privilege('siwa.jobs', 'steps_done', 'UPDATE')"
+        case .worker:
+            "SELECT has_table_privilege('siwa.notifications', 'INSERT')"
+        }
+        let rows = try await client.guardedQuery(query, logger: logger)
+        return try rows.first?.decode(Bool.self) ?? false
     }
 }

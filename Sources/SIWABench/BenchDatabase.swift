@@ -2,17 +2,20 @@ import Foundation
 
 /// A database of its own for one benchmark scenario, on the bench cluster
 /// (scripts/testdb.sh), migrated by the release `siwa migrate` as the
-/// schema's owner; siwa serve and worker connect as the runtime role, as in
-/// production.
+/// schema's owner; siwa serve and worker connect as their own runtime
+/// roles, as in production.
 struct BenchDatabase {
     let name: String
     /// The owner's URL: set-up, preloading, pgbench, counts.
     let ownerURL: String
-    /// The runtime role's URL (`siwa_app`, created by scripts/testdb.sh).
-    let runtimeURL: String
+    /// serve's role's URL (`siwa_serve`, created by scripts/testdb.sh).
+    let serveURL: String
+    /// The worker's role's URL (`siwa_worker`, created by scripts/testdb.sh).
+    let workerURL: String
     private let serverURL: String
 
-    static let runtimeUser = "siwa_app"
+    static let serveUser = "siwa_serve"
+    static let workerUser = "siwa_worker"
 
     /// - Parameter serverURL: the owner's URL to any database of the cluster.
     static func create(serverURL: String, label: String) async throws -> BenchDatabase {
@@ -21,12 +24,18 @@ struct BenchDatabase {
         _ = try await Shell.run("psql", ["-q", serverURL, "-c", "CREATE DATABASE \(name)"])
         components.path = "/\(name)"
         let ownerURL = components.string ?? serverURL
-        components.user = runtimeUser
-        components.password = runtimeUser
-        let database = BenchDatabase(name: name, ownerURL: ownerURL, runtimeURL: components.string ?? serverURL, serverURL: serverURL)
+        func url(of user: String) -> String {
+            var roleComponents = components
+            roleComponents.user = user
+            roleComponents.password = user
+            return roleComponents.string ?? serverURL
+        }
+        let database = BenchDatabase(name: name, ownerURL: ownerURL, serveURL: url(of: serveUser), workerURL: url(of: workerUser),
+                                     serverURL: serverURL)
         var environment = ProcessInfo.processInfo.environment
         environment["SIWA_MIGRATE_DATABASE_URL"] = ownerURL
-        environment["SIWA_DATABASE_URL"] = database.runtimeURL
+        environment["SIWA_SERVE_ROLE"] = serveUser
+        environment["SIWA_WORKER_ROLE"] = workerUser
         environment["SIWA_LOG_LEVEL"] = "warning"
         _ = try await Shell.run(siwaBinary(), ["migrate"], environment: environment)
         return database

@@ -129,14 +129,14 @@ enum IngestBench {
                 FROM generate_series(0, \(scenario.preloadUsers - 1)) AS g
                 """)
         }
-        let siwa = try await ServeProcess.start(databaseURL: database.runtimeURL, clientID: clientID, jwksURL: jwksURL, http: http)
+        let siwa = try await ServeProcess.start(databaseURL: database.serveURL, clientID: clientID, jwksURL: jwksURL, http: http)
         // It seals the audit log while the load runs (siwa's and pgbench's
         // rows), as in production; a schema without the chain (sql/ before
         // 009, for a comparison) has nothing to seal.
         var worker: WorkerProcess?
         do {
             if try await database.scalar("SELECT to_regclass('siwa.audit_chain') IS NOT NULL") == "t" {
-                worker = try WorkerProcess.start(databaseURL: database.runtimeURL, settings: scenario.workerSettings)
+                worker = try WorkerProcess.start(databaseURL: database.workerURL, settings: scenario.workerSettings)
             }
             if scenario.enqueueOnly {
                 // After the worker has turned it off at start (it has no URL).

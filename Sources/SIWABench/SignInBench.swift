@@ -88,7 +88,7 @@ enum SignInBench {
         say("signin: warm-up of \(options.warmUp) each, then \(options.rounds) rounds of \(options.perRound) new users' sign-ins "
             + "and \(options.notificationsPerRound) notifications about them, \(options.concurrency) connections (wrk)")
         var report = Report()
-        let siwa = try await ServeProcess.start(databaseURL: database.runtimeURL, clientID: clientID, jwksURL: jwksURL, http: http,
+        let siwa = try await ServeProcess.start(databaseURL: database.serveURL, clientID: clientID, jwksURL: jwksURL, http: http,
                                                 settings: settings)
         do {
             try await drive(siwa, bodies: bodies, authorization: "Bearer \(key)", concurrency: options.concurrency, report: &report)

@@ -32,7 +32,7 @@ enum TokenValidationBench {
         guard report.tokens > 1 else { throw BenchError("no stored tokens to validate") }
         for round in 1...rounds {
             try await makeDue(report.tokens, client: client, logger: logger)
-            let worker = try WorkerProcess.start(databaseURL: database.runtimeURL,
+            let worker = try WorkerProcess.start(databaseURL: database.workerURL,
                                                  settings: settings.merging(["SIWA_APPLE_REQUESTS_PER_SECOND": "0"]) { $1 })
             let cpu: Double
             do {
@@ -66,7 +66,7 @@ enum TokenValidationBench {
         let base = apple.tokenRequests
         let start = ContinuousClock.now
         var samples: [(at: Duration, asked: Int)] = [(.zero, 0)]
-        let worker = try WorkerProcess.start(databaseURL: database.runtimeURL,
+        let worker = try WorkerProcess.start(databaseURL: database.workerURL,
                                              settings: settings.merging(["SIWA_APPLE_REQUESTS_PER_SECOND": String(cap)]) { $1 })
         // Until all are asked for, and a second more (nothing else may come).
         let deadline = start + .seconds(Double(report.capTokens) / Double(cap) * 2 + 15)

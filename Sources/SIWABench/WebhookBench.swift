@@ -110,7 +110,7 @@ enum WebhookBench {
                 """, logger: logger)
             try await client.query("ANALYZE siwa.jobs", logger: logger)
             let start = ContinuousClock.now
-            let worker = try WorkerProcess.start(databaseURL: database.runtimeURL, settings: hook.settings.merging([
+            let worker = try WorkerProcess.start(databaseURL: database.workerURL, settings: hook.settings.merging([
                 "SIWA_WORKER_CONCURRENCY": String(concurrency), "SIWA_WORKER_POLL_SECONDS": "1",
             ]) { $1 })
             let deadline = start + .seconds(600)

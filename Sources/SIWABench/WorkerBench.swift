@@ -34,7 +34,7 @@ enum WorkerBench {
     static func run(database: BenchDatabase, rounds: Int, jobs: Int, concurrency: Int, pgbenchClients: Int,
                     pgbenchSeconds: Int, latencySamples: Int, receipts: Bool, logger: Logger) async throws -> Report {
         let databaseURL = database.ownerURL
-        let workerURL = database.runtimeURL
+        let workerURL = database.workerURL
         let configuration = try DatabaseConfiguration(url: databaseURL, maximumConnections: 4)
         return try await configuration.withClient { client in
             var report = Report()

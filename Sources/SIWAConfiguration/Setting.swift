@@ -44,6 +44,9 @@ public struct Setting: Sendable, Hashable {
     public let required: Bool
     /// For the "is required (e.g. ...)" line and the env files.
     public let example: String?
+    /// The example a particular env file shows instead (each unit's own
+    /// database role in its own file).
+    public let fileExamples: [EnvFile: String]
     /// How the docs state the default when it is not a plain value.
     public let defaultDescription: String?
     public let help: String
@@ -57,13 +60,14 @@ public struct Setting: Sendable, Hashable {
     public let secret: Bool
 
     public init(_ name: String, _ kind: Kind, default defaultValue: String? = nil, required: Bool = false,
-                example: String? = nil, defaultDescription: String? = nil, readers: Set<Reader>, files: [EnvFile],
+                example: String? = nil, fileExamples: [EnvFile: String] = [:], defaultDescription: String? = nil, readers: Set<Reader>, files: [EnvFile],
                 secret: Bool = false, help: String, details: String? = nil) {
         self.name = name
         self.kind = kind
         self.defaultValue = defaultValue
         self.required = required
         self.example = example
+        self.fileExamples = fileExamples
         self.defaultDescription = defaultDescription
         self.help = help
         self.details = details

@@ -7,13 +7,21 @@ public enum SettingsCatalog {
 
     public static let databaseURL = Setting(
         "SIWA_DATABASE_URL", .databaseURL, required: true,
-        example: "postgres://siwa_app:CHANGE-ME@db.internal:5432/siwa?sslmode=verify-full&sslrootcert=/etc/siwa/db-ca.pem",
+        example: "postgres://siwa_serve:CHANGE-ME@db.internal:5432/siwa?sslmode=verify-full&sslrootcert=/etc/siwa/db-ca.pem",
+        fileExamples: [
+            .worker: "postgres://siwa_worker:CHANGE-ME@db.internal:5432/siwa?sslmode=verify-full&sslrootcert=/etc/siwa/db-ca.pem",
+            .migrate: "postgres://siwa_owner:CHANGE-ME-TOO@db.internal:5432/siwa?sslmode=verify-full&sslrootcert=/etc/siwa/db-ca.pem",
+        ],
         readers: [.serve, .worker, .migrate, .jobs, .audit, .apiKeys, .tokens, .receipts], files: [.serve, .worker, .migrate], secret: true,
-        help: "the runtime role's connection, `postgres://USER:PASSWORD@HOST:PORT/DB[?sslmode=disable|prefer|require|verify-ca|verify-full&sslrootcert=FILE]`; `siwa migrate` grants this role its privileges",
+        help: "this process's connection, `postgres://USER:PASSWORD@HOST:PORT/DB[?sslmode=disable|prefer|require|verify-ca|verify-full&sslrootcert=FILE]`: serve's role in serve.env, the worker's in worker.env",
         details: """
-            The runtime role owns nothing; `siwa migrate` grants it what it needs. serve \
-            and worker connect as the same role, with the same URL. Percent-encode special \
-            characters in the password.
+            Each unit's own file names its own runtime role: siwa_serve in serve.env, \
+            siwa_worker in worker.env (`siwa tokens` runs with worker.env). Neither owns \
+            anything; `siwa migrate` grants each what its process needs (SIWA_SERVE_ROLE, \
+            SIWA_WORKER_ROLE). In migrate.env it is the owner's connection when \
+            SIWA_MIGRATE_DATABASE_URL is unset, and, where neither runtime role exists (a \
+            one-role trial), the role that gets both processes' privileges. Percent-encode \
+            special characters in the password.
             - sslmode=verify-full: TLS always; the server's certificate must chain to \
             sslrootcert (else the system's CAs) and name HOST. Use it whenever the database \
             is on another machine.
@@ -32,12 +40,43 @@ public enum SettingsCatalog {
         "SIWA_MIGRATE_DATABASE_URL", .databaseURL,
         example: "postgres://siwa_owner:CHANGE-ME-TOO@db.internal:5432/siwa?sslmode=verify-full&sslrootcert=/etc/siwa/db-ca.pem",
         defaultDescription: "`SIWA_DATABASE_URL`", readers: [.migrate], files: [.migrate], secret: true,
-        help: "the schema owner's connection, for `siwa migrate` only; unset, `siwa migrate` uses SIWA_DATABASE_URL (one role for everything: a trial, not production)",
+        help: "the schema owner's connection, for `siwa migrate` only; unset, `siwa migrate` connects with SIWA_DATABASE_URL",
         details: """
             The owner of the schema (DDL): `siwa migrate` connects as this role, applies the \
-            pending sql/ files, then grants the runtime role (the user named in \
-            SIWA_DATABASE_URL) its privileges. Set it in production (uncomment the line \
-            below); it takes the same sslmode and sslrootcert parameters.
+            pending sql/ files, then grants SIWA_SERVE_ROLE and SIWA_WORKER_ROLE their \
+            privileges (or, where neither exists, the user named in SIWA_DATABASE_URL: a \
+            one-role trial). Set it where SIWA_DATABASE_URL names a runtime role; it takes the \
+            same sslmode and sslrootcert parameters.
+            """)
+    public static let serveRole = Setting(
+        "SIWA_SERVE_ROLE", .text, default: "siwa_serve", readers: [.migrate], files: [.migrate],
+        help: "the database role `siwa serve` connects as (serve.env's SIWA_DATABASE_URL); `siwa migrate` grants it serve's privileges",
+        details: """
+            Create it beforehand, LOGIN, owning nothing (deploy/README.md, "The database"). \
+            serve's role records notifications, signs users in and checks API keys; it \
+            cannot write the audit chain, its seal mark, deletion receipts or a job's \
+            steps_done. When neither SIWA_SERVE_ROLE nor SIWA_WORKER_ROLE exists, `siwa \
+            migrate` grants both processes' privileges to the user of SIWA_DATABASE_URL \
+            (one role for both: a trial), and serve and worker warn at start.
+            """)
+    public static let workerRole = Setting(
+        "SIWA_WORKER_ROLE", .text, default: "siwa_worker", readers: [.migrate], files: [.migrate],
+        help: "the database role `siwa worker` (and `siwa tokens`) connects as (worker.env's SIWA_DATABASE_URL); `siwa migrate` grants it the worker's privileges",
+        details: """
+            Create it beforehand, LOGIN NOINHERIT, owning nothing, and grant it \
+            SIWA_PURGE_ROLE (deploy/README.md, "The database"). The worker's role runs the \
+            queue, erases, seals the audit chain and signs receipts; it cannot create API \
+            keys nor record notifications.
+            """)
+    public static let purgeRole = Setting(
+        "SIWA_PURGE_ROLE", .text, default: "siwa_purge", readers: [.worker], files: [.worker],
+        help: "the role each SQL step of the purge plan on siwa's database runs as (`SET LOCAL ROLE`)",
+        details: """
+            A NOLOGIN role the operator creates, grants to the worker's role (whose \
+            NOINHERIT keeps it from using the grants directly) and grants what the plan's \
+            statements do on the app's tables: serve never holds them. With such a step in \
+            the plan, the worker and `siwa worker --check-plan` refuse to start when the role \
+            is missing or not granted to the worker's role.
             """)
     public static let databaseMaxConnections = Setting(
         "SIWA_DATABASE_MAX_CONNECTIONS", .integer(2...500), default: "20",
@@ -270,9 +309,9 @@ public enum SettingsCatalog {
             siwa's own personal data for the user). The plan names its secrets by variable \
             (at the end of this file) and holds none itself; user siwa-worker must be able \
             to read it (mode 0640, owner root, group siwa-worker), outside /home, /root and \
-            /run/user, which the unit hides. SQL steps on siwa's own database run as the \
-            runtime role: GRANT it what they do on the app's tables (deploy/README.md, "The \
-            database"). Try a changed plan with `siwa worker --check-plan` before restarting \
+            /run/user, which the unit hides. SQL steps on siwa's own database run as \
+            SIWA_PURGE_ROLE: GRANT that role what they do on the app's tables \
+            (deploy/README.md, "The database"). Try a changed plan with `siwa worker --check-plan` before restarting \
             the worker.
             """)
     public static let workerConcurrency = Setting(
@@ -508,7 +547,7 @@ public enum SettingsCatalog {
             """)
 
     public static let sections: [(title: String, settings: [Setting])] = [
-        ("database", [databaseURL, migrateDatabaseURL, databaseMaxConnections, migrationsDir]),
+        ("database", [databaseURL, migrateDatabaseURL, serveRole, workerRole, purgeRole, databaseMaxConnections, migrationsDir]),
         ("notifications and HTTP", [appleClientIDs, httpHost, httpPort, httpIdleTimeout, maxBodyBytes]),
         ("Apple's public keys (JWKS)", [appleJWKSURL, jwksRefresh, jwksRefetchCooldown]),
         ("ingest (group commit)", [ingestWriters, ingestMaxBatch, ingestTimeout]),

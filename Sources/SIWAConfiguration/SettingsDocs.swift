@@ -39,8 +39,9 @@ public enum SettingsDocs {
                 lines.append("")
                 lines += comment(summary(setting))
                 if let details = setting.details { lines += comment(details) }
-                let value = setting.required ? setting.example
-                    : (setting.defaultDescription == nil ? setting.defaultValue : nil) ?? setting.example ?? setting.defaultValue
+                let example = setting.fileExamples[file] ?? setting.example
+                let value = setting.required ? example
+                    : (setting.defaultDescription == nil ? setting.defaultValue : nil) ?? example ?? setting.defaultValue
                 lines.append((setting.required ? "" : "#") + setting.name + "=" + (value ?? ""))
             }
         }
@@ -82,15 +83,17 @@ public enum SettingsDocs {
             """
             /etc/siwa/serve.env: settings of siwa serve only (the internet-facing \
             receiver), read by siwa-serve.service after siwa.env. Install mode 0600, owner \
-            root (see siwa.env). It holds the runtime role's database password and nothing \
-            of the worker's: no purge plan, no webhook secrets, no other database's URL.
+            root (see siwa.env). It holds serve's own database role and password \
+            (siwa_serve) and nothing of the worker's: no purge plan, no webhook secrets, no \
+            other database's URL.
             """
         case .worker:
             """
             /etc/siwa/worker.env: settings and secrets of siwa worker only, read by \
             siwa-worker.service after siwa.env. Install mode 0600, owner root (see \
-            siwa.env). The internet-facing siwa-serve never gets these: the purge plan's \
-            webhook secrets and other databases' URLs live here alone.
+            siwa.env). The internet-facing siwa-serve never gets these: the worker's own \
+            database role and password (siwa_worker), the purge plan's webhook secrets and \
+            other databases' URLs live here alone. `siwa tokens` runs with this file.
             """
         case .migrate:
             """
@@ -99,9 +102,11 @@ public enum SettingsDocs {
             "Migrate"). Install mode 0600, owner root. Neither siwa-serve nor siwa-worker \
             reads it: the schema owner's password is here alone.
 
-            SIWA_DATABASE_URL here names the runtime role that serve and worker connect as: \
-            siwa migrate only takes its user name from it (to grant that role its \
-            privileges), so its password may be left out.
+            siwa migrate connects as the schema owner (SIWA_DATABASE_URL here, or \
+            SIWA_MIGRATE_DATABASE_URL when set) and grants serve's privileges to \
+            SIWA_SERVE_ROLE and the worker's to SIWA_WORKER_ROLE, roles you create \
+            beforehand (deploy/README.md, "The database"). Their passwords live in \
+            serve.env and worker.env, never here.
             """
         }
     }

@@ -9,6 +9,8 @@ public struct WorkerSettings: Sendable {
     public var worker: JobWorker.Options
     /// nil: no SIWA_PURGE_PLAN, only the built-in step runs.
     public var purgePlanPath: String?
+    /// The role the plan's SQL steps on siwa's database run as.
+    public var purgeRole: String
     public var log: LogSettings
     /// nil: no sign-in settings; a user with stored tokens cannot be purged
     /// (the revocation step fails and says why) and nothing is validated.
@@ -61,6 +63,7 @@ public struct WorkerSettings: Sendable {
                                "must be at least SIWA_WORKER_CONCURRENCY + 2 (\(options.concurrency + 2)) for the worker")
         }
         purgePlanPath = env.string(S.purgePlan)
+        purgeRole = try env.text(S.purgeRole)
         log = try LogSettings(environment: env)
         signIn = try SignInSettings.read(env)
         tokenValidation = try TokenValidationSettings(environment: env)

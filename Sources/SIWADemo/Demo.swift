@@ -32,7 +32,7 @@ struct Demo {
         let signIn = try DemoSignIn.Files(apple: apple, appleBaseURL: appleServer.baseURL)
         defer { signIn.remove() }
         let serve = try spawnServe(port: servePort, environment: [
-            "SIWA_DATABASE_URL": database.runtimeURL, "SIWA_APPLE_CLIENT_IDS": clientID,
+            "SIWA_DATABASE_URL": database.serveURL, "SIWA_APPLE_CLIENT_IDS": clientID,
             "SIWA_APPLE_JWKS_URL": "\(appleServer.baseURL)/auth/keys", "SIWA_LOG_LEVEL": "warning",
         ].merging(signIn.settings) { $1 })
         defer { if serve.isRunning { serve.signal(SIGTERM) } }
@@ -145,13 +145,14 @@ struct Demo {
         throw DemoError("siwa serve did not become ready (its log is above)")
     }
 
-    /// `siwa migrate` as the owner of the demo database, granting the
-    /// runtime role its privileges, as a production deploy runs it.
+    /// `siwa migrate` as the owner of the demo database, granting serve's
+    /// and the worker's roles their privileges, as a production deploy runs it.
     func migrate() async throws {
         let output = FileManager.default.temporaryDirectory.appendingPathComponent("siwa-demo-migrate-\(getpid()).log").path
         defer { try? FileManager.default.removeItem(atPath: output) }
         let migrate = try spawn("migrate", environment: [
-            "SIWA_MIGRATE_DATABASE_URL": database.ownerURL, "SIWA_DATABASE_URL": database.runtimeURL, "SIWA_LOG_LEVEL": "warning",
+            "SIWA_MIGRATE_DATABASE_URL": database.ownerURL, "SIWA_SERVE_ROLE": database.roles.serve,
+            "SIWA_WORKER_ROLE": database.roles.worker, "SIWA_LOG_LEVEL": "warning",
         ], outputFile: output)
         let status = await migrate.wait()
         let text = (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""

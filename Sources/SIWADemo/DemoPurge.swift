@@ -17,15 +17,17 @@ struct DemoPurge {
     func run(sub: String, client: PostgresClient) async throws {
         let logger = Logger(label: "demo", factory: { _ in SwiftLogNoOpLogHandler() })
         // The app's own table, made by the owner. The purge plan's SQL steps
-        // run as the runtime role, which owns nothing: it needs these grants,
-        // as a production runtime role needs them on the app's real tables.
+        // run as the purge role (SET LOCAL ROLE), which owns nothing: it
+        // needs these grants, as in production on the app's real tables;
+        // serve's role never holds them.
+        let purgeRole = demo.database.roles.purge
         let grants = [
             "CREATE SCHEMA demo_app",
             "CREATE TABLE demo_app.profiles (apple_sub text NOT NULL, display_name text)",
-            "GRANT USAGE ON SCHEMA demo_app TO \(demo.database.runtimeRole)",
-            "GRANT SELECT, DELETE ON demo_app.profiles TO \(demo.database.runtimeRole)",
+            "GRANT USAGE ON SCHEMA demo_app TO \(purgeRole)",
+            "GRANT SELECT, DELETE ON demo_app.profiles TO \(purgeRole)",
         ]
-        print("\nThe app's own table, and what the runtime role may do to it (as \(demo.database.owner.username)):")
+        print("\nThe app's own table, and what the purge role may do to it (as \(demo.database.owner.username)):")
         for statement in grants {
             print("  \(statement);")
             try await client.query(PostgresQuery(unsafeSQL: statement), logger: logger)
@@ -50,7 +52,8 @@ struct DemoPurge {
         print("\nPurge plan (\(planFile)):\n\(plan.split(separator: "\n").map { "  " + $0 }.joined(separator: "\n"))")
         print("\nsiwa worker: running the purge jobs…")
         let worker = try demo.spawn("worker", environment: [
-            "SIWA_DATABASE_URL": demo.database.runtimeURL, "SIWA_PURGE_PLAN": planFile, "DEMO_CRM_SECRET": downstream.secret,
+            "SIWA_DATABASE_URL": demo.database.workerURL, "SIWA_PURGE_ROLE": purgeRole, "SIWA_PURGE_PLAN": planFile,
+            "DEMO_CRM_SECRET": downstream.secret,
             "SIWA_LOG_LEVEL": "warning",
         ])
         defer { if worker.isRunning { worker.signal(SIGTERM) } }

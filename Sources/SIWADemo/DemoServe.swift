@@ -26,13 +26,14 @@ struct DemoServe {
         // Apple tells siwa of each revocation, as in production.
         let base = "http://127.0.0.1:\(port)"
         apple.setNotificationEndpoint(URL(string: base + "/apple/notifications"))
-        let shared = ["SIWA_DATABASE_URL": demo.database.runtimeURL, "SIWA_LOG_LEVEL": "notice"].merging(files.settings) { $1 }
+        let shared = ["SIWA_LOG_LEVEL": "notice"].merging(files.settings) { $1 }
         let serve = try demo.spawnServe(port: port, environment: shared.merging([
+            "SIWA_DATABASE_URL": demo.database.serveURL,
             "SIWA_APPLE_CLIENT_IDS": clientID, "SIWA_APPLE_JWKS_URL": "\(appleServer.baseURL)/auth/keys",
         ]) { $1 })
         defer { if serve.isRunning { serve.signal(SIGTERM) } }
         try await Demo.waitUntilReady(base)
-        let worker = try demo.spawn("worker", environment: shared)
+        let worker = try demo.spawn("worker", environment: shared.merging(["SIWA_DATABASE_URL": demo.database.workerURL]) { $1 })
         defer { if worker.isRunning { worker.signal(SIGTERM) } }
         let key = try await DemoSignIn(demo: demo, files: files, apple: apple, base: base, clientID: clientID).createAPIKey()
 

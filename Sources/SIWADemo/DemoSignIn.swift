@@ -58,7 +58,7 @@ struct DemoSignIn {
 
         print("\nsiwa worker: revoking the token at Apple, then purging…")
         let worker = try demo.spawn("worker", environment: [
-            "SIWA_DATABASE_URL": demo.database.runtimeURL, "SIWA_LOG_LEVEL": "warning",
+            "SIWA_DATABASE_URL": demo.database.workerURL, "SIWA_LOG_LEVEL": "warning",
         ].merging(files.settings) { $1 })
         defer { if worker.isRunning { worker.signal(SIGTERM) } }
         try await Demo.waitForJobs(of: [sub], client: client)

@@ -24,16 +24,18 @@ struct SIWADemoCommand: AsyncParsableCommand {
             COMMENT says it is a siwa-demo scratch database).
 
             In the demo database it runs, as production does: `siwa migrate` as the owner (the \
-            role of SIWA_DEMO_DATABASE_URL, which needs CREATEDB), then `siwa serve` and `siwa \
-            worker` as the runtime role (SIWA_DEMO_RUNTIME_USER, default siwa_app, password \
-            SIWA_DEMO_RUNTIME_PASSWORD, default the user name). It starts the Apple simulator, \
-            sends one notification of each type plus a duplicate and a forged one, prints each \
-            answer and the resulting rows; then runs `siwa worker` with a demo purge plan (delete \
-            rows from a demo app table the runtime role was granted, notify a stand-in downstream \
-            service with a signed webhook) and prints the purges.
+            role of SIWA_DEMO_DATABASE_URL, which needs CREATEDB), then `siwa serve` as serve's \
+            role (SIWA_DEMO_SERVE_USER, default siwa_serve) and `siwa worker` as the worker's \
+            (SIWA_DEMO_WORKER_USER, default siwa_worker), each with the user name as password \
+            unless SIWA_DEMO_SERVE_PASSWORD / SIWA_DEMO_WORKER_PASSWORD say otherwise. It starts \
+            the Apple simulator, sends one notification of each type plus a duplicate and a \
+            forged one, prints each answer and the resulting rows; then runs `siwa worker` with a \
+            demo purge plan (delete rows from a demo app table granted to the purge role, \
+            SIWA_DEMO_PURGE_ROLE, default siwa_purge; notify a stand-in downstream service with a \
+            signed webhook) and prints the purges.
 
             `make demo` runs it on a throwaway PostgreSQL cluster (scripts/testdb.sh), which has \
-            both roles.
+            these roles.
             """
     )
 
@@ -61,17 +63,24 @@ struct SIWADemoCommand: AsyncParsableCommand {
         do { server = try DatabaseConfiguration(url: serverURL, maximumConnections: 1) } catch {
             DemoFailure.exit("SIWA_DEMO_DATABASE_URL: \(error)")
         }
-        let runtimeUser = env["SIWA_DEMO_RUNTIME_USER"].flatMap { $0.isEmpty ? nil : $0 } ?? "siwa_app"
-        guard runtimeUser.range(of: "^[a-z_][a-z0-9_]{0,62}$", options: .regularExpression) != nil else {
-            DemoFailure.exit("SIWA_DEMO_RUNTIME_USER: expected a plain role name (a-z, 0-9, _), got '\(runtimeUser.prefix(64))'")
+        func role(_ name: String, default fallback: String) -> String {
+            let value = env[name].flatMap { $0.isEmpty ? nil : $0 } ?? fallback
+            guard value.range(of: "^[a-z_][a-z0-9_]{0,62}$", options: .regularExpression) != nil else {
+                DemoFailure.exit("\(name): expected a plain role name (a-z, 0-9, _), got '\(value.prefix(64))'")
+            }
+            return value
         }
-        let runtimePassword = env["SIWA_DEMO_RUNTIME_PASSWORD"].flatMap { $0.isEmpty ? nil : $0 } ?? runtimeUser
+        let roles = DemoRoles(serve: role("SIWA_DEMO_SERVE_USER", default: "siwa_serve"),
+                              worker: role("SIWA_DEMO_WORKER_USER", default: "siwa_worker"),
+                              purge: role("SIWA_DEMO_PURGE_ROLE", default: "siwa_purge"))
+        let passwords = (serve: env["SIWA_DEMO_SERVE_PASSWORD"].flatMap { $0.isEmpty ? nil : $0 } ?? roles.serve,
+                         worker: env["SIWA_DEMO_WORKER_PASSWORD"].flatMap { $0.isEmpty ? nil : $0 } ?? roles.worker)
         let siwa = try siwaExecutable()
 
         let name = "siwa_demo_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased().prefix(12)
-        let scratch = try await DemoDatabase.create(name: name, on: server, serverURL: serverURL,
-                                                    runtimeUser: runtimeUser, runtimePassword: runtimePassword)
-        print("Demo database: \(name) on \(server.host):\(server.port) (made for this run; owner \(server.username), runtime role \(runtimeUser))")
+        let scratch = try await DemoDatabase.create(name: name, on: server, serverURL: serverURL, roles: roles, passwords: passwords)
+        print("Demo database: \(name) on \(server.host):\(server.port) (made for this run; owner \(server.username), "
+              + "serve as \(roles.serve), worker as \(roles.worker))")
         var failure: (any Error)?
         do {
             let demo = Demo(siwa: siwa, database: scratch, port: port)
@@ -114,20 +123,28 @@ enum DemoFailure {
     }
 }
 
+/// The roles serve, worker and the purge plan's SQL run as (plain identifiers: checked at start).
+struct DemoRoles: Sendable {
+    let serve: String
+    let worker: String
+    let purge: String
+}
+
 /// The demo's own database: created for this run, so nothing the demo does
 /// can reach a database it did not make.
 struct DemoDatabase: Sendable {
     let name: String
     /// The owner's URL of the demo database (SIWA_MIGRATE_DATABASE_URL).
     let ownerURL: String
-    /// The runtime role's URL of the demo database (SIWA_DATABASE_URL for serve and worker).
-    let runtimeURL: String
-    /// The runtime role (a plain identifier: checked at start).
-    let runtimeRole: String
+    /// serve's role's URL of the demo database (serve's SIWA_DATABASE_URL).
+    let serveURL: String
+    /// The worker's role's URL (the worker's SIWA_DATABASE_URL).
+    let workerURL: String
+    let roles: DemoRoles
     let owner: DatabaseConfiguration
 
     static func create(name: String, on server: DatabaseConfiguration, serverURL: String,
-                       runtimeUser: String, runtimePassword: String) async throws -> DemoDatabase {
+                       roles: DemoRoles, passwords: (serve: String, worker: String)) async throws -> DemoDatabase {
         let logger = Logger(label: "siwa-demo", factory: { _ in SwiftLogNoOpLogHandler() })
         do {
             try await server.withClient { client in
@@ -143,10 +160,15 @@ struct DemoDatabase: Sendable {
         guard var components = URLComponents(string: serverURL) else { DemoFailure.exit("SIWA_DEMO_DATABASE_URL: not a URL") }
         components.path = "/\(name)"
         let ownerURL = components.string ?? serverURL
-        components.user = runtimeUser
-        components.password = runtimePassword
-        let runtimeURL = components.string ?? serverURL
-        return DemoDatabase(name: name, ownerURL: ownerURL, runtimeURL: runtimeURL, runtimeRole: runtimeUser, owner: server.with(database: name))
+        func url(user: String, password: String) -> String {
+            var roleComponents = components
+            roleComponents.user = user
+            roleComponents.password = password
+            return roleComponents.string ?? serverURL
+        }
+        return DemoDatabase(name: name, ownerURL: ownerURL, serveURL: url(user: roles.serve, password: passwords.serve),
+                            workerURL: url(user: roles.worker, password: passwords.worker), roles: roles,
+                            owner: server.with(database: name))
     }
 
     func drop(on server: DatabaseConfiguration) async throws {

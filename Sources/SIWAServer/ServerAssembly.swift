@@ -127,7 +127,7 @@ public enum ServerAssembly {
             logger.info("Database", metadata: ["database": "\(database.redactedDescription)", "tls": "\(database.tlsDescription)"])
             // Refuse to serve against a schema that is behind or was edited.
             if let migrator { try await migrator.checkUpToDate(client: client, logger: logger) }
-            try await RuntimeRole.warnIfPrivileged(client: client, logger: logger)
+            try await RuntimeRole.warnIfPrivileged(as: .serve, client: client, logger: logger)
             if settings.admin == nil { logger.info("The admin listener is off (SIWA_ADMIN_HTTP_PORT=off)") }
             if let appleAccess = access {
                 for warning in appleAccess.warnings { logger.warning("\(warning)") }

@@ -51,7 +51,7 @@ public struct WorkerAssembly: Sendable {
         let jobMetrics = JobMetrics(factory: metrics)
         let purges = PurgeJobRunner(plan: plan, queue: queue, externalDatabases: external,
                                     webhooks: WebhookDelivery(http: webhookClient), revoker: revoker, metrics: jobMetrics,
-                                    logger: Logger(label: "siwa.purge"))
+                                    purgeRole: settings.purgeRole, logger: Logger(label: "siwa.purge"))
         let hook = settings.appWebhook
         let appEvents = AppEventQueue(client: client, worker: workerName, logger: Logger(label: "siwa.app-events"))
         let deliveries = hook.map {
@@ -80,7 +80,8 @@ public struct WorkerAssembly: Sendable {
             logger.info("Database", metadata: ["database": "\(database.redactedDescription)", "tls": "\(database.tlsDescription)"])
             // Refuse to work against a schema that is behind or was edited.
             if let migrations { try await migrations.checkUpToDate(client: client, logger: logger) }
-            try await RuntimeRole.warnIfPrivileged(client: client, logger: logger)
+            try await RuntimeRole.warnIfPrivileged(as: .worker, client: client, logger: logger)
+            if plan.hasOwnDatabaseSQL { try await Self.checkPurgeRole(settings.purgeRole, client: client, logger: logger) }
             for warning in access?.warnings ?? [] { logger.warning("\(warning)") }
             logger.info(access == nil ? "Sign-in settings absent: Apple tokens are neither validated nor revoked"
                                       : "Apple tokens: revoked before each purge; validation \(settings.tokenValidation.describe)")
@@ -174,18 +175,37 @@ public struct WorkerAssembly: Sendable {
         let own = try DatabaseConfiguration(url: settings.databaseURL, maximumConnections: 2)
         let external = externalClients(plan)
         let webhookClient = webhookClient()
-        let outcomes = try await own.withClient { client in
-            await withTaskGroup(of: Void.self) { group in
-                for other in external.values { group.addTask { await other.run() } }
-                let check = PurgePlanCheck(plan: plan, ownDatabase: client, externalDatabases: external,
-                                           webhooks: WebhookDelivery(http: webhookClient), logger: logger)
-                let outcomes = await check.run()
-                group.cancelAll()
-                return outcomes
+        let outcomes: [PurgePlanCheck.Outcome]
+        do {
+            outcomes = try await own.withClient { client -> [PurgePlanCheck.Outcome] in
+                if plan.hasOwnDatabaseSQL { try await Self.checkPurgeRole(settings.purgeRole, client: client, logger: logger) }
+                return await withTaskGroup(of: Void.self) { group in
+                    for other in external.values { group.addTask { await other.run() } }
+                    let check = PurgePlanCheck(plan: plan, ownDatabase: client, externalDatabases: external,
+                                               webhooks: WebhookDelivery(http: webhookClient), purgeRole: settings.purgeRole, logger: logger)
+                    let outcomes = await check.run()
+                    group.cancelAll()
+                    return outcomes
+                }
             }
+        } catch {
+            try? await webhookClient.shutdown()
+            throw error
         }
         try? await webhookClient.shutdown()
         return outcomes
+    }
+
+    /// A plan with SQL steps on siwa's database needs the purge role: its
+    /// absence stops start-up (and --check-plan) with a line naming it,
+    /// rather than failing every purge later. Throws `SettingError`.
+    static func checkPurgeRole(_ role: String, client: PostgresClient, logger: Logger) async throws {
+        let (problem, inherits) = try await PurgeRole.check(role, client: client, logger: logger)
+        if let problem { throw SettingError(SettingsCatalog.purgeRole.name, problem) }
+        if inherits {
+            logger.warning("The worker's database role inherits the purge role's grants, so it holds them outside the plan's steps too; create it NOINHERIT (deploy/README.md, \"The database\")",
+                           metadata: ["purge_role": "\(role)"])
+        }
     }
 
     /// host:pid, unique among live workers, readable in `locked_by`.

@@ -67,7 +67,7 @@ struct Tokens: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Re-encrypt every stored Apple token under the key ring's first key.",
             discussion: """
-                Needs SIWA_DATABASE_URL (the runtime role, as serve and worker use) and \
+                Needs SIWA_DATABASE_URL (the worker's role: run it with worker.env, as siwa worker) and \
                 SIWA_TOKEN_ENCRYPTION_KEYS_FILE holding the new key first and the old keys after it. \
                 Safe while serve and worker run: it works in batches, each locking its rows, so a \
                 sign-in or validation is never overwritten with a stale token. Safe to run again.
@@ -126,7 +126,7 @@ struct Tokens: AsyncParsableCommand {
                 database role and login); the purge then goes on (`siwa jobs retry ID` if it was \
                 discarded), and the user must remove the app at their Apple Account by hand \
                 (Sign-In and Security > Sign in with Apple). Tokens that decrypt are left alone.
-                Needs SIWA_DATABASE_URL (the runtime role) and SIWA_TOKEN_ENCRYPTION_KEYS_FILE.
+                Needs SIWA_DATABASE_URL (the worker's role: run it with worker.env) and SIWA_TOKEN_ENCRYPTION_KEYS_FILE.
                 """
         )
 

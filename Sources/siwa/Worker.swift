@@ -16,7 +16,9 @@ struct Worker: AsyncParsableCommand {
         discussion: """
             Claims purge_user jobs from siwa.jobs, runs the built-in step (erase siwa's own \
             personal data for the user, keep a tombstone) and then the purge plan's steps, \
-            recording each step and the outcome in siwa.audit_log. Start as many workers as \
+            recording each step and the outcome in siwa.audit_log. Each SQL step on siwa's \
+            database runs as SIWA_PURGE_ROLE (SET LOCAL ROLE), the role the app's tables are \
+            granted to; a plan with such a step does not start without it. Start as many workers as \
             you like: a job runs in one of them at a time. With SIWA_RECEIPT_KEY_FILE and \
             SIWA_RECEIPT_ISSUER each completed purge also gets a signed deletion receipt \
             (siwa receipts --help), stored in the transaction that completes it.
@@ -73,6 +75,8 @@ struct Worker: AsyncParsableCommand {
         do {
             try await group.run()
         } catch let error as MigrationError {
+            Startup.fail("\(error)")
+        } catch let error as SettingError {
             Startup.fail("\(error)")
         } catch let error as PSQLError {
             Startup.databaseFailure(error, url: settings.databaseURL)

@@ -41,7 +41,7 @@ struct APIKeyMiddlewareTests {
         let (key, row) = try await TestDatabase.withClient(database.configuration) { client in
             try await APIKeyAdministration(client: client, logger: TestEnvironment.logger).create(name: "backend", loginHint: nil)
         }
-        try await TestDatabase.withClient(try database.runtimeConfiguration) { client in
+        try await TestDatabase.withClient(try database.serveConfiguration) { client in
             try await Self.withServer(verifier: APIKeyVerifier(client: client, logger: TestEnvironment.logger)) { url in
                 let ok = try await Self.get(url, authorization: "Bearer \(key)")
                 #expect(ok.status == 200 && ok.text == "\(row.id) backend", "\(ok.status) \(ok.text)")
@@ -72,7 +72,7 @@ struct APIKeyMiddlewareTests {
         let (key, _) = try await TestDatabase.withClient(database.configuration) { client in
             try await APIKeyAdministration(client: client, logger: TestEnvironment.logger).create(name: "ops", scope: .admin, loginHint: nil)
         }
-        try await TestDatabase.withClient(try database.runtimeConfiguration) { client in
+        try await TestDatabase.withClient(try database.serveConfiguration) { client in
             try await Self.withServer(verifier: APIKeyVerifier(client: client, logger: TestEnvironment.logger)) { url in
                 let answer = try await Self.get(url, authorization: "Bearer \(key)")
                 #expect(answer.status == 403 && answer.reason == "forbidden", "\(answer.status) \(answer.text)")
@@ -83,7 +83,7 @@ struct APIKeyMiddlewareTests {
     @Test func aDatabaseErrorWhileCheckingIs503NotA500() async throws {
         // The runtime role on a database without siwa's schema: the lookup fails.
         let database = try await TestDatabase.create()
-        var elsewhere = try database.runtimeConfiguration.with(database: "postgres")
+        var elsewhere = try database.serveConfiguration.with(database: "postgres")
         elsewhere.tls = .disable
         let key = "siwa_abcdefghijkl_" + String(repeating: "A", count: 43)
         try await elsewhere.withClient { client in

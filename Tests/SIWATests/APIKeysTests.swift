@@ -83,7 +83,7 @@ struct APIKeysTests {
         #expect(!json.output.contains(secret) && !json.output.contains(hash) && !json.output.contains("sha256"), "\(json.output)")
 
         // The verifier, as serve runs it.
-        try await TestDatabase.withClient(try database.runtimeConfiguration) { client in
+        try await TestDatabase.withClient(try database.serveConfiguration) { client in
             let verifier = APIKeyVerifier(client: client, logger: TestEnvironment.logger)
             let identity = try #require(try await verifier.authenticate(bearer: key))
             #expect(identity.name == "backend")
@@ -146,7 +146,7 @@ struct APIKeysTests {
         let prefix = String(key.dropFirst(5).prefix(12))
         let audit = try await Self.audit(database, action: "api_key.created", keyID: try await identityID(database, prefix))
         #expect(audit["scope"] == "admin", "\(audit)")
-        try await TestDatabase.withClient(try database.runtimeConfiguration) { client in
+        try await TestDatabase.withClient(try database.serveConfiguration) { client in
             let identity = try await APIKeyVerifier(client: client, logger: TestEnvironment.logger).authenticate(bearer: key)
             #expect(identity?.scope == .admin && identity?.name == "ops-bob")
         }
@@ -163,7 +163,7 @@ struct APIKeysTests {
         let url = try await Self.adminURL(for: database)
         let created = try await runSIWA(["api-keys", "create", "worker-backend"], environment: ["SIWA_DATABASE_URL": url])
         #expect(created.status == 0, "\(created.output)")
-        let runtime = try database.runtimeConfiguration
+        let runtime = try database.serveConfiguration
         #expect(try await LeastPrivilegeTests.sqlState(of: """
             INSERT INTO siwa.api_keys (name, prefix, secret_sha256, created_by) VALUES ('evil', 'abcdefghijkl', '\\x00', 'me')
             """, on: runtime) == "42501")

@@ -238,7 +238,7 @@ struct AccountDeletionTests {
         #expect(forgot.status == 0 && forgot.output.contains("forgotten: 1,"), "\(forgot.output)")
         #expect(try await setup.database.scalar("""
             SELECT count(*) FROM siwa.audit_log WHERE action = 'token.forgotten' AND apple_sub = '\(sub)'
-              AND details->>'key_id' = 'k1' AND details->>'db_user' = 'siwa_app'
+              AND details->>'key_id' = 'k1' AND details->>'db_user' = 'siwa_worker'
             """) == 1)
         #expect(try await setup.worker.wait { try await setup.jobState(jobID) == ["completed"] }, "\(worker.log)")
         #expect(setup.apple.revokedTokens.isEmpty, "nothing was sent to Apple: the token could not be read")

@@ -105,7 +105,7 @@ struct AdminHTTPTests {
         let retryAudit = try await Self.audit(database, action: "job.retry")
         #expect(retryAudit["actor"] == "admin_key:ops-alice", "\(retryAudit)")
         #expect(retryAudit["api_key"] == "ops-alice" && retryAudit["api_key_id"] == String(setup.adminKeyID), "\(retryAudit)")
-        #expect(retryAudit["db_user"] == TestDatabase.runtimeRole && retryAudit["job_id"] == String(job), "\(retryAudit)")
+        #expect(retryAudit["db_user"] == TestDatabase.serveRole && retryAudit["job_id"] == String(job), "\(retryAudit)")
         #expect(retryAudit["apple_sub"] == "admin.http.sub.1")
 
         let cancelled = try await setup.post("/admin/jobs/\(job)/cancel", authorization: setup.bearer)

@@ -179,7 +179,7 @@ enum AdminFixtures {
                 """, logger: TestEnvironment.logger).collect().first?.decode(Int64.self) ?? 0
             let discarded = try await JobsAuditTests.discardedJob(in: database, sub: "admin.discarded.sub")
             // Seal the trail as a worker would, so the page shows a head.
-            try await TestDatabase.withClient(try database.runtimeConfiguration) { runtime in
+            try await TestDatabase.withClient(try database.workerConfiguration) { runtime in
                 let sealer = AuditSealer(client: runtime, logger: TestEnvironment.logger)
                 let sealed = try await eventually(upTo: .seconds(60)) {
                     try await sealer.seal()

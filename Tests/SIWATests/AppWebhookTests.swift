@@ -25,7 +25,7 @@ struct AppWebhookTests {
 
         /// A `siwa worker` delivering to the receiver, once it has turned the webhook on.
         func startWorker(rotating: Bool = false, _ extra: [String: String] = [:]) async throws -> SIWAProcess {
-            let settings = ["SIWA_DATABASE_URL": database.url, "SIWA_JOB_LEASE_SECONDS": "2", "SIWA_JOB_RETRY_BASE_SECONDS": "0.05",
+            let settings = ["SIWA_DATABASE_URL": database.workerURL, "SIWA_JOB_LEASE_SECONDS": "2", "SIWA_JOB_RETRY_BASE_SECONDS": "0.05",
                             "SIWA_WORKER_POLL_SECONDS": "0.5", "SIWA_LOG_LEVEL": "info"]
                 .merging(hook.settings(rotating: rotating)) { $1 }.merging(extra) { $1 }
             let worker = try SIWAProcess(environment: settings, arguments: ["worker"])

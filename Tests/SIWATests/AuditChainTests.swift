@@ -89,7 +89,7 @@ struct AuditChainTests {
     /// all of them in seq order. A rolled-back row leaves a gap, which is fine.
     @Test func aLateCommitIsWaitedForAndGapsAreFine() async throws {
         let database = try await TestDatabase.create()
-        let runtime = try database.runtimeConfiguration
+        let runtime = try database.workerConfiguration
         try await TestDatabase.withClient(runtime) { client in
             let sealer = AuditSealer(client: client, logger: TestEnvironment.logger)
             try await Self.appendRows(client, count: 3, action: "test.before")
@@ -138,7 +138,7 @@ struct AuditChainTests {
     @Test func onlyThisDatabasesAuditWritersHoldSealingBack() async throws {
         let database = try await TestDatabase.create()
         let elsewhere = try await TestDatabase.create()
-        try await TestDatabase.withClient(try database.runtimeConfiguration) { client in
+        try await TestDatabase.withClient(try database.workerConfiguration) { client in
             let sealer = AuditSealer(client: client, logger: TestEnvironment.logger)
             try await elsewhere.withClient { other in
                 try await other.withConnection { open in
@@ -240,7 +240,7 @@ struct AuditChainTests {
         let subs = (0..<30).map { "chain.\($0)" }
         let serves = try (0..<2).map { _ in
             try SIWAProcess(port: try freePort(), environment: [
-                "SIWA_DATABASE_URL": harness.database.url, "SIWA_APPLE_CLIENT_IDS": ServerHarness.clientID,
+                "SIWA_DATABASE_URL": harness.database.serveURL, "SIWA_APPLE_CLIENT_IDS": ServerHarness.clientID,
                 "SIWA_APPLE_JWKS_URL": appleServer.baseURL + "/auth/keys", "SIWA_LOG_LEVEL": "warning",
             ])
         }

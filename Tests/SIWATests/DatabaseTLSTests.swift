@@ -123,16 +123,16 @@ struct DatabaseTLSTests {
         // siwa serve and siwa worker say so in one line and stop (exit 2: a setting to fix).
         for command in ["serve", "worker"] {
             let result = try await runSIWA([command], environment: [
-                "SIWA_DATABASE_URL": "\(database.url)?sslmode=require", "SIWA_APPLE_CLIENT_IDS": "app", "SIWA_HTTP_PORT": "0",
+                "SIWA_DATABASE_URL": "\(database.serveURL)?sslmode=require", "SIWA_APPLE_CLIENT_IDS": "app", "SIWA_HTTP_PORT": "0",
             ])
             #expect(result.status == 2, "\(command): \(result.output)")
-            #expect(result.output == "siwa: SIWA_DATABASE_URL: postgres://\(TestDatabase.runtimeRole)@127.0.0.1:\(database.configuration.port)/"
+            #expect(result.output == "siwa: SIWA_DATABASE_URL: postgres://\(TestDatabase.serveRole)@127.0.0.1:\(database.configuration.port)/"
                     + "\(database.configuration.database): the server at 127.0.0.1:\(database.configuration.port) does not offer TLS, "
                     + "and sslmode=require requires it (siwa never falls back to plain text)\n", "\(command)")
         }
         // And with prefer (the default) siwa serve runs, without TLS.
         let serve = try SIWAProcess(port: try freePort(), environment: [
-            "SIWA_DATABASE_URL": database.url, "SIWA_APPLE_CLIENT_IDS": "app", "SIWA_APPLE_JWKS_URL": "http://127.0.0.1:9/keys",
+            "SIWA_DATABASE_URL": database.serveURL, "SIWA_APPLE_CLIENT_IDS": "app", "SIWA_APPLE_JWKS_URL": "http://127.0.0.1:9/keys",
         ])
         try await serve.waitForLog("Database")
         #expect(serve.log.contains("sslmode=prefer: TLS if the server offers it"), "\(serve.log)")
@@ -175,7 +175,7 @@ struct DatabaseTLSTests {
         let runtime = "postgres://siwa_app@localhost:\(server.port)/\(name)?sslmode=verify-full&sslrootcert=\(ca.certificateFile)"
         let migrate = try await runSIWA(["migrate"], environment: ["SIWA_MIGRATE_DATABASE_URL": owner, "SIWA_DATABASE_URL": runtime])
         #expect(migrate.status == 0, "\(migrate.output)")
-        #expect(migrate.output.contains("granted the runtime privileges to siwa_app"), "\(migrate.output)")
+        #expect(migrate.output.contains("granted the serve privileges to siwa_serve"), "\(migrate.output)")
         let refused = try await runSIWA(["migrate", "--check"], environment: [
             "SIWA_MIGRATE_DATABASE_URL": owner.replacingOccurrences(of: ca.certificateFile, with: other.certificateFile),
             "SIWA_DATABASE_URL": runtime,

@@ -40,8 +40,9 @@ struct DemoTests {
         #expect(result.output.split(separator: "\n").count == 1, "\(result.output)")
     }
 
-    /// End to end on the test cluster: migrate as the owner, serve and worker
-    /// as siwa_app, in a database the demo made and then dropped.
+    /// End to end on the test cluster: migrate as the owner, serve as
+    /// siwa_serve, the worker as siwa_worker and the plan's SQL as
+    /// siwa_purge, in a database the demo made and then dropped.
     @Test func siwaDemoRunsInADatabaseOfItsOwnAndDropsIt() async throws {
         let server = try TestEnvironment.databaseURL
         let before = try await Self.databaseNames()
@@ -50,8 +51,9 @@ struct DemoTests {
         let name = result.output.split(separator: "\n").first { $0.hasPrefix("Demo database: ") }
             .flatMap { $0.split(separator: " ").dropFirst(2).first }.map(String.init)
         #expect(name?.hasPrefix("siwa_demo_") == true, "\(result.output.prefix(500))")
-        #expect(result.output.contains("granted the runtime privileges to siwa_app"))
-        #expect(result.output.contains("GRANT SELECT, DELETE ON demo_app.profiles TO siwa_app"))
+        #expect(result.output.contains("granted the serve privileges to siwa_serve"), "\(result.output.prefix(3000))")
+        #expect(result.output.contains("granted the worker privileges to siwa_worker"), "\(result.output.prefix(3000))")
+        #expect(result.output.contains("GRANT SELECT, DELETE ON demo_app.profiles TO siwa_purge"), "\(result.output.prefix(3000))")
         #expect(result.output.contains("signature valid"))
         // The token lifecycle part: sign-in, lookup, in-app deletion, the
         // revoke reaching the simulator, and the purge that followed.

@@ -49,7 +49,7 @@ struct FaultTests {
         try atTestEnd { await appleServer.stop() }
         let port = try freePort()
         let environment = [
-            "SIWA_DATABASE_URL": database.url,
+            "SIWA_DATABASE_URL": database.serveURL,
             "SIWA_APPLE_CLIENT_IDS": ServerHarness.clientID,
             "SIWA_APPLE_JWKS_URL": appleServer.baseURL + "/auth/keys",
             "SIWA_LOG_LEVEL": "warning",

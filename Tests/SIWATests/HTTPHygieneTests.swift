@@ -23,7 +23,7 @@ struct HTTPHygieneTests {
         let appleServer = try await apple.start()
         let database = try await TestDatabase.create()
         let siwa = try SIWAProcess(port: try freePort(), environment: [
-            "SIWA_DATABASE_URL": database.url, "SIWA_APPLE_CLIENT_IDS": ServerHarness.clientID,
+            "SIWA_DATABASE_URL": database.serveURL, "SIWA_APPLE_CLIENT_IDS": ServerHarness.clientID,
             "SIWA_APPLE_JWKS_URL": appleServer.baseURL + "/auth/keys", "SIWA_HTTP_IDLE_TIMEOUT_SECONDS": "0.5",
         ])
         try atTestEnd { await siwa.kill9(); await appleServer.stop() }

@@ -18,8 +18,8 @@ struct InboxConcurrencyTests {
         let sub = "race.\(UUID().uuidString)"
         try await db.execute("INSERT INTO siwa.users (apple_sub, email) VALUES ('\(sub)', 'before@privaterelay.appleid.com')")
 
-        // The deletion's transaction holds the user row...
-        let post = try await OpenConnection.with(db.runtimeConfiguration) { deletion in
+        // The deletion's transaction (the worker's erase, as its role) holds the user row...
+        let post = try await OpenConnection.with(db.workerConfiguration) { deletion in
         try await deletion.run("BEGIN")
         try await deletion.run("SELECT FROM siwa.users WHERE apple_sub = '\(sub)' FOR UPDATE")
         // ...while the email event arrives and its statement starts.
@@ -50,8 +50,8 @@ struct InboxConcurrencyTests {
         let effect = UserEffect(emailForwardingEnabled: true)
         let first = InboxBatchTests.entry("j-first", sub: "shared", at: 1, effect)
         let second = InboxBatchTests.entry("j-second", sub: "shared", at: 2, effect)
-        try await OpenConnection.with(database.runtimeConfiguration) { a in
-        try await OpenConnection.with(database.runtimeConfiguration) { b in
+        try await OpenConnection.with(database.serveConfiguration) { a in
+        try await OpenConnection.with(database.serveConfiguration) { b in
         try await a.run("BEGIN")
         _ = try await a.record([first])
         try await b.run("BEGIN")
@@ -74,7 +74,7 @@ struct InboxConcurrencyTests {
     /// how a deadlock shows: its entries are then retried one by one).
     @Test func redeliveriesAcrossWritersNeverFailABatch() async throws {
         let database = try await TestDatabase.create()
-        let runner = try PostgresClientRunner(database.runtimeConfiguration)
+        let runner = try PostgresClientRunner(database.serveConfiguration)
         defer { runner.stop() }
         var options = InboxWriter.Options()
         options.lanes = 4

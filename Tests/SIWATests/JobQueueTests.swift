@@ -13,7 +13,7 @@ import Testing
 struct JobQueueTests {
     /// The queue as `siwa worker` has it (runtime role), for `body`.
     static func withQueue(_ database: TestDatabase, _ body: @escaping @Sendable (JobQueue) async throws -> Void) async throws {
-        try await TestDatabase.withClient(try database.runtimeConfiguration) { client in
+        try await TestDatabase.withClient(try database.workerConfiguration) { client in
             try await body(JobQueue(client: client, worker: "queue-test", logger: TestEnvironment.logger))
         }
     }

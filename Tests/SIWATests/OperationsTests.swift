@@ -86,7 +86,7 @@ struct OperationsTests {
         let appleServer = try await apple.start()
         do {
             let siwa = try SIWAProcess(port: try freePort(), environment: [
-                "SIWA_DATABASE_URL": database.url, "SIWA_APPLE_CLIENT_IDS": ServerHarness.clientID,
+                "SIWA_DATABASE_URL": database.serveURL, "SIWA_APPLE_CLIENT_IDS": ServerHarness.clientID,
                 "SIWA_APPLE_JWKS_URL": appleServer.baseURL + "/auth/keys", "SIWA_LOG_LEVEL": level, "SIWA_LOG_FORMAT": "json",
             ])
             try await siwa.waitUntilReady()

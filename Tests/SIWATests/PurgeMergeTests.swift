@@ -98,7 +98,7 @@ struct PurgeMergeTests {
                     """)
             }
             let jti = rule.jti.map { "'\($0)'" } ?? "NULL"
-            try await OpenConnection.with(db.runtimeConfiguration) { connection in
+            try await OpenConnection.with(db.serveConfiguration) { connection in
                 try await connection.run("""
                     SELECT * FROM siwa.enqueue_purge('\(sub)', '\(rule.event)', \(jti), \(rule.tokensOnly), \(rule.renotify), '\(rule.extra)')
                     """)
@@ -121,7 +121,7 @@ struct PurgeMergeTests {
     @Test func aSignOutWithoutATokenEnqueuesNothing() async throws {
         let db = try await TestDatabase.create()
         try await db.execute("INSERT INTO siwa.users (apple_sub) VALUES ('tokenless')")
-        try await OpenConnection.with(db.runtimeConfiguration) { connection in
+        try await OpenConnection.with(db.serveConfiguration) { connection in
             try await connection.run("SELECT * FROM siwa.enqueue_purge('tokenless', 'consent-revoked', 'n1', true, true)")
         }
         #expect(try await db.scalar("SELECT count(*) FROM siwa.jobs") == 0)

@@ -216,7 +216,7 @@ struct PurgePlanTests {
     /// Without a plan the worker says at start that only the built-in step runs.
     @Test func workerWithoutPlanSaysSo() async throws {
         let database = try await TestDatabase.create()
-        let worker = try SIWAProcess(environment: ["SIWA_DATABASE_URL": database.url], arguments: ["worker"])
+        let worker = try SIWAProcess(environment: ["SIWA_DATABASE_URL": database.workerURL], arguments: ["worker"])
         try await worker.waitForLog("Worker started")
         #expect(worker.log.contains("no SIWA_PURGE_PLAN: only the built-in step runs"))
         #expect(await worker.terminate() == 0)

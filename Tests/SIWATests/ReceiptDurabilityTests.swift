@@ -45,7 +45,7 @@ struct ReceiptDurabilityTests {
         try await database.execute("""
             INSERT INTO siwa.deletion_receipts (job_id, apple_sub, jti, key_id, receipt) VALUES (1, 'sub.1', 'j1', 'k', 'a.b.c')
             """)
-        let runtime = try database.runtimeConfiguration
+        let runtime = try database.workerConfiguration
         #expect(try await LeastPrivilegeTests.sqlState(of: """
             INSERT INTO siwa.deletion_receipts (job_id, apple_sub, jti, key_id, receipt) VALUES (2, 'sub.2', 'j2', 'k', 'a.b.c') RETURNING id
             """, on: runtime) == nil)

@@ -66,14 +66,14 @@ struct ReceiptKeyTests {
             (["SIWA_RECEIPT_KEY_FILE": p384], "SIWA_RECEIPT_ISSUER: is required when SIWA_RECEIPT_KEY_FILE is set"),
         ]
         for (settings, expected) in cases {
-            let worker = try SIWAProcess(environment: settings.merging(["SIWA_DATABASE_URL": database.url]) { $1 }, arguments: ["worker"])
+            let worker = try SIWAProcess(environment: settings.merging(["SIWA_DATABASE_URL": database.workerURL]) { $1 }, arguments: ["worker"])
             let status = await worker.child.wait()
             let lines = worker.log.split(separator: "\n")
             #expect(status == 2 && lines.count == 1 && lines.first?.hasPrefix("siwa: ") == true && worker.log.contains(expected),
                     "\(settings): \(worker.log)")
             #expect(!worker.log.contains("this is not a key") && !worker.log.contains("MIG"), "quotes the file: \(worker.log)")
         }
-        let off = try SIWAProcess(environment: ["SIWA_DATABASE_URL": database.url], arguments: ["worker"])
+        let off = try SIWAProcess(environment: ["SIWA_DATABASE_URL": database.workerURL], arguments: ["worker"])
         try await off.waitForLog("Deletion receipts are off")
         await off.kill9()
     }

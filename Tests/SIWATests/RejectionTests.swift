@@ -17,7 +17,7 @@ struct RejectionTests {
 
     static func writer(_ database: TestDatabase, perMinute: Int, clock: Clock, unrecorded: Locked<Int>)
         async throws -> (RejectionWriter, PostgresClientRunner) {
-        let runner = try PostgresClientRunner(database.runtimeConfiguration)
+        let runner = try PostgresClientRunner(database.serveConfiguration)
         var options = RejectionWriter.Options()
         options.perMinute = perMinute
         let writer = RejectionWriter(client: runner.client, options: options, logger: TestEnvironment.logger,

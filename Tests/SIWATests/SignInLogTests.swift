@@ -20,7 +20,7 @@ struct SignInLogTests {
         try atTestEnd { await appleServer.stop() }
         files.register(with: apple)
         let base: [String: String] = SignInFixture.settings(files, appleBaseURL: appleServer.baseURL).merging([
-            "SIWA_DATABASE_URL": database.url, "SIWA_APPLE_CLIENT_IDS": ServerHarness.clientID,
+            "SIWA_DATABASE_URL": database.serveURL, "SIWA_APPLE_CLIENT_IDS": ServerHarness.clientID,
             "SIWA_APPLE_JWKS_URL": appleServer.baseURL + "/auth/keys",
             "SIWA_LOG_LEVEL": "trace", "SIWA_LOG_FORMAT": "json",
         ]) { $1 }
@@ -50,7 +50,7 @@ struct SignInLogTests {
         let deleted = try await HTTPAnswer.send(method: .DELETE, url: url + "/v1/users/\(sub)", body: nil, headers: headers)
         #expect(deleted.status == 202, "\(deleted.text)")
 
-        let worker = try await WorkerHarness.start(database: database, settings: base)
+        let worker = try await WorkerHarness.start(database: database, settings: base.merging(["SIWA_DATABASE_URL": database.workerURL]) { $1 })
         try atTestEnd { await worker.stop() }
         let process = try worker.startWorker()
         try atTestEnd { await process.kill9() }

@@ -15,7 +15,7 @@ struct SignInReplayTests {
             VALUES ('\\x01', 7, 'replayed', true, true, now() - interval '9 minutes'),
                    ('\\x02', 8, 'expired', false, true, now() - interval '11 minutes')
             """)
-        try await TestDatabase.withClient(db.runtimeConfiguration) { client in
+        try await TestDatabase.withClient(db.serveConfiguration) { client in
             let store = SignInStore(client: client, validationPeriodHours: 24, logger: TestEnvironment.logger)
             try await SignInStoreTests.running(store) {
                 let recent = try await store.replay(codeSHA256: Data([1]))

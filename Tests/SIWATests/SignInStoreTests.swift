@@ -42,7 +42,7 @@ struct SignInStoreTests {
     @Test func manyConcurrentSignInsAreEachStoredWithTheirOwnAnswer() async throws {
         let db = try await TestDatabase.create()
         let count = 300
-        let (outcomes, batches) = try await TestDatabase.withClient(db.runtimeConfiguration) { client in
+        let (outcomes, batches) = try await TestDatabase.withClient(db.serveConfiguration) { client in
             let store = Self.store(client, lanes: 2, timeout: .seconds(120))  // a loaded machine runs the whole suite at once
             return try await Self.running(store) {
                 try await withThrowingTaskGroup(of: (String, SignInStoreOutcome).self) { group in
@@ -86,7 +86,7 @@ struct SignInStoreTests {
     /// user `holder`), sent as one batch once the lock goes.
     static func oneBatch(_ store: SignInStore, _ db: TestDatabase, holder: SignInStore.Prepared,
                          _ pending: [(String, SignInStore.Prepared)]) async throws -> [Result<SignInStoreOutcome, any Error>] {
-        try await OpenConnection.with(db.runtimeConfiguration) { blocker in
+        try await OpenConnection.with(db.serveConfiguration) { blocker in
             try await blocker.run("BEGIN")
             try await blocker.run("SELECT FROM siwa.users WHERE apple_sub = 'holder' FOR UPDATE")
             let held = Task { try await store.store(Self.record("holder"), prepared: holder, seal: nil) }
@@ -115,7 +115,7 @@ struct SignInStoreTests {
     @Test func oneBatchKeepsEachSignInApart() async throws {
         let db = try await TestDatabase.create()
         try await db.execute("INSERT INTO siwa.users (id, apple_sub) VALUES (999999, 'holder')")
-        try await TestDatabase.withClient(db.runtimeConfiguration) { client in
+        try await TestDatabase.withClient(db.serveConfiguration) { client in
             let store = Self.store(client, lanes: 1, timeout: .seconds(120))
             try await Self.running(store) {
                 let holder = try await store.prepare(appleSub: "holder", codeSHA256: nil)
@@ -155,14 +155,14 @@ struct SignInStoreTests {
     @Test func aFailedBatchIsRetriedAloneEvenAfterItsCallersGaveUp() async throws {
         let db = try await TestDatabase.create()
         try await db.execute("INSERT INTO siwa.users (id, apple_sub) VALUES (999999, 'holder'), (999998, 'good')")
-        try await TestDatabase.withClient(db.runtimeConfiguration) { client in
+        try await TestDatabase.withClient(db.serveConfiguration) { client in
             let store = Self.store(client, lanes: 1, timeout: .seconds(3))
             try await Self.running(store) {
                 let holder = try await store.prepare(appleSub: "holder", codeSHA256: nil)
                 let good = try await store.prepare(appleSub: "good", codeSHA256: nil)
                 let bad = try await store.prepare(appleSub: "bad", codeSHA256: nil)
                 try await db.execute("INSERT INTO siwa.users (id, apple_sub) VALUES (\(bad.freshID), 'taken')")
-                try await OpenConnection.with(db.runtimeConfiguration) { goodLock in
+                try await OpenConnection.with(db.serveConfiguration) { goodLock in
                     try await goodLock.run("BEGIN")
                     try await goodLock.run("SELECT FROM siwa.users WHERE apple_sub = 'good' FOR UPDATE")
                     // good and bad queue behind holder's batch, then go as one batch, held on good's lock.
@@ -191,10 +191,10 @@ struct SignInStoreTests {
     @Test func aCallerPastItsTimeoutKnowsWhetherItWasSent() async throws {
         let db = try await TestDatabase.create()
         try await db.execute("INSERT INTO siwa.users (id, apple_sub) VALUES (999999, 'holder')")
-        try await TestDatabase.withClient(db.runtimeConfiguration) { client in
+        try await TestDatabase.withClient(db.serveConfiguration) { client in
             let store = Self.store(client, lanes: 1, timeout: .seconds(2))
             try await Self.running(store) {
-                try await OpenConnection.with(db.runtimeConfiguration) { blocker in
+                try await OpenConnection.with(db.serveConfiguration) { blocker in
                     try await blocker.run("BEGIN")
                     try await blocker.run("SELECT FROM siwa.users WHERE apple_sub = 'holder' FOR UPDATE")
                     let holder = try await store.prepare(appleSub: "holder", codeSHA256: nil)

@@ -221,7 +221,7 @@ struct SignInRaceTests {
         #expect(first.status == 200)
         // The deletion holds the user row, as DELETE /v1/users (or an
         // account-delete notification) does until it commits...
-        let signIn = try await OpenConnection.with(db.runtimeConfiguration) { deletion in
+        let signIn = try await OpenConnection.with(db.serveConfiguration) { deletion in
             try await deletion.run("BEGIN")
             try await deletion.run("UPDATE siwa.users SET status = 'deleted' WHERE apple_sub = '\(sub)'")
             try await deletion.run("INSERT INTO siwa.jobs (kind, args) VALUES ('purge_user', '{\"apple_sub\": \"\(sub)\"}')")

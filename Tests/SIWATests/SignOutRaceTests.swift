@@ -37,7 +37,7 @@ struct SignOutRaceTests {
     /// The pending sign-out's id, and the clients whose tokens it revokes
     /// (as the worker reads them: AppleTokenStore.tokens).
     static func signOut(_ database: TestDatabase, sub: String) async throws -> (job: Int64, clients: [String])? {
-        try await TestDatabase.withClient(database.runtimeConfiguration) { client in
+        try await TestDatabase.withClient(database.workerConfiguration) { client in
             let rows = try await client.query("""
                 SELECT id FROM siwa.jobs WHERE args->>'apple_sub' = \(sub) AND args->>'scope' = 'tokens'
                   AND state IN ('available', 'running', 'retryable')
@@ -96,9 +96,9 @@ struct SignOutRaceTests {
         try await db.execute("""
             INSERT INTO siwa.users (apple_sub, status, status_event_time) VALUES ('a.other', 'active', NULL), ('b.target', 'active', 1000)
             """)
-        let outcomes = try await OpenConnection.with(db.runtimeConfiguration) { other in
-        try await OpenConnection.with(db.runtimeConfiguration) { signIn in
-        try await OpenConnection.with(db.runtimeConfiguration) { inbox in
+        let outcomes = try await OpenConnection.with(db.serveConfiguration) { other in
+        try await OpenConnection.with(db.serveConfiguration) { signIn in
+        try await OpenConnection.with(db.serveConfiguration) { inbox in
             try await other.run("BEGIN")
             try await other.run("SELECT FROM siwa.users WHERE apple_sub = 'a.other' FOR UPDATE")
             let batch = Task {
@@ -127,11 +127,11 @@ struct SignOutRaceTests {
     @Test func aSignInQueuedBehindTheRevocationKeepsItsToken() async throws {
         let db = try await TestDatabase.create()
         try await db.execute("INSERT INTO siwa.users (apple_sub, status, status_event_time) VALUES ('kept', 'active', 1000)")
-        try await OpenConnection.with(db.runtimeConfiguration) { early in
+        try await OpenConnection.with(db.serveConfiguration) { early in
             try await Self.signIn("kept", client: "app", iat: 1000, on: early)
         }
-        try await OpenConnection.with(db.runtimeConfiguration) { signIn in
-        try await OpenConnection.with(db.runtimeConfiguration) { inbox in
+        try await OpenConnection.with(db.serveConfiguration) { signIn in
+        try await OpenConnection.with(db.serveConfiguration) { inbox in
             try await signIn.run("BEGIN")
             try await signIn.run("SELECT now()")
             try await inbox.run("BEGIN")
@@ -156,7 +156,7 @@ struct SignOutRaceTests {
     @Test func aSecondRevocationCoversTheTokensOfTheSignInBetween() async throws {
         let db = try await TestDatabase.create()
         try await db.execute("INSERT INTO siwa.users (apple_sub, status, status_event_time) VALUES ('twice', 'active', 1000)")
-        try await OpenConnection.with(db.runtimeConfiguration) { connection in
+        try await OpenConnection.with(db.serveConfiguration) { connection in
             try await Self.signIn("twice", client: "app", iat: 1000, on: connection)
             _ = try await connection.record([Self.revocation("r-1", sub: "twice", at: 2000)])
             try await Self.signIn("twice", client: "web", iat: 3000, on: connection)
@@ -169,7 +169,7 @@ struct SignOutRaceTests {
 
         // Running (claimed): a later sign-in's token waits for the sign-out that follows it.
         try await db.execute("UPDATE siwa.jobs SET state = 'running'")
-        try await OpenConnection.with(db.runtimeConfiguration) { connection in
+        try await OpenConnection.with(db.serveConfiguration) { connection in
             try await Self.signIn("twice", client: "mac", iat: 5000, on: connection)
             _ = try await connection.record([Self.revocation("r-3", sub: "twice", at: 6000)])
         }
@@ -187,8 +187,8 @@ struct SignOutRaceTests {
     /// no sign-out.
     @Test func anOlderRevocationRacingAFirstSignInChangesNothing() async throws {
         let db = try await TestDatabase.create()
-        let outcomes = try await OpenConnection.with(db.runtimeConfiguration) { signIn in
-        try await OpenConnection.with(db.runtimeConfiguration) { inbox in
+        let outcomes = try await OpenConnection.with(db.serveConfiguration) { signIn in
+        try await OpenConnection.with(db.serveConfiguration) { inbox in
             try await signIn.run("BEGIN")
             try await signIn.run("INSERT INTO siwa.users (apple_sub, status, status_event_time) VALUES ('newcomer', 'active', 2000)")
             try await Self.signIn("newcomer", client: "app", iat: 2000, on: signIn)

@@ -50,7 +50,7 @@ struct TokenRekeyTests {
         // Rows written by a siwa that had only the old key, one already
         // under the new key, and one whose ciphertext was copied from
         // another user's row. All as the runtime role, as sign-in writes them.
-        let (rows, moved) = try await TestDatabase.withClient(try database.runtimeConfiguration) { client -> ([Row], Int64) in
+        let (rows, moved) = try await TestDatabase.withClient(try database.serveConfiguration) { client -> ([Row], Int64) in
             let alice = try await Self.insertUser(client, sub: "rekey.alice")
             let bob = try await Self.insertUser(client, sub: "rekey.bob")
             let carol = try await Self.insertUser(client, sub: "rekey.carol")
@@ -76,7 +76,7 @@ struct TokenRekeyTests {
         let ringFile = try TokenKeyRingTests.write(["new", "old"].map { "\($0):\(TokenKeyRingTests.keys[$0]!.base64EncodedString())" }
             .joined(separator: "\n"))
         defer { try? FileManager.default.removeItem(atPath: ringFile) }
-        let environment = ["SIWA_DATABASE_URL": database.url, "SIWA_TOKEN_ENCRYPTION_KEYS_FILE": ringFile]
+        let environment = ["SIWA_DATABASE_URL": database.workerURL, "SIWA_TOKEN_ENCRYPTION_KEYS_FILE": ringFile]
         // Batches of 2 over 5 rows: the keyset pagination crosses users.
         let run = try await runSIWA(["tokens", "rekey", "--batch-size", "2"], environment: environment)
         #expect(run.status == 1, "\(run.output)")
@@ -134,7 +134,7 @@ struct TokenRekeyTests {
                     WHERE user_id = \(user) AND client_id = 'com.example.app'
                     """, logger: TestEnvironment.logger)
                 let rekey = Task {
-                    try await runSIWA(["tokens", "rekey"], environment: ["SIWA_DATABASE_URL": database.url, "SIWA_TOKEN_ENCRYPTION_KEYS_FILE": ringFile])
+                    try await runSIWA(["tokens", "rekey"], environment: ["SIWA_DATABASE_URL": database.workerURL, "SIWA_TOKEN_ENCRYPTION_KEYS_FILE": ringFile])
                 }
                 let waited = try await eventually(upTo: .seconds(30)) {
                     try await database.scalar("""
@@ -157,12 +157,12 @@ struct TokenRekeyTests {
 
     @Test func rekeyWithoutAUsableRingStopsWithOneLine() async throws {
         let database = try await TestDatabase.create()
-        let missing = try await runSIWA(["tokens", "rekey"], environment: ["SIWA_DATABASE_URL": database.url])
+        let missing = try await runSIWA(["tokens", "rekey"], environment: ["SIWA_DATABASE_URL": database.workerURL])
         #expect(missing.status == 2 && missing.output.contains("SIWA_TOKEN_ENCRYPTION_KEYS_FILE: is required"), "\(missing.output)")
 
         let bad = try TokenKeyRingTests.write("k1:\(TokenKeyRingTests.short)\n", mode: 0o644)
         defer { try? FileManager.default.removeItem(atPath: bad) }
-        let refused = try await runSIWA(["tokens", "rekey"], environment: ["SIWA_DATABASE_URL": database.url, "SIWA_TOKEN_ENCRYPTION_KEYS_FILE": bad])
+        let refused = try await runSIWA(["tokens", "rekey"], environment: ["SIWA_DATABASE_URL": database.workerURL, "SIWA_TOKEN_ENCRYPTION_KEYS_FILE": bad])
         #expect(refused.status == 2, "\(refused.output)")
         #expect(refused.output.contains("\(bad) line 1: key 'k1' is 31 bytes"), "\(refused.output)")
         #expect(!refused.output.contains(TokenKeyRingTests.short))
@@ -173,7 +173,7 @@ struct TokenRekeyTests {
         let database = try await TestDatabase.create()
         let file = try TokenKeyRingTests.write("new:\(TokenKeyRingTests.keys["new"]!.base64EncodedString())\n", mode: 0o644)
         defer { try? FileManager.default.removeItem(atPath: file) }
-        let run = try await runSIWA(["tokens", "rekey"], environment: ["SIWA_DATABASE_URL": database.url, "SIWA_TOKEN_ENCRYPTION_KEYS_FILE": file])
+        let run = try await runSIWA(["tokens", "rekey"], environment: ["SIWA_DATABASE_URL": database.workerURL, "SIWA_TOKEN_ENCRYPTION_KEYS_FILE": file])
         #expect(run.status == 0, "\(run.output)")
         #expect(run.output.contains("siwa: warning: SIWA_TOKEN_ENCRYPTION_KEYS_FILE: \(file) is readable by others"), "\(run.output)")
         #expect(run.output.contains("re-encrypted: 0") && run.output.contains("already current: 0"), "\(run.output)")

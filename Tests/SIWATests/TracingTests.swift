@@ -32,7 +32,7 @@ struct TracingTests {
         let appleServer = try await apple.start()
         try atTestEnd { await appleServer.stop() }
         let serve = try SIWAProcess(port: try freePort(), environment: tracing.merging([
-            "SIWA_DATABASE_URL": harness.database.url, "SIWA_APPLE_CLIENT_IDS": ServerHarness.clientID,
+            "SIWA_DATABASE_URL": harness.database.serveURL, "SIWA_APPLE_CLIENT_IDS": ServerHarness.clientID,
             "SIWA_APPLE_JWKS_URL": appleServer.baseURL + "/auth/keys",
         ]) { $1 })
         try await serve.waitUntilReady()

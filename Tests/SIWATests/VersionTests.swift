@@ -25,7 +25,7 @@ struct VersionTests {
         let apple = try AppleSimulator()
         let appleServer = try await apple.start()
         let siwa = try SIWAProcess(port: try freePort(), environment: [
-            "SIWA_DATABASE_URL": database.url, "SIWA_APPLE_CLIENT_IDS": ServerHarness.clientID,
+            "SIWA_DATABASE_URL": database.serveURL, "SIWA_APPLE_CLIENT_IDS": ServerHarness.clientID,
             "SIWA_APPLE_JWKS_URL": appleServer.baseURL + "/auth/keys",
         ])
         try atTestEnd { await siwa.kill9(); await appleServer.stop() }

@@ -134,6 +134,12 @@ struct WorkerDeadlineTests {
             ["name": WorkerHarness.httpStep, "http": ["url": hook, "secret_env": "TEST_DOWNSTREAM_SECRET", "timeout_seconds": 5]],
         ] })
         try atTestEnd { await harness.stop() }
+        // The step reads siwa's queue, which the purge role it runs as may
+        // not unless granted (a plan has no need to; this test's trick does).
+        try await harness.database.execute("""
+            GRANT USAGE ON SCHEMA siwa TO \(TestDatabase.purgeRole);
+            GRANT SELECT (args, state, errors) ON siwa.jobs TO \(TestDatabase.purgeRole);
+            """)
         try await harness.enqueue(subs: ["sleeper"])
         let worker = try harness.startWorker()
         let done = try await harness.wait(upTo: .seconds(30)) { try await harness.count(state: "completed") == 1 }

@@ -123,7 +123,7 @@ struct WorkerMetricsTests {
         let appleServer = try await apple.start()
         try atTestEnd { await appleServer.stop() }
         let serve = try SIWAProcess(port: try freePort(), environment: [
-            "SIWA_DATABASE_URL": harness.database.url, "SIWA_APPLE_CLIENT_IDS": ServerHarness.clientID,
+            "SIWA_DATABASE_URL": harness.database.serveURL, "SIWA_APPLE_CLIENT_IDS": ServerHarness.clientID,
             "SIWA_APPLE_JWKS_URL": appleServer.baseURL + "/auth/keys",
         ])
         try await serve.waitUntilReady()

@@ -82,7 +82,7 @@ final class ServerHarness: Sendable {
     static func settings(database: TestDatabase, simulator: AppleSimulator, appleBaseURL: String,
                          signIn: SimulatedTeamKeyFiles? = nil, extra: [String: String] = [:]) throws -> ServerSettings {
         var values = [
-            "SIWA_DATABASE_URL": database.url,
+            "SIWA_DATABASE_URL": database.serveURL,
             "SIWA_HTTP_PORT": "0",
             "SIWA_ADMIN_HTTP_PORT": "off",
             "SIWA_APPLE_CLIENT_IDS": clientID,

@@ -77,19 +77,30 @@ struct TestSetupError: Error, CustomStringConvertible {
 /// when the test ends (the suite's `.testDatabases` trait).
 ///
 /// As in production, the schema belongs to the owner role (`siwa`, which
-/// migrates it) and siwa runs as the runtime role (`siwa_app`, granted its
-/// privileges by the migration step): `url` is the runtime role's, the one
-/// to give `siwa serve` and `siwa worker`. `configuration` (the owner's)
+/// migrates it) and serve and worker run as runtime roles of their own
+/// (`siwa_serve`, `siwa_worker`, each granted its process's privileges by
+/// the migration step): `serveURL` is the one to give `siwa serve` (or an
+/// in-process server), `workerURL` the one for `siwa worker` and `siwa
+/// tokens`. `url` is the one-role trial's (`siwa_app`, granted both sets),
+/// for commands run as "the runtime role". `configuration` (the owner's)
 /// sets up fixtures and reads results.
 struct TestDatabase: Sendable {
-    /// The runtime role siwa runs as (scripts/testdb.sh creates it).
+    /// The one-role trial's runtime role (scripts/testdb.sh creates it).
     static let runtimeRole = "siwa_app"
+    /// serve's and the worker's roles, and the purge plan's (scripts/testdb.sh).
+    static let serveRole = "siwa_serve"
+    static let workerRole = "siwa_worker"
+    static let purgeRole = "siwa_purge"
 
-    /// The runtime role's URL (SIWA_DATABASE_URL).
+    /// The one-role trial's URL: serve's and the worker's privileges at once.
     let url: String
     /// The owner's URL (SIWA_MIGRATE_DATABASE_URL).
     let ownerURL: String
     let configuration: DatabaseConfiguration
+    /// serve's role's URL (serve.env's SIWA_DATABASE_URL).
+    var serveURL = ""
+    /// The worker's role's URL (worker.env's SIWA_DATABASE_URL).
+    var workerURL = ""
 
     static func create(serverURL: String? = nil) async throws -> TestDatabase {
         let server = try DatabaseConfiguration(url: try serverURL ?? TestEnvironment.databaseURL)
@@ -98,14 +109,21 @@ struct TestDatabase: Sendable {
         try await withClient(configuration) { client in
             try await migrator.migrate(client: client, logger: TestEnvironment.logger)
             try await RuntimeRole.grant(to: runtimeRole, client: client, logger: TestEnvironment.logger)
+            try await RuntimeRole.grant(to: serveRole, for: [.serve], client: client, logger: TestEnvironment.logger)
+            try await RuntimeRole.grant(to: workerRole, for: [.worker], client: client, logger: TestEnvironment.logger)
         }
         let base = try TestEnvironment.require(serverURL == nil ? "SIWA_TEST_DATABASE_URL" : "SIWA_TEST_FAULT_DATABASE_URL")
         guard var components = URLComponents(string: base) else { throw TestSetupError("\(base) is not a URL") }
         components.path = "/\(name)"
         let ownerURL = components.string ?? base
-        components.user = runtimeRole
-        components.password = runtimeRole
-        return TestDatabase(url: components.string ?? base, ownerURL: ownerURL, configuration: configuration)
+        func url(of role: String) -> String {
+            var roleComponents = components
+            roleComponents.user = role
+            roleComponents.password = role
+            return roleComponents.string ?? base
+        }
+        return TestDatabase(url: url(of: runtimeRole), ownerURL: ownerURL, configuration: configuration,
+                            serveURL: url(of: serveRole), workerURL: url(of: workerRole))
     }
 
     /// A database with nothing in it (not migrated) on `server`, dropped
@@ -123,9 +141,17 @@ struct TestDatabase: Sendable {
         return (name, server.with(database: name))
     }
 
-    /// The runtime role's view of this database, for tests of its privileges.
+    /// The one-role trial's view of this database, for tests of its privileges.
     var runtimeConfiguration: DatabaseConfiguration {
         get throws { try DatabaseConfiguration(url: url) }
+    }
+    /// serve's role's view: what the receiver, sign-in and the admin listener may do.
+    var serveConfiguration: DatabaseConfiguration {
+        get throws { try DatabaseConfiguration(url: serveURL) }
+    }
+    /// The worker's role's view: what the queue, the purge and the sealer may do.
+    var workerConfiguration: DatabaseConfiguration {
+        get throws { try DatabaseConfiguration(url: workerURL) }
     }
 
     @discardableResult

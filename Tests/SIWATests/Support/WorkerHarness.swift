@@ -38,10 +38,11 @@ final class WorkerHarness: Sendable {
             CREATE SCHEMA app;
             CREATE TABLE app.profiles (apple_sub text NOT NULL, display_name text);
             CREATE TABLE app.purge_log (apple_sub text NOT NULL, siwa_user_id bigint, purged_at timestamptz NOT NULL DEFAULT now());
-            -- The plan's SQL runs as siwa's runtime role: the app grants it
-            -- what the plan does, as an operator would.
-            GRANT USAGE ON SCHEMA app TO \(TestDatabase.runtimeRole);
-            GRANT SELECT, INSERT, DELETE ON ALL TABLES IN SCHEMA app TO \(TestDatabase.runtimeRole);
+            -- The plan's SQL runs as the purge role (SIWA_PURGE_ROLE): the app
+            -- grants it what the plan does, as an operator would; neither
+            -- serve's role nor the worker's (NOINHERIT) holds these.
+            GRANT USAGE ON SCHEMA app TO \(TestDatabase.purgeRole);
+            GRANT SELECT, INSERT, DELETE ON ALL TABLES IN SCHEMA app TO \(TestDatabase.purgeRole);
             """)
         try await analytics?.execute("GRANT SELECT, DELETE ON ALL TABLES IN SCHEMA public TO \(TestDatabase.runtimeRole)")
         let downstream = DownstreamStub()
@@ -63,7 +64,7 @@ final class WorkerHarness: Sendable {
         let planFile = FileManager.default.temporaryDirectory.appendingPathComponent("siwa-plan-\(UUID().uuidString).json").path
         try JSONSerialization.data(withJSONObject: plan).write(to: URL(fileURLWithPath: planFile))
         var settings = [
-            "SIWA_DATABASE_URL": database.url,
+            "SIWA_DATABASE_URL": database.workerURL,
             "SIWA_PURGE_PLAN": planFile,
             "TEST_DOWNSTREAM_SECRET": downstream.secret,
             "SIWA_JOB_LEASE_SECONDS": "2",
