@@ -50,10 +50,12 @@ GRANT SELECT ON siwa.audit_stamping TO siwa_admin, siwa_auditor;
 -- ---------------------------------------------- steps the trail shows --
 
 -- The steps among `steps` that have no `job.step_completed` row for the
--- job written by the calling session's role (the worker's: the one that
--- ran them), or before stamping began. A step only the job row claims
--- (steps_done written by hand, by the owner or by anyone with UPDATE on
--- siwa.jobs) is one of them.
+-- job written by a worker's role: the calling session's (the one that ran
+-- them), or another role that may record steps (UPDATE of steps_done) and
+-- is not the owner (a worker whose role changed, siwa_app to siwa_worker,
+-- between a step and the completion); or written before stamping began. A
+-- step only the job row claims (steps_done written by hand by the owner)
+-- is one of them.
 CREATE FUNCTION siwa.steps_without_evidence(evidence_job bigint, evidence_sub text, steps text[]) RETURNS text[]
 LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
     SELECT coalesce(array_agg(claimed.step ORDER BY claimed.step), '{}')
@@ -63,7 +65,12 @@ LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
         WHERE a.apple_sub = evidence_sub AND a.action = 'job.step_completed' AND a.actor = 'worker'
           AND a.details->>'job_id' = evidence_job::text AND a.details->>'step' = claimed.step
           AND (a.db_user = session_user::text
-               OR (a.db_user IS NULL AND a.seq < (SELECT s.first_seq FROM siwa.audit_stamping AS s))))
+               OR (a.db_user IS NULL AND a.seq < (SELECT s.first_seq FROM siwa.audit_stamping AS s))
+               OR EXISTS (SELECT FROM pg_catalog.pg_roles AS r
+                          WHERE r.rolname = a.db_user AND NOT r.rolsuper
+                            AND pg_catalog.has_column_privilege(r.oid, 'siwa.jobs'::regclass, 'steps_done', 'UPDATE')
+                            AND NOT pg_catalog.pg_has_role(r.oid, (SELECT c.relowner FROM pg_catalog.pg_class AS c
+                                                                  WHERE c.oid = 'siwa.jobs'::regclass), 'USAGE'))))
 $$;
 REVOKE ALL ON FUNCTION siwa.steps_without_evidence(bigint, text, text[]) FROM PUBLIC;
 
