@@ -84,6 +84,8 @@ BEGIN
         WHEN siwa.purge_waiting(j.args) AND NOT excluded.args ? 'scope' AND NOT excluded.args ? 'purge_after'
         THEN (j.args - 'purge_after' - 'jti') || jsonb_build_object('event_type', excluded.args->>'event_type')
              || jsonb_strip_nulls(jsonb_build_object('jti', excluded.args->>'jti')) || (excluded.args - 'apple_sub' - 'event_type' - 'jti')
+        -- A grace purge into a waiting one (a second revocation): covered.
+        WHEN excluded.args ? 'purge_after' AND siwa.purge_waiting(j.args) THEN j.args
         WHEN excluded.args ? 'scope' AND NOT j.args ? 'scope' THEN j.args
         WHEN excluded.args ? 'scope' AND j.state <> 'running' AND j.steps_done = '{}'::jsonb
         THEN (j.args - 'jti') || excluded.args
@@ -325,9 +327,8 @@ DECLARE
 BEGIN
     INSERT INTO siwa.token_validation_outcomes (invalid_grant) VALUES (note_token_validation.invalid_grant)
     RETURNING id INTO noted;
-    IF noted % 100 = 0 THEN
-        DELETE FROM siwa.token_validation_outcomes WHERE id <= noted - 100;
-    END IF;
+    -- Only the last 100 count; an index range, usually one row.
+    DELETE FROM siwa.token_validation_outcomes WHERE id <= noted - 100;
 END $$;
 REVOKE ALL ON FUNCTION siwa.note_token_validation(boolean) FROM PUBLIC;
 
@@ -490,6 +491,18 @@ LANGUAGE sql STABLE AS $$
            ON a.action = 'notification.recorded' AND n.id = (a.details->>'notification_id')::bigint
     WHERE a.seq = event_seq
 $$;
+
+-- `job.scope_widened` rows too (a grace purge into a pending sign-out).
+CREATE OR REPLACE FUNCTION siwa.audit_job_widened() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO siwa.audit_log (actor, action, apple_sub, details)
+    VALUES ('queue', 'job.scope_widened', NEW.args->>'apple_sub',
+            jsonb_strip_nulls(jsonb_build_object(
+                'job_id', NEW.id, 'kind', NEW.kind, 'event_type', NEW.args->>'event_type',
+                'from_scope', OLD.args->>'scope', 'requested_at', siwa.utc_iso(now()),
+                'purge_after', NEW.args->'purge_after', 'db_user', session_user::text)));
+    RETURN NULL;
+END $$;
 
 -- `job.enqueued` rows say when a purge waits out a grace delay.
 CREATE OR REPLACE FUNCTION siwa.audit_job_enqueued() RETURNS trigger LANGUAGE plpgsql AS $$

@@ -62,6 +62,18 @@ BEGIN
         outcome := 'already_erased';
         RETURN;
     END IF;
+    -- The backup holds the erasure and, after it, the user's comeback (a
+    -- new account on the same row, sql/006's user.account_restarted): that
+    -- account is no one's erasure request.
+    IF user_found AND EXISTS (
+        SELECT FROM siwa.audit_log AS back
+        WHERE back.apple_sub = sub AND back.action = 'user.account_restarted'
+          AND EXISTS (SELECT FROM siwa.audit_log AS done
+                      WHERE done.apple_sub = sub AND done.action = 'job.completed'
+                        AND done.details->>'job_id' = ledger_job_id::text AND done.seq < back.seq)) THEN
+        outcome := 'already_erased';
+        RETURN;
+    END IF;
     IF NOT user_found AND (
         EXISTS (SELECT FROM siwa.audit_log AS a
                 WHERE a.apple_sub = sub AND a.action = 'job.completed' AND a.details->>'job_id' = ledger_job_id::text)

@@ -72,7 +72,11 @@ public struct PurgeJobRunner: JobKindRunner {
         // A consent revocation's purge: the tokens are gone now; the data
         // waits out the grace delay (a sign-in before then cancels the job).
         if Self.waiting(job) {
-            return try await queue.snooze(job, untilArg: Self.purgeAfterArg) ? .snoozed : .leaseLost
+            switch try await queue.snooze(job, untilArg: Self.purgeAfterArg) {
+            case .snoozed: return .snoozed
+            case .leaseLost: return .leaseLost
+            case .due: break  // the database's clock says its time has come
+            }
         }
         let names = plan.allStepNames
         let remaining = names.indices.filter { !job.stepsDone.contains(names[$0]) }

@@ -145,7 +145,7 @@ public struct SignInService: Sendable {
         let codeHash = Data(SHA256.hash(data: Data(code.utf8)))
         record.codeSHA256 = codeHash
         let prepared = try await store.prepare(appleSub: claims.sub, codeSHA256: codeHash)
-        if let earlier = prepared.replay { return try await answer(replaying: earlier, sub: claims.sub) }
+        if let earlier = prepared.replay { return try await answer(replaying: earlier, sub: claims.sub, signedInAt: verified.issuedAt) }
 
         let tokens: AppleTokenResponse
         switch await apple.exchange(code: code, clientID: verified.audience, redirectURI: request.redirectURI) {
@@ -155,7 +155,7 @@ public struct SignInService: Sendable {
             // A retry racing the first request: the first may have stored
             // the code by now, and its answer is the one to give.
             if let earlier = try await store.replay(codeSHA256: codeHash) {
-                return try await answer(replaying: earlier, sub: claims.sub)
+                return try await answer(replaying: earlier, sub: claims.sub, signedInAt: verified.issuedAt)
             }
             return .refused(reason: "invalid_grant", detail: "Apple refused the authorization code (used, expired, or for another client)")
         case .invalidClient:
@@ -250,13 +250,18 @@ public struct SignInService: Sendable {
     }
 
     /// The first answer again, for a retried request (the same code).
-    private func answer(replaying earlier: SignInReplay, sub: String) async throws -> SignInOutcome {
+    private func answer(replaying earlier: SignInReplay, sub: String, signedInAt: Date) async throws -> SignInOutcome {
         guard earlier.appleSub == sub else {
             // Never the first user's record for another user's token.
             return .refused(reason: "invalid_grant", detail: "this authorization code was used for another user")
         }
         guard let user = try await directory.user(appleSub: sub), user.userID == earlier.userID else {
             return .refused(reason: "invalid_grant", detail: "this authorization code was used for an account that no longer exists")
+        }
+        // Revoked, deleted or signed out since the first answer: the same
+        // token is as stale now as a replay of it would be.
+        if user.status != "active" || user.staleTokensUntil.map({ signedInAt <= $0 }) == true {
+            return .staleIdentityToken
         }
         return .signedIn(SignedInUser(userID: user.userID, appleSub: sub, status: user.status, email: user.email,
                                       isPrivateEmail: user.isPrivateEmail, realUserStatus: user.realUserStatus,

@@ -259,17 +259,29 @@ public struct JobQueue: Sendable {
         return .leaseLost
     }
 
+    /// What `snooze` did.
+    public enum SnoozeOutcome: Sendable, Equatable {
+        /// The job waits until its time.
+        case snoozed
+        /// Its time has come by the database's clock (or the key is gone:
+        /// whoever removed it ended the wait): run it now.
+        case due
+        case leaseLost
+    }
+
     /// Puts a running job back to wait until the time its `args[untilArg]`
-    /// holds (now, if that key is gone: whoever removed it ended the wait),
-    /// as if this attempt had not been made; the steps it recorded stay done
-    /// (River's snooze). False if the lease was lost.
-    public func snooze(_ job: ClaimedJob, untilArg: String) async throws -> Bool {
-        try await count("""
-            WITH job AS (
+    /// holds, as if this attempt had not been made; the steps it recorded
+    /// stay done (River's snooze). The database's clock decides, so a worker
+    /// whose clock lags cannot make a due job bounce between claim and snooze.
+    public func snooze(_ job: ClaimedJob, untilArg: String) async throws -> SnoozeOutcome {
+        let rows = try await values("""
+            WITH held AS (
+                SELECT count(*) AS n FROM siwa.jobs WHERE id = \(job.id) AND locked_by = \(job.lease) AND state = 'running'
+            ), job AS (
                 UPDATE siwa.jobs SET state = 'available', attempt = greatest(attempt - 1, 0),
-                                     run_at = greatest(now(), coalesce((args->>\(untilArg)::text)::timestamptz, now())),
-                                     locked_by = NULL, locked_until = NULL
+                                     run_at = (args->>\(untilArg)::text)::timestamptz, locked_by = NULL, locked_until = NULL
                 WHERE id = \(job.id) AND locked_by = \(job.lease) AND state = 'running'
+                  AND coalesce((args->>\(untilArg)::text)::timestamptz > now(), false)
                 RETURNING id, kind, args->>'apple_sub' AS apple_sub, run_at
             ), audit AS (
                 INSERT INTO siwa.audit_log (actor, action, apple_sub, details)
@@ -277,8 +289,13 @@ public struct JobQueue: Sendable {
                        jsonb_build_object('job_id', id, 'kind', kind, 'until', siwa.utc_iso(run_at), 'worker', \(job.lease)::text)
                 FROM job
             )
-            SELECT count(*) FROM job
-            """) == 1
+            SELECT CASE WHEN EXISTS (SELECT FROM job) THEN 'snoozed' WHEN (SELECT n FROM held) = 1 THEN 'due' ELSE 'lost' END
+            """, as: String.self)
+        switch rows.first {
+        case "snoozed": return .snoozed
+        case "due": return .due
+        default: return .leaseLost
+        }
     }
 
     /// Gives jobs back at shutdown, as if never attempted this time (the

@@ -25,6 +25,9 @@ public struct UserView: Sendable, Equatable {
     /// The pending purge waits out a consent revocation's grace delay: a
     /// sign-in before `purgeRunAt` cancels it; `siwa jobs run-now` runs it now.
     public let purgeWaiting: Bool
+    /// Identity tokens issued at or before this moment no longer sign the
+    /// user in (their last revocation, deletion, purge or ended session).
+    public let staleTokensUntil: Date?
 }
 
 /// An in-app deletion, as scheduled.
@@ -55,7 +58,8 @@ public struct UserDirectory: Sendable {
                    u.real_user_status, u.created_at, u.last_sign_in_at,
                    tokens.stored, tokens.last_validated_at, purge.id, purge.state,
                    CASE WHEN purge.state IN ('available', 'retryable') THEN purge.run_at END,
-                   coalesce(purge.state IN ('available', 'retryable', 'running') AND siwa.purge_waiting(purge.args), false)
+                   coalesce(purge.state IN ('available', 'retryable', 'running') AND siwa.purge_waiting(purge.args), false),
+                   u.stale_tokens_until_ms
             FROM siwa.users AS u
             CROSS JOIN LATERAL (SELECT count(*) > 0 AS stored, max(last_validated_at) AS last_validated_at
                                 FROM siwa.apple_tokens WHERE user_id = u.id) AS tokens
@@ -68,13 +72,14 @@ public struct UserDirectory: Sendable {
             """, logger: logger)
         guard let row = rows.first else { return nil }
         let (id, sub, status, email, isPrivate, forwarding, realUserStatus, created, lastSignIn, stored, validated, jobID, state,
-             runAt, waiting) =
+             runAt, waiting, staleUntil) =
             try row.decode((Int64, String, String, String?, Bool?, Bool, Int16?, Date, Date?, Bool, Date?, Int64?, String?,
-                            Date?, Bool).self)
+                            Date?, Bool, Int64?).self)
         return UserView(userID: id, appleSub: sub, status: status, email: email, isPrivateEmail: isPrivate,
                         emailForwardingEnabled: forwarding, realUserStatus: realUserStatus.map(Int.init), createdAt: created,
                         lastSignInAt: lastSignIn, refreshTokenStored: stored, lastValidatedAt: validated,
-                        purgeJobID: jobID, purgeState: state, purgeRunAt: runAt, purgeWaiting: waiting)
+                        purgeJobID: jobID, purgeState: state, purgeRunAt: runAt, purgeWaiting: waiting,
+                        staleTokensUntil: staleUntil.map { Date(timeIntervalSince1970: Double($0) / 1000) })
     }
 
     /// Marks the user deleted and enqueues their purge (merged with a

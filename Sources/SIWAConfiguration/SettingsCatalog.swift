@@ -154,7 +154,7 @@ public enum SettingsCatalog {
     public static let onConsentRevoked = Setting(
         "SIWA_ON_CONSENT_REVOKED", .choice(["purge", "sign_out"]), default: "purge", readers: [.serve],
         files: [.serve],
-        help: "`consent-revoked`: `purge` (TN3194) signs the user out and revokes their Apple tokens at once, and purges their data SIWA_CONSENT_REVOKED_PURGE_DELAY_DAYS later unless they sign in again; `sign_out` keeps their data",
+        help: "`consent-revoked`: `purge` signs the user out and revokes their Apple tokens at once, and purges their data SIWA_CONSENT_REVOKED_PURGE_DELAY_DAYS later unless they sign in again; `sign_out` keeps their data",
         details: """
             TN3194 ("Respond to credential revoked notifications") asks: "Delete all \
             user-related account data, including: The token used for token revocation; Any \
@@ -173,6 +173,8 @@ public enum SettingsCatalog {
         help: "under SIWA_ON_CONSENT_REVOKED=purge, days a consent revocation's purge waits for the user to come back (`0`: at once); `siwa jobs run-now ID` runs one now",
         details: """
             At most 30: the one month that erasure requests are commonly held to. The \
+            delay is siwa's choice: TN3194 asks that the data be deleted when the \
+            notification comes, which `0` does. The \
             user's tokens go at once whatever the delay; the pending purge and its due time \
             show in `siwa jobs list`, GET /v1/users/{sub} and the admin page.
             """)

@@ -123,7 +123,7 @@ struct AdminHTTPTests {
                 "\(runNow.status) \(runNow.text)")
         #expect(try await database.scalar("SELECT count(*) FROM siwa.jobs WHERE id = \(held) AND run_at <= now()") == 1)
         let runNowAudit = try await Self.audit(database, action: "job.run_now")
-        #expect(runNowAudit["actor"] == "admin_key:ops-alice" && runNowAudit["db_user"] == TestDatabase.runtimeRole, "\(runNowAudit)")
+        #expect(runNowAudit["actor"] == "admin_key:ops-alice" && runNowAudit["db_user"] == TestDatabase.serveRole, "\(runNowAudit)")
         let dueAlready = try await setup.post("/admin/jobs/\(held)/run-now", authorization: setup.bearer)
         #expect(dueAlready.status == 409 && dueAlready.text.contains("due already"), "\(dueAlready.status) \(dueAlready.text)")
 

@@ -57,7 +57,7 @@ struct ReceiptEvidenceTests {
         #expect(claims.purge.steps.map(\.name) == [PurgePlan.builtInStepName, WorkerHarness.sqlStep, WorkerHarness.httpStep])
         #expect(try await database.scalar("""
             SELECT count(*) FROM siwa.audit_log WHERE apple_sub = '\(honest)' AND action = 'job.step_completed'
-              AND db_user = '\(TestDatabase.runtimeRole)'
+              AND db_user = '\(TestDatabase.workerRole)'
             """) == 3)
     }
 }

@@ -120,4 +120,20 @@ struct StaleTokenTests {
             await setup.stop()
         }
     }
+
+    /// A retried sign-in (the same token and code) gets the first answer
+    /// again, but not once the user was revoked since: that token is stale.
+    @Test func aRetryAfterARevocationIsStaleToo() async throws {
+        let setup = try await Setup.start()
+        try atTestEnd { await setup.stop() }
+        let sub = "001.retry.stale"
+        let body = try setup.signIn.appleSignIn(sub: sub)
+        let first = try await setup.signIn.signIn(body)
+        #expect(first.status == 200, "\(first.text)")
+        #expect(try await setup.signIn.signIn(body).status == 200, "a retry gets the stored answer")
+        #expect(try await setup.signIn.server.post(token: setup.signIn.server.notification(
+            "consent-revoked", sub: sub, eventTime: Date())).status == 200)
+        let after = try await setup.signIn.signIn(body)
+        #expect(after.status == 409 && after.reason == "stale_identity_token", "\(after.text)")
+    }
 }
