@@ -63,13 +63,24 @@ CREATE TRIGGER users_stale_tokens_on_update
 -- request) into a purge still waiting out its grace delay ends the wait,
 -- whatever its state: the runner finds no `purge_after` left when it would
 -- snooze, and carries on. A waiting job that has not started runs now.
+--
+-- SECURITY DEFINER: serve enqueues and merges only through here, so its
+-- role needs no UPDATE on siwa.jobs (it could otherwise rewrite a pending
+-- purge's args: make it a sign-out, point it at another sub). `extra` takes
+-- only the keys siwa's callers pass.
 CREATE OR REPLACE FUNCTION siwa.enqueue_purge(sub text, event_type text, jti text, tokens_only boolean, renotify boolean,
     extra jsonb DEFAULT '{}', OUT job_id bigint, OUT job_state text, OUT inserted boolean)
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
     request jsonb := jsonb_build_object('apple_sub', sub, 'event_type', event_type)
                      || jsonb_strip_nulls(jsonb_build_object('jti', jti)) || extra;
 BEGIN
+    IF jsonb_typeof(extra) IS DISTINCT FROM 'object' OR EXISTS (
+        SELECT FROM jsonb_object_keys(extra) AS k
+        WHERE k NOT IN ('purge_after', 'api_key', 'after_cancelled_job_id', 'ledger_job_id')) THEN
+        RAISE EXCEPTION 'siwa.enqueue_purge: extra may hold purge_after, api_key, after_cancelled_job_id, ledger_job_id only'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
     IF tokens_only THEN
         PERFORM FROM siwa.users AS u JOIN siwa.apple_tokens AS t ON t.user_id = u.id WHERE u.apple_sub = sub LIMIT 1;
         IF NOT FOUND THEN

@@ -60,12 +60,13 @@ INSERT INTO siwa.runtime_grants (migration, position, process, why, statement) V
         'GRANT SELECT, INSERT, UPDATE ON siwa.users TO %I'),
     (18, 2, 'serve', 'the inbox statement records each notification once (RETURNING needs SELECT)',
         'GRANT SELECT, INSERT ON siwa.notifications TO %I'),
-    -- Column privileges: serve enqueues (kind, args, run_at) and merges a
-    -- request into a pending purge (siwa.enqueue_purge: its args, and its
-    -- run_at when a request brings a waiting purge forward); it never
-    -- writes steps_done, errors, attempt or the lease.
-    (18, 3, 'serve', 'the inbox, in-app deletion and the audit trigger enqueue jobs; siwa.enqueue_purge merges into a pending purge',
-        'GRANT SELECT, INSERT (kind, args, run_at), UPDATE (args, run_at) ON siwa.jobs TO %I'),
+    -- Column privileges: serve enqueues (kind, args, run_at) and changes
+    -- no job: a purge merges into a pending one through siwa.enqueue_purge
+    -- (SECURITY DEFINER, sql/015), a waiting purge is cancelled through
+    -- siwa.cancel_grace_purge. It never writes steps_done, errors, attempt
+    -- or the lease, nor a pending purge's args.
+    (18, 3, 'serve', 'the inbox''s and the audit trigger''s deliveries to the app, and the audit of purges, enqueue jobs',
+        'GRANT SELECT, INSERT (kind, args, run_at) ON siwa.jobs TO %I'),
     (18, 5, 'serve', 'sign-in stores tokens (a new sign-in replaces the row) and the code of each sign-in for a retry''s answer',
         'GRANT SELECT, INSERT, UPDATE ON siwa.apple_tokens, siwa.sign_in_codes TO %I'),
     (18, 6, 'serve', 'the admin listener verifies the audit chain and shows its head; only the worker seals',

@@ -155,6 +155,9 @@ struct LeastPrivilegeTests {
             #"UPDATE siwa.jobs SET steps_done = '{"siwa": "2026-01-01T00:00:00Z"}'"#,
             #"INSERT INTO siwa.jobs (kind, args, steps_done) VALUES ('purge_user', '{"apple_sub": "sub.2"}', '{"siwa": "x"}')"#,
             "UPDATE siwa.jobs SET locked_by = 'serve', attempt = 99",
+            // A pending purge turned into a sign-out, or put off for years.
+            #"UPDATE siwa.jobs SET args = args || '{"scope": "tokens"}'"#,
+            "UPDATE siwa.jobs SET run_at = now() + interval '10 years'",
         ]
         let serve = try database.serveConfiguration
         let worker = try database.workerConfiguration

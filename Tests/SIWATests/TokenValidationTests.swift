@@ -1,7 +1,6 @@
 import AccountStore
 import AppleSimulator
 import Foundation
-import PostgresNIO
 import Testing
 
 /// The worker's daily validation of stored refresh tokens, against the
@@ -149,18 +148,7 @@ struct TokenValidationTests {
 
     /// A login role in siwa_admin (cluster-wide, made once), connected to `database`.
     static func adminURL(_ database: TestDatabase) async throws -> String {
-        try await JobsAuditTests.asSuperuser { client in
-            try await client.query(PostgresQuery(unsafeSQL: """
-                DO $$
-                BEGIN
-                  IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'siwa_admin') THEN CREATE ROLE siwa_admin NOLOGIN; END IF;
-                  IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = '\(adminRole)') THEN
-                    CREATE ROLE \(adminRole) LOGIN PASSWORD '\(adminRole)' IN ROLE siwa_admin;
-                  END IF;
-                END $$
-                """), logger: TestEnvironment.logger)
-        }
-        return try LeastPrivilegeTests.url(of: database.configuration, user: adminRole)
+        try await APIKeysTests.loginURL(adminRole, in: "siwa_admin", for: database)
     }
 
     @Test func appleUnavailableLeavesTheUserAloneAndRetries() async throws {
