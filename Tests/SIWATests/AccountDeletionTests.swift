@@ -103,7 +103,10 @@ struct AccountDeletionTests {
         #expect((shown.json["purge"] as? [String: Any])?["state"] as? String == "completed")
         #expect(shown.json["email"] is NSNull)
 
-        // The user comes back: a new account on the same Apple sub.
+        // The user comes back: a new account on the same Apple sub (with a
+        // token issued after the purge: Apple's iat is whole seconds, and one
+        // of the purge's second is as old as it).
+        try await Task.sleep(for: .seconds(1.1))
         let comeback = try await setup.signIn.signIn(try setup.signIn.appleSignIn(sub: sub))
         #expect(comeback.status == 200 && comeback.json["is_new_user"] as? Bool == true, "\(comeback.text)")
         #expect(comeback.json["user_id"] as? Int != first.json["user_id"] as? Int)
