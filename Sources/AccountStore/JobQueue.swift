@@ -101,10 +101,11 @@ public struct JobQueue: Sendable {
         self.ledger = ledger
     }
 
-    /// The receipts of the purges among `jobIDs` that the transaction on
-    /// `connection` has just completed, written in it (DeletionReceipts.issue),
-    /// then their erasure ledger lines (recordErasures).
-    func issueReceipts(for jobIDs: [Int64], on connection: PostgresConnection) async throws {
+    /// What a completed purge leaves besides its row, for the purges among
+    /// `jobIDs` that the transaction on `connection` has just completed:
+    /// their receipts, written in it (DeletionReceipts.issue), then their
+    /// erasure ledger lines (recordErasures), before it commits.
+    func recordCompletedPurges(for jobIDs: [Int64], on connection: PostgresConnection) async throws {
         if let receipts, !jobIDs.isEmpty {
             try await DeletionReceipts.issue(for: jobIDs, signer: receipts, on: connection, logger: logger)
         }
@@ -194,7 +195,7 @@ public struct JobQueue: Sendable {
                 """, logger: logger)
             var completed = false
             for try await count in rows.decode(Int.self) { completed = count == 1 }
-            if completed { try await issueReceipts(for: [job.id], on: connection) }
+            if completed { try await recordCompletedPurges(for: [job.id], on: connection) }
             return completed
         }
     }
@@ -211,7 +212,7 @@ public struct JobQueue: Sendable {
             try await client.withGuardedTransaction(logger: logger) { connection in
                 try await body(connection)
                 guard try await record(step, on: connection) else { throw LeaseLostDuringStep() }
-                if step.completesJob { try await issueReceipts(for: [step.jobID], on: connection) }
+                if step.completesJob { try await recordCompletedPurges(for: [step.jobID], on: connection) }
             }
             return true
         } catch is LeaseLostDuringStep {

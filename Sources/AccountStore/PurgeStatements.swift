@@ -41,7 +41,7 @@ extension JobQueue {
             }()), logger: logger) {}
             var done = Set<Int64>()
             for try await id in try await connection.execute(statement, logger: logger) { done.insert(id) }
-            try await issueReceipts(for: runs.indices.filter { completes[$0] && done.contains(runs[$0].id) }.map { runs[$0].id },
+            try await recordCompletedPurges(for: runs.indices.filter { completes[$0] && done.contains(runs[$0].id) }.map { runs[$0].id },
                                     on: connection)
             return done
         }

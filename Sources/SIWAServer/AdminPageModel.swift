@@ -59,7 +59,7 @@ struct AdminPageModel {
         attention = summary.attention.map { item in
             let state = JobState(rawValue: item.state)
             return Attention(jobID: item.jobID, sub: item.appleSub ?? "-",
-                             historyHref: item.appleSub.map { Self.href(days: days, sub: $0) + "#history" } ?? "#",
+                             historyHref: Self.historyHref(days: days, sub: item.appleSub),
                              state: item.state, attempt: item.attempt, since: AdminResponse.timestamp(item.since),
                              lastError: item.lastError ?? "",
                              canRetry: [.discarded, .cancelled, .retryable, .available].contains(state),
@@ -71,7 +71,7 @@ struct AdminPageModel {
         attentionCount = attention.count
         waiting = summary.waiting.map { item in
             Waiting(jobID: item.jobID, sub: item.appleSub ?? "-",
-                    historyHref: item.appleSub.map { Self.href(days: days, sub: $0) + "#history" } ?? "#",
+                    historyHref: Self.historyHref(days: days, sub: item.appleSub),
                     due: AdminResponse.timestamp(item.dueAt), requested: AdminResponse.timestamp(item.requestedAt))
         }
         hasWaiting = !waiting.isEmpty
@@ -88,6 +88,11 @@ struct AdminPageModel {
         var series: [String: [Int]] = [:]
         for key in Set(days.flatMap(\.keys)) { series[key] = days.map { $0[key] ?? 0 } }
         return series
+    }
+
+    /// The link to a user's history on the page ("#" without a sub).
+    static func historyHref(days: Int, sub: String?) -> String {
+        sub.map { href(days: days, sub: $0) + "#history" } ?? "#"
     }
 
     /// The page's own link, the sub percent-encoded but for RFC 3986's

@@ -45,14 +45,8 @@ struct AuditVerify: AsyncParsableCommand {
         guard let head else { return nil }
         if let link = AuditChainLink(head) { return link }
         guard let data = FileManager.default.contents(atPath: head) else { Startup.fail("--head: cannot read \(head)", code: 1) }
-        let keys: ES256KeySet
-        if let jwks {
-            do { keys = try ES256KeySet.load(path: jwks) } catch { Startup.fail("--jwks: \(error)", code: 1) }
-        } else {
-            guard let found = ReceiptKeys.fromEnvironment() else {
-                Startup.fail("--head \(head): a signed head needs the receipt key set: --jwks FILE, SIWA_RECEIPT_JWKS_FILE or SIWA_RECEIPT_KEY_FILE", code: 1)
-            }
-            keys = found
+        guard let keys = ReceiptKeys.load(jwks: jwks) else {
+            Startup.fail("--head \(head): a signed head needs the receipt key set: --jwks FILE, SIWA_RECEIPT_JWKS_FILE or SIWA_RECEIPT_KEY_FILE", code: 1)
         }
         do {
             let (signed, keyID) = try SignedAuditHead.verify(String(decoding: data, as: UTF8.self)

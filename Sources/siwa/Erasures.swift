@@ -66,12 +66,7 @@ struct Erasures: AsyncParsableCommand {
         }
 
         func run() async throws {
-            let keys: ES256KeySet?
-            if let jwks {
-                do { keys = try ES256KeySet.load(path: jwks) } catch { Startup.fail("--jwks: \(error)", code: 1) }
-            } else {
-                keys = ReceiptKeys.fromEnvironment()
-            }
+            let keys = ReceiptKeys.load(jwks: jwks)
             let read = Self.read(files, keys: keys, acceptUnsigned: acceptUnsigned)
             for refusal in read.refused { print("refused \(refusal)") }
             let entries = read.entries

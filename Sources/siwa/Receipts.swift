@@ -100,14 +100,8 @@ struct Receipts: AsyncParsableCommand {
                 text = FileManager.default.contents(atPath: file).map { String(decoding: $0, as: UTF8.self) }
             }
             guard let text else { Startup.fail("cannot read \(file)", code: 1) }
-            let keys: ES256KeySet
-            if let jwks {
-                do { keys = try ES256KeySet.load(path: jwks) } catch { Startup.fail("--jwks: \(error)", code: 1) }
-            } else {
-                guard let found = ReceiptKeys.fromEnvironment() else {
-                    Startup.fail("no keys to verify with: give --jwks FILE (or set SIWA_RECEIPT_JWKS_FILE or SIWA_RECEIPT_KEY_FILE)", code: 1)
-                }
-                keys = found
+            guard let keys = ReceiptKeys.load(jwks: jwks) else {
+                Startup.fail("no keys to verify with: give --jwks FILE (or set SIWA_RECEIPT_JWKS_FILE or SIWA_RECEIPT_KEY_FILE)", code: 1)
             }
             do {
                 let (receipt, keyID) = try DeletionReceipt.verify(text.trimmingCharacters(in: .whitespacesAndNewlines),
@@ -129,6 +123,13 @@ enum ReceiptKeys {
             return nil
         }
         return value
+    }
+
+    /// The key set of `--jwks FILE` when given (a bad file stops the
+    /// command), else `fromEnvironment()`.
+    static func load(jwks: String?) -> ES256KeySet? {
+        guard let jwks else { return fromEnvironment() }
+        do { return try ES256KeySet.load(path: jwks) } catch { Startup.fail("--jwks: \(error)", code: 1) }
     }
 
     /// SIWA_RECEIPT_JWKS_FILE, else the public key of SIWA_RECEIPT_KEY_FILE;
