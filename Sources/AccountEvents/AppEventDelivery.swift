@@ -74,7 +74,7 @@ public final class AppEventDelivery: SelfClaimingJobKindRunner {
             throw StepFailure(step: Self.stepName, detail: text, summary: text, permanent: false)
         }
         guard let timestamp = event.occurredAt, let data = event.data else {
-            let text = "no audit row for the event (an app_event job needs args.audit_seq, as siwa enqueues them)"
+            let text = "the job's args name no event of its audit row (args.audit_seq, apple_sub, event_type and event_id must be as siwa enqueues them); refused, not sent"
             throw StepFailure(step: Self.stepName, detail: text, summary: text, permanent: true)
         }
         let body = Self.envelope(type: event.eventType, timestamp: timestamp, data: data)

@@ -9,14 +9,16 @@ public struct ClaimedAppEvent: Sendable, Equatable {
     public let eventID: String
     /// The envelope's `type` (`apple.email-disabled`, `purge.completed`, ...).
     public let eventType: String
-    /// The envelope's `timestamp` and `data` (JSON); nil when the event's
-    /// audit row is not there (an app_event job enqueued by hand, wrongly).
+    /// The envelope's `timestamp` and `data` (JSON); nil when the job's args
+    /// do not name an event its audit row maps to (siwa.app_event_body,
+    /// sql/019: a job enqueued by hand, wrongly, or forged), which is
+    /// refused, never sent.
     public let occurredAt: String?
     public let data: String?
 }
 
 /// Claims up to `limit` runnable deliveries (`app_event` jobs) with their
-/// bodies' parts (siwa.app_event_payload, sql/014), in one statement, as
+/// bodies' parts (siwa.app_event_body, sql/019), in one statement, as
 /// ClaimJobsStatement does for purges, with one more rule: a delivery waits
 /// while an earlier one for the same Apple user is pending (available,
 /// running or retryable), so the app hears of a user's events in the order
@@ -27,7 +29,7 @@ public struct ClaimedAppEvent: Sendable, Equatable {
 /// already (its id is that row's seq); a failed attempt is audited as any
 /// job's (JobQueue.fail).
 public struct ClaimAppEventsStatement: PostgresPreparedStatement {
-    public static let name = "siwa_claim_app_events_v1"
+    public static let name = "siwa_claim_app_events_v2"
     public static let kind = "app_event"
     public static let sql = """
         WITH picked AS (
@@ -47,11 +49,10 @@ public struct ClaimAppEventsStatement: PostgresPreparedStatement {
             RETURNING j.id, j.args, j.attempt, j.max_attempts, j.locked_by
         )
         SELECT claimed.id, claimed.args->>'apple_sub', claimed.attempt, claimed.max_attempts, claimed.locked_by,
-               coalesce(claimed.args->>'event_id', 'job_' || claimed.id), coalesce(claimed.args->>'event_type', '?'),
+               coalesce(body.event_id, 'job_' || claimed.id), coalesce(claimed.args->>'event_type', '?'),
                body.occurred_at, body.data::text
         FROM claimed
-        LEFT JOIN LATERAL siwa.app_event_payload((claimed.args->>'audit_seq')::bigint, claimed.args->>'event_type',
-                                                 $4::boolean) AS body ON true
+        LEFT JOIN LATERAL siwa.app_event_body(claimed.args, $4::boolean) AS body ON true
         ORDER BY claimed.id
         """
     public typealias Row = ClaimedAppEvent

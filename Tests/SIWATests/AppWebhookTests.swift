@@ -96,6 +96,38 @@ struct AppWebhookTests {
         #expect(try await setup.appEventJobs(state: "completed") == expected.count)
     }
 
+    /// A delivery job forged with serve's credentials (its role may insert
+    /// `app_event` jobs, for the inbox) is refused by the worker unless its
+    /// audit row maps to it: another type, another position or another
+    /// user's sub is discarded, never sent (sql/019).
+    @Test func aForgedDeliveryIsRefusedNotSent() async throws {
+        let setup = try await Setup.start()
+        let worker = try await setup.startWorker()
+        try atTestEnd { await worker.kill9() }
+        let sub = "001.forge.1"
+        try await setup.post("email-enabled", sub: sub)
+        #expect(try await eventually(upTo: .seconds(30)) { setup.hook.accepted(sub: sub).count == 1 }, "\(worker.log.suffix(2000))")
+        let seq = try await setup.database.scalar("SELECT seq FROM siwa.audit_log WHERE action = 'notification.recorded' AND apple_sub = '\(sub)'")
+        let forged = [
+            (sub, "purge.completed", "evt_\(seq)_1"),
+            (sub, "consent.revoked", "evt_\(seq)_2"),
+            (sub, "apple.email-enabled", "evt_\(seq)_7"),
+            ("001.forge.other", "apple.email-enabled", "evt_\(seq)_1"),
+        ]
+        try await TestDatabase.withClient(try setup.database.serveConfiguration) { client in
+            for (target, type, id) in forged {
+                try await client.query("""
+                    INSERT INTO siwa.jobs (kind, args) VALUES ('app_event', jsonb_build_object(
+                        'apple_sub', \(target)::text, 'event_type', \(type)::text, 'audit_seq', \(seq)::bigint, 'event_id', \(id)::text))
+                    """, logger: TestEnvironment.logger)
+            }
+        }
+        #expect(try await eventually(upTo: .seconds(30)) { try await setup.appEventJobs(state: "discarded") == forged.count },
+                "\(worker.log.suffix(3000))")
+        #expect(setup.receiver.deliveries.map { "\($0.sub) \($0.type)" } == ["\(sub) apple.email-enabled"])
+        #expect(worker.log.contains("refused, not sent"), "\(worker.log.suffix(2000))")
+    }
+
     /// SIWA_APP_WEBHOOK_INCLUDE_EMAIL=true: Apple's email events carry the address.
     @Test func theEmailAddressGoesOnlyWhenTheSettingSaysSo() async throws {
         let setup = try await Setup.start()

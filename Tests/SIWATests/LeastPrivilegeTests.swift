@@ -103,7 +103,8 @@ struct LeastPrivilegeTests {
         #expect(!split.output.contains("warning"), "\(split.output)")
         let serve = try DatabaseConfiguration(url: try Self.url(of: owner, user: TestDatabase.serveRole))
         let worker = try DatabaseConfiguration(url: try Self.url(of: owner, user: TestDatabase.workerRole))
-        #expect(try await Self.sqlState(of: "INSERT INTO siwa.jobs (kind) VALUES ('x')", on: serve) == nil)
+        #expect(try await Self.sqlState(of: "INSERT INTO siwa.jobs (kind) VALUES ('app_event')", on: serve) == nil)
+        #expect(try await Self.sqlState(of: "INSERT INTO siwa.jobs (kind) VALUES ('x')", on: serve) == "42501")
         #expect(try await Self.sqlState(of: "INSERT INTO siwa.audit_chain (seq, prev_hash, row_hash) VALUES (1, '', '')", on: serve) == "42501")
         #expect(try await Self.sqlState(of: "INSERT INTO siwa.notifications (jti, event_type, apple_sub, event_time, audience, issued_at, claims) "
                                         + "VALUES ('j', 'e', 's', 1, 'a', now(), '{}')", on: worker) == "42501")
@@ -128,6 +129,7 @@ struct LeastPrivilegeTests {
                 "\(trial.output)")
         let runtime = try DatabaseConfiguration(url: runtimeURL)
         #expect(try await Self.sqlState(of: "INSERT INTO siwa.jobs (kind) VALUES ('x')", on: runtime) == nil)
+        #expect(try await Self.sqlState(of: "INSERT INTO siwa.audit_log (actor, action) VALUES ('worker', 'job.completed')", on: runtime) == nil)
         #expect(try await Self.sqlState(of: "TRUNCATE siwa.jobs", on: runtime) == "42501")
 
         let single = try await runSIWA(["migrate"], environment: [
@@ -167,9 +169,10 @@ struct LeastPrivilegeTests {
         for statement in workerOnly.prefix(5) {
             #expect(try await Self.sqlState(of: statement, on: worker) == nil, "worker: \(statement)")
         }
-        // What serve does still works: enqueue, merge into a pending purge, read.
+        // What serve does still works: enqueue deliveries, enqueue or merge a purge (a function), read.
         for statement in [
-            #"INSERT INTO siwa.jobs (kind, args) VALUES ('purge_user', '{"apple_sub": "sub.3"}')"#,
+            #"INSERT INTO siwa.jobs (kind, args) VALUES ('app_event', '{"apple_sub": "sub.3"}')"#,
+            "SELECT * FROM siwa.enqueue_purge('sub.3', 'account-delete', 'j3', false, true)",
             "SELECT * FROM siwa.enqueue_purge('sub.1', 'account-delete', 'j2', false, true)",
             "SELECT count(*) FROM siwa.audit_chain", "SELECT count(*) FROM siwa.deletion_receipts", "SELECT steps_done FROM siwa.jobs",
         ] {
@@ -182,6 +185,38 @@ struct LeastPrivilegeTests {
             try await RuntimeRole.holdsOtherProcessPrivileges(.serve, client: client, logger: TestEnvironment.logger)
         }
         #expect(!shared)
+    }
+
+    /// serve's role writes only its own audit actions and only deliveries
+    /// (row-level security, sql/019): a row the worker or an admin function
+    /// writes, or a job of another kind, is refused. The worker's role and
+    /// a one-role trial's are not limited.
+    @Test func serveWritesOnlyItsOwnAuditActionsAndJobKinds() async throws {
+        let database = try await TestDatabase.create()
+        let refused = [
+            "INSERT INTO siwa.audit_log (actor, action, apple_sub, details) VALUES ('worker', 'job.completed', 'sub.1', '{\"job_id\": 1}')",
+            "INSERT INTO siwa.audit_log (actor, action, apple_sub, details) VALUES ('worker', 'token.invalid_grant', 'sub.1', '{\"signed_out\": true}')",
+            "INSERT INTO siwa.audit_log (actor, action, apple_sub) VALUES ('admin', 'purge.cancelled', 'sub.1')",
+            "INSERT INTO siwa.audit_log (actor, action) VALUES ('admin', 'api_key.created')",
+            #"INSERT INTO siwa.jobs (kind, args) VALUES ('purge_user', '{"apple_sub": "sub.1"}')"#,
+            #"INSERT INTO siwa.jobs (kind, args) VALUES ('validate_tokens', '{}')"#,
+        ]
+        let serve = try database.serveConfiguration
+        for statement in refused {
+            #expect(try await Self.sqlState(of: statement, on: serve) == "42501", "serve: \(statement)")
+            #expect(try await Self.sqlState(of: statement, on: try database.workerConfiguration) == nil, "worker: \(statement)")
+        }
+        for action in ["notification.recorded", "user.signed_in", "user.account_restarted", "user.deletion_requested"] {
+            let statement = "INSERT INTO siwa.audit_log (actor, action, apple_sub) VALUES ('api', '\(action)', 'sub.1')"
+            #expect(try await Self.sqlState(of: statement, on: serve) == nil, "serve: \(statement)")
+        }
+        // Granted as the worker's role (or both), the same role loses the limit.
+        #expect(try await database.strings("""
+            SELECT policyname::text FROM pg_policies WHERE schemaname = 'siwa' AND 'siwa_serve' = ANY (roles) ORDER BY tablename
+            """) == ["serve_writes_siwa_serve", "serve_writes_siwa_serve"])
+        #expect(try await database.strings("""
+            SELECT policyname::text FROM pg_policies WHERE schemaname = 'siwa' AND NOT 'public' = ANY (roles) AND NOT 'siwa_serve' = ANY (roles)
+            """) == [])
     }
 
     /// The worker's role cannot do serve's job: record notifications or

@@ -224,7 +224,7 @@ struct SignInRaceTests {
         let signIn = try await OpenConnection.with(db.serveConfiguration) { deletion in
             try await deletion.run("BEGIN")
             try await deletion.run("UPDATE siwa.users SET status = 'deleted' WHERE apple_sub = '\(sub)'")
-            try await deletion.run("INSERT INTO siwa.jobs (kind, args) VALUES ('purge_user', '{\"apple_sub\": \"\(sub)\"}')")
+            try await deletion.run("SELECT siwa.enqueue_purge('\(sub)', 'app-deletion', NULL, false, false, '{}')")
             // ...while the user signs in again.
             let body = try setup.appleSignIn(sub: sub)
             let signIn = Task { try await setup.signIn(body) }
