@@ -119,12 +119,17 @@ enum SignInBench {
         defer { files.removeAll() }
         // Warm up connections (to the database and to Apple), prepared
         // statements, Apple's keys and the client secret.
-        _ = try await Wrk.run(url: signInURL, bodiesFile: try files.write(bodies.warmUp), count: bodies.warmUp.count,
-                              connections: concurrency, authorization: authorization)
+        let warmUp = try await Wrk.run(url: signInURL, bodiesFile: try files.write(bodies.warmUp), count: bodies.warmUp.count,
+                                       connections: concurrency, authorization: authorization)
         _ = try await Wrk.run(url: notificationURL, bodiesFile: try files.write(bodies.warmUpNotifications),
                               count: bodies.warmUpNotifications.count, connections: concurrency)
         report.signInsSent += bodies.warmUp.count
         report.notificationsSent += bodies.warmUpNotifications.count
+        // A sign-in the bench sends wrongly fails fast and would be timed as
+        // a (very fast) sign-in: stop here instead, saying so.
+        guard warmUp.failed == 0 else {
+            throw BenchError("\(warmUp.failed) of the \(bodies.warmUp.count) warm-up sign-ins were refused: the bench's bodies do not match what siwa serve expects")
+        }
 
         for (round, signIns) in bodies.rounds.enumerated() {
             let notifications = bodies.notificationRounds[round]

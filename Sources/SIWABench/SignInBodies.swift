@@ -1,3 +1,4 @@
+import AccountEvents
 import AppleSimulator
 import Foundation
 
@@ -45,9 +46,11 @@ struct SignInBodies {
     /// One `POST /v1/sign-in` body, on one line.
     static func signIn(apple: AppleSimulator, clientID: String, sub: String, index: Int) throws -> Data {
         let email = "bench\(index)@privaterelay.appleid.com"
+        // The app sends the raw nonce; Apple's tokens carry its SHA-256 hex (README, sign-in).
         let nonce = "bench-nonce-\(index)"
-        let token = try apple.identityToken(sub: sub, audience: clientID, email: email, nonce: nonce)
-        let code = apple.issueAuthorizationCode(sub: sub, clientID: clientID, email: email, isPrivateEmail: true, nonce: nonce,
+        let hashed = SignInService.hashedNonce(nonce)
+        let token = try apple.identityToken(sub: sub, audience: clientID, email: email, nonce: hashed)
+        let code = apple.issueAuthorizationCode(sub: sub, clientID: clientID, email: email, isPrivateEmail: true, nonce: hashed,
                                                 presignIDToken: true)
         return try JSONSerialization.data(withJSONObject: [
             "identity_token": token, "authorization_code": code, "nonce": nonce,
