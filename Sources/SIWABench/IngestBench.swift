@@ -33,6 +33,13 @@ struct IngestReport {
     var p50: [Double] = []
     var p99: [Double] = []
     var cpu: [Double] = []
+    /// PostgreSQL's CPU (µs) and WAL (bytes) per notification siwa recorded.
+    var postgresCPU: [Double] = []
+    var wal: [Double] = []
+    /// The plain five-statement version (PlainVersion) on the same database.
+    var plainRates: [Double] = []
+    var plainPostgresCPU: [Double] = []
+    var plainWAL: [Double] = []
     var open: LoadGenerator.Result?
     var flood: FloodReport?
     var recorded = ""
@@ -42,6 +49,7 @@ struct IngestReport {
     var deliveries: (enqueued: String, completed: String)?
 
     var ratios: [Double] { zip(siwaRates, pgbenchRates).map { $0 / $1 } }
+    var plainRatios: [Double] { zip(siwaRates, plainRates).map { $0 / $1 } }
 }
 
 struct FloodReport {
@@ -188,10 +196,18 @@ enum IngestBench {
         for (round, roundBodies) in bodies.rounds.enumerated() {
             let file = try files.write(roundBodies)
             let cpuBefore = siwa.cpuSeconds
+            let postgresBefore = try await PostgresCost.read(database)
             let result = try await Wrk.run(url: siwaURL, bodiesFile: file, count: roundBodies.count, connections: concurrency)
+            let postgres = postgresBefore.cost(to: try await PostgresCost.read(database), per: roundBodies.count)
             report.sent += roundBodies.count
             report.cpu.append((siwa.cpuSeconds - cpuBefore) / Double(roundBodies.count) * 1e6)
+            report.postgresCPU.append(postgres.cpuSeconds * 1e6)
+            report.wal.append(postgres.walBytes)
             let ceiling = try await PgbenchCeiling.run(databaseURL: database.ownerURL, clients: concurrency, seconds: pgbenchSeconds)
+            let plain = try await PlainVersion.notifications(on: database, seconds: pgbenchSeconds)
+            report.plainRates.append(plain.rate)
+            report.plainPostgresCPU.append(plain.cost.cpuSeconds * 1e6)
+            report.plainWAL.append(plain.cost.walBytes)
             let bare = try await Wrk.run(url: bareURL, bodiesFile: file, count: roundBodies.count, connections: concurrency)
             report.siwaRates.append(result.rate)
             report.pgbenchRates.append(ceiling)
@@ -201,6 +217,9 @@ enum IngestBench {
             say(String(format: "%@ round %d: siwa %.0f/s (p50 %.1f ms, p99 %.1f ms, %d failed, %.0f µs CPU each) | pgbench %.0f tps | ratio %.2f | bare HTTP %.0f/s",
                        scenario.label, round + 1, result.rate, result.p50, result.p99, result.failed, report.cpu[round], ceiling,
                        result.rate / ceiling, bare.rate))
+            say(String(format: "%@ round %d costs: siwa's PostgreSQL %.0f µs CPU and %.0f B WAL each | plain version %.0f/s (16 clients), %.0f µs and %.0f B each | siwa / plain %.2f",
+                       scenario.label, round + 1, report.postgresCPU[round], report.wal[round], plain.rate,
+                       report.plainPostgresCPU[round], report.plainWAL[round], result.rate / plain.rate))
         }
 
         // Apple's view at a steady rate: an open loop from an in-process client.

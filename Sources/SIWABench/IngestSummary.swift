@@ -14,6 +14,15 @@ enum IngestSummary {
                        median(report.p50), median(report.p99), median(report.cpu), median(report.bareRates),
                        open?.percentile(0.5) ?? .nan, open?.percentile(0.99) ?? .nan, open?.failed ?? -1, report.recorded, report.sent))
         }
+        say("")
+        say("== per notification, siwa against the plain five-statement version on the same database (PlainVersion, pgbench, \(PlainVersion.notificationClients) clients)")
+        say("scenario   siwa/s   plain/s   siwa / plain (target >= 1.0)   siwa CPU   PostgreSQL CPU: siwa / plain   WAL bytes: siwa / plain")
+        for report in reports where !report.plainRates.isEmpty {
+            say(String(format: "%-9@  %6.0f   %7.0f   %5.2f (%@)   %5.0f µs   %5.0f / %5.0f µs   %6.0f / %6.0f B",
+                       report.scenario.label, median(report.siwaRates), median(report.plainRates), median(report.plainRatios),
+                       report.plainRatios.map { String(format: "%.2f", $0) }.joined(separator: " "), median(report.cpu),
+                       median(report.postgresCPU), median(report.plainPostgresCPU), median(report.wal), median(report.plainWAL)))
+        }
         if reports.contains(where: { $0.chain != nil }) {
             say("")
             say("== audit chain (sealed by one `siwa worker` while the load ran; its CPU over the scenario per row; `siwa audit verify` over the whole log)")

@@ -62,6 +62,11 @@ enum Pgbench {
     /// Runs `script` for `seconds` with `clients` (prepared statements);
     /// returns transactions per second. Any failed transaction is an error.
     static func run(script: String, databaseURL: String, clients: Int, seconds: Int) async throws -> Double {
+        try await runCounting(script: script, databaseURL: databaseURL, clients: clients, seconds: seconds).tps
+    }
+
+    /// As `run`, with the number of transactions (script runs) done.
+    static func runCounting(script: String, databaseURL: String, clients: Int, seconds: Int) async throws -> (tps: Double, transactions: Int) {
         let scriptFile = FileManager.default.temporaryDirectory.appendingPathComponent("siwa-pgbench-\(getpid())-\(UUID().uuidString).sql")
         try script.write(to: scriptFile, atomically: true, encoding: .utf8)
         defer { try? FileManager.default.removeItem(at: scriptFile) }
@@ -74,7 +79,10 @@ enum Pgbench {
         }
         let failed = output.split(separator: "\n").first { $0.contains("number of failed transactions") } ?? ""
         if !failed.isEmpty, !failed.contains(": 0 ") { throw BenchError("pgbench had failures: \(failed)") }
-        return value
+        // "number of transactions actually processed: 12345"
+        let processed = output.split(separator: "\n").first { $0.hasPrefix("number of transactions actually processed: ") }
+        let transactions = processed.flatMap { Int($0.split(separator: ":").last?.trimmingCharacters(in: .whitespaces).prefix { $0 != "/" } ?? "") }
+        return (value, transactions ?? Int(value * Double(seconds)))
     }
 }
 

@@ -27,6 +27,8 @@ enum WorkerBench {
         /// With deletion receipts signed (BENCH_RECEIPTS=1), else empty.
         var burnDownWithReceipts: [Double] = []
         var ceiling: [Double] = []
+        /// The plain claim-one-and-complete loop (PlainVersion), jobs/s.
+        var plain: [Double] = []
         var wakeLatenciesMS: [Double] = []
     }
 
@@ -45,10 +47,13 @@ enum WorkerBench {
                 try await reset(client, logger: logger)
                 let rate = try await burnDown(jobs: jobs, round: round, databaseURL: workerURL, concurrency: concurrency,
                                               client: client, logger: logger)
+                let plain = try await PlainVersion.jobs(on: database, jobs: 200_000, seconds: pgbenchSeconds).rate
+                _ = try await database.scalar("TRUNCATE plain.jobs")
                 report.burnDown.append(rate)
                 report.ceiling.append(ceiling)
-                say(String(format: "worker round %d: burn-down %.0f jobs/s | pgbench ceiling %.0f jobs/s | ratio %.2f",
-                           round, rate, ceiling, rate / ceiling))
+                report.plain.append(plain)
+                say(String(format: "worker round %d: burn-down %.0f jobs/s | pgbench ceiling %.0f jobs/s | ratio %.2f | plain claim+complete %.0f jobs/s (%d clients) | ratio %.2f",
+                           round, rate, ceiling, rate / ceiling, plain, PlainVersion.workerClients, rate / plain))
                 if receipts {
                     try await reset(client, logger: logger)
                     let signed = try await burnDown(jobs: jobs, round: round, databaseURL: workerURL, concurrency: concurrency,

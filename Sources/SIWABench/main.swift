@@ -152,6 +152,11 @@ if runs("worker") {
                median(report.ceiling), pgbenchClients))
     say(String(format: "ratio worker / ceiling       median %.2f   (target >= 0.8; rounds: %@)", median(ratios),
                ratios.map { String(format: "%.2f", $0) }.joined(separator: ", ")))
+    let plainRatios = zip(report.burnDown, report.plain).map { $0 / $1 }
+    say(String(format: "plain claim+complete         median %.0f jobs/s   (PlainVersion: claim one with SKIP LOCKED, complete it in the next transaction, %d clients)",
+               median(report.plain), PlainVersion.workerClients))
+    say(String(format: "ratio worker / plain         median %.2f   (target >= 1.0; rounds: %@)", median(plainRatios),
+               plainRatios.map { String(format: "%.2f", $0) }.joined(separator: ", ")))
     if !report.burnDownWithReceipts.isEmpty {
         let shares = zip(report.burnDownWithReceipts, report.burnDown).map { $0 / $1 }
         say(String(format: "burn-down with receipts      median %.0f jobs/s   (%.2f of the burn-down without, median of rounds: %@)",
