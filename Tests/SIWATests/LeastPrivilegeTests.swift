@@ -322,7 +322,9 @@ struct LeastPrivilegeTests {
             try await client.withConnection { connection in
                 try await connection.query("BEGIN", logger: TestEnvironment.logger)
                 do {
-                    try await connection.query(PostgresQuery(unsafeSQL: statement), logger: TestEnvironment.logger)
+                    // Read every row: an error may come after the row description.
+                    let rows = try await connection.query(PostgresQuery(unsafeSQL: statement), logger: TestEnvironment.logger)
+                    for try await _ in rows {}
                     try await connection.query("ROLLBACK", logger: TestEnvironment.logger)
                     return nil
                 } catch let error as PSQLError {
