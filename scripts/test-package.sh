@@ -22,7 +22,9 @@ cd "$(dirname "$0")/.."
 
 deb=$(realpath "$1") server_url=$2
 version=$(sed -n 's/^ *public static let version = "\(.*\)"$/\1/p' Sources/SIWAConfiguration/SIWAVersion.swift)
-commit=${SIWA_GIT_COMMIT:-unknown}
+# The commit make's build stamp gave the build (scripts/build-stamp.sh).
+commit=$(sed -n 's/^#define SIWA_GIT_COMMIT "\(.*\)"$/\1/p' Sources/SIWABuildStamp/generated/commit.h 2>/dev/null || true)
+commit=${commit:-unknown}
 root=$(mktemp -d /tmp/siwa-package.XXXXXX)
 local_root=$(mktemp -d /tmp/siwa-install.XXXXXX)
 database=siwa_package
