@@ -20,9 +20,9 @@ import PackageDescription
 // every swift build, and rewrites it only when the commit changed. The
 // header is private to SIWABuildStamp's one C file, so a new commit
 // recompiles that file and relinks; nothing else. The manifest reads no
-// environment on purpose: a manifest that changes with each commit makes
-// SwiftPM replan the build and recompile dependencies. A bare `swift build`
-// keeps whatever header is there ("unknown" without one).
+// environment on purpose: when it passed the commit as a define, each new
+// commit recompiled dependencies too. A bare `swift build` keeps whatever
+// header is there ("unknown" without one).
 
 let package = Package(
     name: "siwa",
