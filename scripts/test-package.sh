@@ -5,7 +5,8 @@
 # checks what an operator relies on:
 #   - the service users exist (postinst ran systemd-sysusers), the settings
 #     are conffiles of mode 0600;
-#   - the installed `siwa --version` names this version;
+#   - the installed `siwa --version` names this version and the commit the
+#     build stamp's header gave the build;
 #   - the installed `siwa migrate` applies the installed share/siwa/sql to a
 #     fresh database on the test cluster, then finds it current;
 #   - `systemd-analyze verify` accepts the installed units (with --root:
