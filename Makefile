@@ -22,17 +22,19 @@ SWIFT_TEST_FLAGS ?=
 # The version has one home, Sources/SIWAConfiguration/SIWAVersion.swift; the
 # package and its file name read it from there.
 VERSION := $(shell sed -n 's/^ *public static let version = "\(.*\)"$$/\1/p' Sources/SIWAConfiguration/SIWAVersion.swift)
-# The commit every swift build here stamps into siwa (Package.swift reads
-# it): this tree's HEAD, `-dirty` with uncommitted changes; empty (so
-# "unknown") outside a git checkout of siwa, e.g. a release tarball, where
-# the packager may set it: make deb SIWA_GIT_COMMIT=0bd7a50e1f2a
+# The commit every swift build here stamps into siwa: this tree's HEAD,
+# `-dirty` with uncommitted changes; empty (so "unknown") outside a git
+# checkout of siwa, e.g. a release tarball, where the packager may set it:
+# make deb SIWA_GIT_COMMIT=0bd7a50e1f2a. build-stamp writes it into a header
+# of SIWABuildStamp (see Package.swift), rewritten only when it changes; it
+# is not handed to swift in the environment.
 ifeq ($(origin SIWA_GIT_COMMIT),undefined)
   SIWA_GIT_COMMIT := $(shell [ "$$(git rev-parse --show-toplevel 2>/dev/null)" = "$(CURDIR)" ] && \
     c=$$(git rev-parse --short=12 HEAD) && { git diff --quiet HEAD -- 2>/dev/null || c=$$c-dirty; } && echo $$c)
 endif
-export SIWA_GIT_COMMIT
+unexport SIWA_GIT_COMMIT
 
-.PHONY: build test demo try bench clean-db check-swift check-openssl check-chromium check-alerts \
+.PHONY: build build-stamp test demo try bench clean-db check-swift check-openssl check-chromium check-alerts \
         build-static install deb test-package check-packaging-tools
 
 check-swift:
@@ -41,7 +43,11 @@ check-swift:
 	  echo "Install a Swift 6 toolchain from https://www.swift.org/install/ and add its usr/bin to PATH." >&2; \
 	  exit 1; }
 
-build: check-swift
+# Before every swift build: the commit, into SIWABuildStamp's header.
+build-stamp:
+	@scripts/build-stamp.sh '$(subst ','\'',$(SIWA_GIT_COMMIT))'
+
+build: check-swift build-stamp
 	swift build
 
 # The client-secret tests check siwa's ES256 signatures with openssl, an
@@ -94,7 +100,7 @@ TEST_PARALLELISM ?= 8
 # swift build first: some tests run the siwa executable itself.
 # Each run marks the processes its tests start (SIWA_TEST_RUN_MARKER);
 # whatever is still running afterwards, e.g. after a crash, is stopped.
-test: check-swift check-openssl check-chromium check-alerts
+test: check-swift check-openssl check-chromium check-alerts build-stamp
 	swift build
 	test_url="$$($(TESTDB) start test)"; \
 	fault_url="$$($(TESTDB) start fault)"; \
@@ -112,17 +118,17 @@ test: check-swift check-openssl check-chromium check-alerts
 # siwa-demo (development only) makes, uses and drops a database of its own
 # on the demo cluster: migrate as the owner `siwa`, serve as `siwa_serve`,
 # the worker as `siwa_worker` (its plan's SQL as `siwa_purge`).
-demo: check-swift
+demo: check-swift build-stamp
 	swift build
 	url="$$($(TESTDB) start demo)"; SIWA_DEMO_DATABASE_URL="$$url" scripts/demo.sh
 
 # siwa with sign-in on, its worker and the Apple simulator, left running
 # for curl (the commands are printed); Ctrl-C ends it.
-try: check-swift
+try: check-swift build-stamp
 	swift build
 	url="$$($(TESTDB) start demo)"; SIWA_DEMO_DATABASE_URL="$$url" scripts/demo.sh --serve
 
-bench: check-swift
+bench: check-swift build-stamp
 	swift build -c release
 	url="$$($(TESTDB) start bench)"; SIWA_BENCH_SERVER_URL="$$url" scripts/bench.sh
 
@@ -151,7 +157,7 @@ STATIC_BUILD := .build-static
 # built here, unless SIWA_BINARY names one (CI's package test: see test-package).
 SIWA_BINARY ?=
 
-build-static: check-swift
+build-static: check-swift build-stamp
 	swift build -c release --static-swift-stdlib --product siwa --scratch-path $(STATIC_BUILD)
 
 install: $(if $(SIWA_BINARY),,build-static)
@@ -203,7 +209,7 @@ deb: check-packaging-tools
 # CI has), not a release build with the static standard library: that would
 # compile every dependency a second time, in release (see README.md,
 # "Installing"). Everything else in the package is what `make deb` makes.
-test-package: check-swift
+test-package: check-swift build-stamp
 	swift build
 	$(MAKE) --no-print-directory deb SIWA_BINARY=.build/debug/siwa DEB_ALLOW_SWIFT_RUNTIME=1 DEB_DIR=.build/deb-test
 	url="$$($(TESTDB) start test)"; \

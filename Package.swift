@@ -4,7 +4,7 @@ import PackageDescription
 // One layer per target; a target imports only the layers below it.
 //   AppleSignIn        Apple's protocols (JWKS cache, notification and identity-token verification);
 //                      also a library product, for a Swift backend that verifies identity tokens itself
-//   SIWABuildStamp     the git commit the build was made from (C: a define with a value)
+//   SIWABuildStamp     the git commit the build was made from (C: a generated header, see below)
 //   AccountStore       PostgreSQL (migrations, roles, users, inbox, rejections, job queue, audit)
 //   AccountEvents      the domain (event router, receiver, purge plan, worker loop)
 //   SIWAConfiguration  the SIWA_* settings, declared once (SettingsCatalog), the log lines, the version
@@ -13,11 +13,16 @@ import PackageDescription
 //   siwa               the production executable: argument parsing and wiring only
 //   AppleSimulator  a stand-in for Apple in tests, the demo and the benchmark
 //   siwa-demo       `make demo` (development only; the production siwa never links AppleSimulator)
-// The commit `siwa --version` and siwa_build_info report: `make` sets
-// SIWA_GIT_COMMIT from git; a build from a tarball without .git may set it by
-// hand, else it is "unknown". SwiftPM re-reads this manifest when the
-// environment changes, and then recompiles only SIWABuildStamp.
-let gitCommit = String((Context.environment["SIWA_GIT_COMMIT"] ?? "").filter { $0.isLetter || $0.isNumber || "-.+".contains($0) }.prefix(64))
+// The commit `siwa --version` and siwa_build_info report is not in this
+// manifest: `make` writes it to Sources/SIWABuildStamp/generated/commit.h
+// (scripts/build-stamp.sh, from git's HEAD, `-dirty` with uncommitted
+// changes, or SIWA_GIT_COMMIT=... given to make, e.g. for a tarball) before
+// every swift build, and rewrites it only when the commit changed. The
+// header is private to SIWABuildStamp's one C file, so a new commit
+// recompiles that file and relinks; nothing else. The manifest reads no
+// environment on purpose: when it passed the commit as a define, each new
+// commit recompiled dependencies too. A bare `swift build` keeps whatever
+// header is there ("unknown" without one).
 
 let package = Package(
     name: "siwa",
@@ -85,10 +90,7 @@ let package = Package(
                 .product(name: "PostgresNIO", package: "postgres-nio"),
             ]
         ),
-        .target(
-            name: "SIWABuildStamp",
-            cSettings: gitCommit.isEmpty ? [] : [.define("SIWA_GIT_COMMIT", to: "\"\(gitCommit)\"")]
-        ),
+        .target(name: "SIWABuildStamp"),
         .target(
             name: "SIWAConfiguration",
             dependencies: [

@@ -5,7 +5,8 @@
 # checks what an operator relies on:
 #   - the service users exist (postinst ran systemd-sysusers), the settings
 #     are conffiles of mode 0600;
-#   - the installed `siwa --version` names this version;
+#   - the installed `siwa --version` names this version and the commit the
+#     build stamp's header gave the build;
 #   - the installed `siwa migrate` applies the installed share/siwa/sql to a
 #     fresh database on the test cluster, then finds it current;
 #   - `systemd-analyze verify` accepts the installed units (with --root:
@@ -22,7 +23,9 @@ cd "$(dirname "$0")/.."
 
 deb=$(realpath "$1") server_url=$2
 version=$(sed -n 's/^ *public static let version = "\(.*\)"$/\1/p' Sources/SIWAConfiguration/SIWAVersion.swift)
-commit=${SIWA_GIT_COMMIT:-unknown}
+# The commit make's build stamp gave the build (scripts/build-stamp.sh).
+commit=$(sed -n 's/^#define SIWA_GIT_COMMIT "\(.*\)"$/\1/p' Sources/SIWABuildStamp/generated/commit.h 2>/dev/null || true)
+commit=${commit:-unknown}
 root=$(mktemp -d /tmp/siwa-package.XXXXXX)
 local_root=$(mktemp -d /tmp/siwa-install.XXXXXX)
 database=siwa_package

@@ -577,6 +577,6 @@ public enum SettingsCatalog {
 
     /// `SIWA_*` names that belong to siwa's development tools, not to a
     /// command (scripts/testdb.sh, the tests, the bench, siwa-demo), or to
-    /// its build (SIWA_GIT_COMMIT, which the Makefile exports to swift build).
+    /// its build (SIWA_GIT_COMMIT, which the Makefile writes into the build stamp).
     public static let toolPrefixes = ["SIWA_PG_", "SIWA_TEST_", "SIWA_BENCH_", "SIWA_DEMO_", "SIWA_GIT_"]
 }

@@ -12,11 +12,27 @@ struct VersionTests {
         let result = try await runSIWA(["--version"])
         #expect(result.status == 0)
         #expect(result.output == "\(SIWAVersion.version) (commit \(SIWAVersion.commit))\n")
-        // `make test` stamps the commit it builds from (the Makefile exports
-        // SIWA_GIT_COMMIT to every swift build, Package.swift passes it on).
-        if let stamped = ProcessInfo.processInfo.environment["SIWA_GIT_COMMIT"], !stamped.isEmpty {
-            #expect(SIWAVersion.commit == stamped)
+        // `make test` writes the commit it builds from into the build stamp's
+        // header first (scripts/build-stamp.sh): the binary must say what the
+        // header says now, so a header change that did not recompile the
+        // stamp (an untracked dependency) fails here.
+        if let stamped = try Self.stampedCommit() {
+            #expect(SIWAVersion.commit == stamped, "the build stamp's header says \(stamped)")
         }
+    }
+
+    /// The commit in Sources/SIWABuildStamp/generated/commit.h, nil when
+    /// there is none (a bare `swift test` in a fresh checkout).
+    static func stampedCommit() throws -> String? {
+        let header = TestEnvironment.repositoryRoot.appendingPathComponent("Sources/SIWABuildStamp/generated/commit.h")
+        guard FileManager.default.fileExists(atPath: header.path) else { return nil }
+        let text = try String(contentsOf: header, encoding: .utf8)
+        let prefix = "#define SIWA_GIT_COMMIT \""
+        guard let line = text.split(separator: "\n").first(where: { $0.hasPrefix(prefix) }), line.hasSuffix("\"") else {
+            Issue.record("\(header.path) has no SIWA_GIT_COMMIT line: \(text)")
+            return nil
+        }
+        return String(line.dropFirst(prefix.count).dropLast())
     }
 
     /// A real `siwa serve`, scraped over HTTP as Prometheus does.
