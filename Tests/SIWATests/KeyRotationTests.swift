@@ -16,7 +16,7 @@ struct KeyRotationTests {
     @Test func genuineTokenWithNewKidIsAcceptedAfterOneRefetch() async throws {
         let apple = try AppleSimulator()
         apple.serve(document: try Fixtures.jwksSnapshot("snapshot_2019_AIDOPK1.json"))
-        let server = try await apple.start()
+        let server = try await TestPorts.serve { try await apple.start(port: $0) }
         try atTestEnd { await server.stop() }
         let keys = AppleKeySet(source: HTTPJWKSSource(url: server.baseURL + "/auth/keys", httpClient: .shared),
                                refetchCooldown: .seconds(30), logger: logger)
@@ -40,7 +40,7 @@ struct KeyRotationTests {
 
     @Test func aFloodOfUnknownKidsCausesAtMostOneRefetchPerCooldown() async throws {
         let apple = try AppleSimulator()
-        let server = try await apple.start()
+        let server = try await TestPorts.serve { try await apple.start(port: $0) }
         try atTestEnd { await server.stop() }
         let keys = AppleKeySet(source: HTTPJWKSSource(url: server.baseURL + "/auth/keys", httpClient: .shared),
                                refetchCooldown: .seconds(30), logger: logger)
@@ -76,7 +76,7 @@ struct KeyRotationTests {
 
     @Test func aFailedRefetchKeepsTheOldKeysAndAnswersUnavailable() async throws {
         let apple = try AppleSimulator()
-        let server = try await apple.start()
+        let server = try await TestPorts.serve { try await apple.start(port: $0) }
         try atTestEnd { await server.stop() }
         let keys = AppleKeySet(source: HTTPJWKSSource(url: server.baseURL + "/auth/keys", httpClient: .shared),
                                refetchCooldown: .milliseconds(100), logger: logger)
