@@ -93,6 +93,8 @@ struct KeyRotationTests {
         _ = try await verifier.verify(known)
 
         apple.setJWKSFailing(false)
+        // The refetch cooldown (100 ms) waited out: a clock, not an event;
+        // a slower machine only waits longer.
         try await Task.sleep(for: .milliseconds(150))
         _ = try await verifier.verify(fresh)
     }

@@ -94,7 +94,7 @@ struct TokenValidationTests {
         #expect(busiest <= cap + 1, "\(busiest) calls within one second, cap \(cap): \(arrivals.map { $0 - arrivals[0] })")
         // And the run as a whole: ten starts span at least 9 / cap seconds;
         // the first call's transit may take up to one spacing of that.
-        #expect(arrivals[arrivals.count - 1] - arrivals[0] >= .seconds(1) * (subs.count - 2) / cap,
+        #expect(arrivals[arrivals.count - 1] - arrivals[0] >= Duration.seconds(1) * (subs.count - 2) / cap,
                 "\(arrivals.map { $0 - arrivals[0] })")
     }
 

@@ -43,7 +43,7 @@ final class SIWAProcess: Sendable {
     /// 200); started again on another port if the one picked was taken
     /// between the try and the child's own bind (its log says so).
     static func serve(environment: [String: String], journal: Bool = false) async throws -> SIWAProcess {
-        try await TestPorts.retryingWhileInUse {
+        try await TestPorts.retryingWhileInUse { () async throws -> SIWAProcess in
             let process = try SIWAProcess(port: try TestPorts.free(), environment: environment, journal: journal)
             try await process.waitUntilReady()
             return process
