@@ -90,7 +90,7 @@ struct TokenValidationTests {
         try #require(arrivals.count == subs.count, "\(arrivals.count) validation calls")
         // The busiest second: a window that starts at an arrival holds at
         // least as many as any other window.
-        let busiest = arrivals.indices.map { i in arrivals[i...].prefix { $0 < arrivals[i] + .seconds(1) }.count }.max() ?? 0
+        let busiest = arrivals.indices.map { i in arrivals[i...].prefix(while: { $0 < arrivals[i] + .seconds(1) }).count }.max() ?? 0
         #expect(busiest <= cap + 1, "\(busiest) calls within one second, cap \(cap): \(arrivals.map { $0 - arrivals[0] })")
         // And the run as a whole: ten starts span at least 9 / cap seconds;
         // the first call's transit may take up to one spacing of that.
