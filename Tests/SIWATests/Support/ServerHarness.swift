@@ -60,8 +60,10 @@ final class ServerHarness: Sendable {
         // Its ports below the ephemeral range (TestPorts); the admin
         // listener's too when the test turns it on with 0 ("any port").
         let harness = try await TestPorts.retryingWhileInUse { () async throws -> ServerHarness in
-            var ports = ["SIWA_HTTP_PORT": String(try TestPorts.free())]
-            if extra["SIWA_ADMIN_HTTP_PORT"] == "0" { ports["SIWA_ADMIN_HTTP_PORT"] = String(try TestPorts.free()) }
+            var ports: [String: String] = [:]
+            for key in ["SIWA_HTTP_PORT", "SIWA_ADMIN_HTTP_PORT"] where extra[key] == "0" || (key == "SIWA_HTTP_PORT" && extra[key] == nil) {
+                ports[key] = String(try TestPorts.free())
+            }
             var settings = try Self.settings(database: database, simulator: simulator, appleBaseURL: appleServer.baseURL,
                                              signIn: signIn, extra: extra.merging(ports) { $1 })
             // What no SIWA_* setting reaches (e.g. the key cache's heartbeat).
