@@ -160,8 +160,8 @@ struct AppWebhookTests {
         // trigger; once the first delivery's job is done, the worker has
         // nothing left to claim.
         #expect(try await eventually(upTo: .seconds(30)) {
-            let all = try await setup.appEventJobs()
-            return all > 0 && all == (try await setup.appEventJobs(state: "completed"))
+            let all = try await setup.appEventJobs(), completed = try await setup.appEventJobs(state: "completed")
+            return all > 0 && all == completed
         })
         try await setup.database.execute("""
             INSERT INTO siwa.audit_log (actor, action, apple_sub, details)
