@@ -58,6 +58,9 @@ public final class RoundTripBatcher<Input: Sendable, Output: Sendable>: Sendable
 
     /// Batches that failed, since start.
     public var failedBatchCount: Int { failedBatches.load(ordering: .relaxed) }
+    /// Calls waiting in the lanes' queues for a batch to take them (not
+    /// those in a batch already).
+    public var queuedCount: Int { state.withLock { $0.queues.reduce(0) { $0 + $1.count } } }
     /// Batches sent and the inputs in them, since start (lone retries not counted).
     public var sentCounts: (batches: Int, inputs: Int) {
         (sentBatches.load(ordering: .relaxed), sentInputs.load(ordering: .relaxed))

@@ -170,6 +170,10 @@ public final class SignInStore: Sendable {
         return (storing.failedBatchCount, sent.batches, sent.inputs)
     }
 
+    /// Sign-ins waiting for a store batch to take them (the tests wait for
+    /// theirs to queue behind a batch held up).
+    public var storesQueued: Int { storing.queuedCount }
+
     /// PostgreSQL answered the statement with an error: it rolled back.
     static func rolledBack(_ error: any Error) -> Bool {
         (error as? PSQLError)?.serverInfo?[.sqlState] != nil

@@ -50,7 +50,8 @@ public final class AppEventReceiver: Sendable {
     /// Every request, answered anything.
     public var received: Int { state.withLock { $0.received } }
 
-    public func start(logger: Logger = Logger(label: "app-event-receiver")) async throws -> RunningServer {
+    /// Serve on `127.0.0.1:port` (0 picks a free port) until the server is stopped.
+    public func start(port: Int = 0, logger: Logger = Logger(label: "app-event-receiver")) async throws -> RunningServer {
         let router = Router(context: BasicRequestContext.self)
         router.post(RouterPath(stringLiteral: Self.path)) { request, _ -> Response in
             let body = Data(buffer: try await request.body.collect(upTo: 1024 * 1024))
@@ -70,6 +71,6 @@ public final class AppEventReceiver: Sendable {
             return Response(status: HTTPResponse.Status(code: status),
                             body: .init(byteBuffer: ByteBuffer(string: status < 300 ? "" : #"{"error":"try again"}"#)))
         }
-        return try await RunningServer.start(router: router, port: 0, logger: logger)
+        return try await RunningServer.start(router: router, port: port, logger: logger)
     }
 }

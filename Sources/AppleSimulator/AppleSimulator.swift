@@ -139,7 +139,15 @@ public final class RunningServer: Sendable {
             logger: logger
         )
         let group = ServiceGroup(services: [app], gracefulShutdownSignals: [], logger: logger)
-        let task = Task { try await group.run() }
+        // A server that cannot bind (the port taken) ends at once: its
+        // error is the caller's, rather than a wait for a port never bound.
+        let task = Task {
+            do { try await group.run() } catch {
+                bound.fail(error)
+                throw error
+            }
+            bound.fail(ServerEndedBeforeListening())
+        }
         return RunningServer(port: try await bound.value(), group: group, task: task)
     }
 
@@ -158,27 +166,37 @@ public final class RunningServer: Sendable {
     }
 }
 
-/// The port a server bound, delivered once.
+/// The port a server bound, or why it did not, delivered once.
 final class OneShotPort: Sendable {
-    private let state = Mutex<(Int?, [CheckedContinuation<Int, Never>])>((nil, []))
+    private let state = Mutex<(Result<Int, any Error>?, [CheckedContinuation<Int, any Error>])>((nil, []))
 
-    func set(_ port: Int) {
-        let waiters = state.withLock { state -> [CheckedContinuation<Int, Never>] in
-            state.0 = port
+    func set(_ port: Int) { complete(.success(port)) }
+
+    func fail(_ error: any Error) { complete(.failure(error)) }
+
+    private func complete(_ result: Result<Int, any Error>) {
+        let waiters = state.withLock { state -> [CheckedContinuation<Int, any Error>] in
+            guard state.0 == nil else { return [] }
+            state.0 = result
             defer { state.1 = [] }
             return state.1
         }
-        for waiter in waiters { waiter.resume(returning: port) }
+        for waiter in waiters { waiter.resume(with: result) }
     }
 
     func value() async throws -> Int {
-        await withCheckedContinuation { continuation in
-            let port = state.withLock { state -> Int? in
-                if let port = state.0 { return port }
+        try await withCheckedThrowingContinuation { continuation in
+            let result = state.withLock { state -> Result<Int, any Error>? in
+                if let result = state.0 { return result }
                 state.1.append(continuation)
                 return nil
             }
-            if let port { continuation.resume(returning: port) }
+            if let result { continuation.resume(with: result) }
         }
     }
+}
+
+/// A server's task ended without an error and without having listened.
+struct ServerEndedBeforeListening: Error, CustomStringConvertible {
+    var description: String { "the server stopped before it listened" }
 }

@@ -58,7 +58,8 @@ public final class DownstreamStub: Sendable {
     /// Wait this long before answering (a slow downstream).
     public func set(delay: Duration) { state.withLock { $0.delay = delay } }
 
-    public func start(logger: Logger = Logger(label: "downstream-stub")) async throws -> RunningServer {
+    /// Serve on `127.0.0.1:port` (0 picks a free port) until the server is stopped.
+    public func start(port: Int = 0, logger: Logger = Logger(label: "downstream-stub")) async throws -> RunningServer {
         let router = Router(context: BasicRequestContext.self)
         router.post("/hooks/purge") { request, _ -> Response in
             let body = Data(buffer: try await request.body.collect(upTo: 64 * 1024))
@@ -95,7 +96,7 @@ public final class DownstreamStub: Sendable {
             }
             return Response(status: accept ? .noContent : (valid ? .internalServerError : .unauthorized))
         }
-        return try await RunningServer.start(router: router, port: 0, logger: logger)
+        return try await RunningServer.start(router: router, port: port, logger: logger)
     }
 
     /// The receiving side of the spec: HMAC-SHA256 over "id.timestamp.body";

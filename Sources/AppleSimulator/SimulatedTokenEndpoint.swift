@@ -28,7 +28,10 @@ extension AppleSimulator {
         let behaviour = tokenState.withLock { state in
             state.tokenRequests += 1
             state.lastTokenForm = form
-            if form?["grant_type"] == "refresh_token", let token = form?["refresh_token"] { state.refreshRequests[token, default: 0] += 1 }
+            if form?["grant_type"] == "refresh_token", let token = form?["refresh_token"] {
+                state.refreshRequests[token, default: 0] += 1
+                state.refreshRequestTimes.append(.now)
+            }
             return state.tokenBehaviour
         }
         let stalling = { @Sendable in self.tokenState.withLock { $0.tokenBehaviour == behaviour } }

@@ -78,6 +78,9 @@ extension AppleSimulator {
     public var revokeRequests: Int { tokenState.withLock { $0.revokeRequests } }
     /// `grant_type=refresh_token` requests that named `token`.
     public func refreshRequests(for token: String) -> Int { tokenState.withLock { $0.refreshRequests[token] ?? 0 } }
+    /// When each `grant_type=refresh_token` request arrived (its form
+    /// read), in order: the rate of validation calls.
+    public var refreshRequestTimes: [ContinuousClock.Instant] { tokenState.withLock { $0.refreshRequestTimes } }
     /// Tokens given to `/auth/revoke` by authenticated clients, in order.
     public var revokedTokens: [String] { tokenState.withLock { $0.revokedTokens } }
 

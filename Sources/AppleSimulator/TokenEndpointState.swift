@@ -86,6 +86,8 @@ struct TokenEndpointState {
     var tokenRequests = 0
     var revokeRequests = 0
     var refreshRequests: [String: Int] = [:]
+    /// When each `grant_type=refresh_token` request arrived, in order.
+    var refreshRequestTimes: [ContinuousClock.Instant] = []
     var revokedTokens: [String] = []
     var lastTokenForm: [String: String]?
     var lastRevokeForm: [String: String]?

@@ -10,7 +10,7 @@ import Glibc
 /// every change by NOTIFY (sql/013's triggers): a revoke, a re-scope or a
 /// delete, by `siwa api-keys` or by hand in SQL, is refused within moments
 /// on a running `siwa serve`; a lost LISTEN turns the cache off.
-@Suite("API key cache", .testDatabases)
+@Suite("API key cache", .testDatabases, .timeLimit(.minutes(10)))
 struct APIKeyCacheTests {
     /// How long a change may take to reach serve: a NOTIFY on loopback
     /// arrives in milliseconds; the bound only keeps a broken listener

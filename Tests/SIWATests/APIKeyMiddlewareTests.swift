@@ -22,7 +22,7 @@ struct APIKeyMiddlewareTests {
             .add(middleware: APIKeyMiddleware(verifier: verifier))
             .get("whoami") { _, context in "\(context.apiKey?.id ?? 0) \(context.apiKey?.name ?? "none")" }
         // Stopped gracefully (RunningServer.stop), never by cancelling its task.
-        let server = try await RunningServer.start(router: router, port: 0, logger: Logger(label: "siwa.test-api-keys"))
+        let server = try await TestPorts.serve { try await RunningServer.start(router: router, port: $0, logger: Logger(label: "siwa.test-api-keys")) }
         do {
             try await body("http://127.0.0.1:\(server.port)/v1/whoami")
             await server.stop()

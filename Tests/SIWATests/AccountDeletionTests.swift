@@ -10,7 +10,7 @@ import Testing
 /// the worker (a real `siwa worker` process) revoking the stored refresh
 /// token at the simulator's `/auth/revoke` before erasing it, and what a
 /// user who comes back afterwards gets.
-@Suite("Account deletion", .testDatabases)
+@Suite("Account deletion", .testDatabases, .timeLimit(.minutes(10)))
 struct AccountDeletionTests {
     struct Setup: Sendable {
         let signIn: SignInTests.Setup

@@ -9,7 +9,7 @@ import Testing
 /// phone's width, the search box opens a user's history, and the retry
 /// and run-now buttons really change the job. Screenshots at a laptop's and a phone's
 /// width are kept in .build/test-artifacts/.
-@Suite("Admin page in a browser", .testDatabases)
+@Suite("Admin page in a browser", .testDatabases, .timeLimit(.minutes(10)))
 struct AdminPageBrowserTests {
     static let artifacts = TestEnvironment.repositoryRoot.appendingPathComponent(".build/test-artifacts")
 

@@ -7,7 +7,7 @@ import Testing
 /// real `siwa worker` processes deliver over loopback HTTP to a receiver
 /// started here, and the tests check each delivery's Standard Webhooks
 /// signature with their own HMAC (AppWebhookHarness.verify).
-@Suite("App events webhook", .testDatabases)
+@Suite("App events webhook", .testDatabases, .timeLimit(.minutes(10)))
 struct AppWebhookTests {
     /// serve (in-process) on a fresh database, and the app's receiver.
     struct Setup: Sendable {
@@ -66,7 +66,11 @@ struct AppWebhookTests {
         #expect(try await eventually(upTo: .seconds(30)) {
             Set(setup.receiver.deliveries.map { "\($0.sub) \($0.type)" }) == expected
         }, "\(setup.receiver.deliveries.map { "\($0.sub) \($0.type)" }) \(worker.log.suffix(3000))")
-        try await Task.sleep(for: .milliseconds(500))  // nothing more arrives
+        // Nothing more arrives: no delivery is left to make (each job sends
+        // its event before it completes).
+        #expect(try await eventually(upTo: .seconds(30)) {
+            try await setup.appEventJobs() == (try await setup.appEventJobs(state: "completed"))
+        }, "\(worker.log.suffix(3000))")
         let deliveries = setup.receiver.deliveries
         #expect(deliveries.count == expected.count, "each event once: \(deliveries.map(\.webhookID))")
         #expect(Set(deliveries.map(\.webhookID)).count == deliveries.count)
@@ -147,11 +151,18 @@ struct AppWebhookTests {
         let setup = try await Setup.start()
         let worker = try await setup.startWorker(["SIWA_WORKER_POLL_SECONDS": "60"])
         try atTestEnd { await worker.kill9() }
-        try await Task.sleep(for: .milliseconds(300))  // past its first claims: asleep
+        // Its LISTEN in place (its first claims, which LISTEN starting
+        // triggers, find nothing): only a NOTIFY can wake it within 5 s.
+        #expect(try await eventually(upTo: .seconds(30)) { try await setup.database.jobListeners() == 1 }, "\(worker.log.suffix(2000))")
         try await setup.post("email-enabled", sub: "001.wake.1")
         #expect(try await eventually(upTo: .seconds(5)) { setup.hook.accepted(sub: "001.wake.1").count == 1 }, "\(worker.log.suffix(2000))")
-        // Any writer of a lifecycle row (here psql) enqueues through the trigger.
-        try await Task.sleep(for: .milliseconds(300))
+        // Any writer of a lifecycle row (here psql) enqueues through the
+        // trigger; once the first delivery's job is done, the worker has
+        // nothing left to claim.
+        #expect(try await eventually(upTo: .seconds(30)) {
+            let all = try await setup.appEventJobs(), completed = try await setup.appEventJobs(state: "completed")
+            return all > 0 && all == completed
+        })
         try await setup.database.execute("""
             INSERT INTO siwa.audit_log (actor, action, apple_sub, details)
             VALUES ('api', 'user.signed_in', '001.wake.2', '{"user_id": 7, "is_new_user": true}')

@@ -170,7 +170,7 @@ struct AppleAuthClientTests {
             received.withLock { $0.append(body) }
             return Response(status: .ok)
         }
-        let endpoint = try await RunningServer.start(router: router, port: 0, logger: AppleTokenHarness.logger)
+        let endpoint = try await TestPorts.serve { try await RunningServer.start(router: router, port: $0, logger: AppleTokenHarness.logger) }
         try atTestEnd { await endpoint.stop() }
 
         try await AppleTokenHarness.with { h in
@@ -183,17 +183,24 @@ struct AppleAuthClientTests {
             let refreshToken = try #require(await h.client.exchange(code: code, clientID: Self.clientID).response?.refreshToken)
             #expect(await h.client.revoke(token: refreshToken, clientID: Self.clientID) == .success)
 
-            let deadline = ContinuousClock.now + .seconds(10)
-            while received.withLock({ $0.isEmpty }), ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
-            try await Task.sleep(for: .milliseconds(200))
+            #expect(try await eventually(upTo: .seconds(30)) { received.withLock { !$0.isEmpty } })
+            // A later revocation's notification marks the end: nothing more
+            // came for the first, nor any for the user's own revocation before it.
+            let marker = h.apple.issueAuthorizationCode(sub: "001.marker", clientID: Self.clientID)
+            let markerToken = try #require(await h.client.exchange(code: marker, clientID: Self.clientID).response?.refreshToken)
+            #expect(await h.client.revoke(token: markerToken, clientID: Self.clientID) == .success)
+            #expect(try await eventually(upTo: .seconds(30)) { received.withLock { $0.count >= 2 } })
             let bodies = received.withLock { $0 }
-            try #require(bodies.count == 1, "\(bodies.count) notifications")
-            let payload = try #require((try JSONSerialization.jsonObject(with: bodies[0]) as? [String: Any])?["payload"] as? String)
+            try #require(bodies.count == 2, "\(bodies.count) notifications")
             let keys = try AppleKeySet(jwks: h.apple.jwksJSON, logger: AppleTokenHarness.logger)
-            let notification = try await NotificationVerifier(keys: keys, policy: VerificationPolicy(audiences: [Self.clientID]))
-                .verify(payload)
-            #expect(notification.event.type == "consent-revoked")
-            #expect(notification.event.sub == "001.gone")
+            let verifier = NotificationVerifier(keys: keys, policy: VerificationPolicy(audiences: [Self.clientID]))
+            var events: [String] = []
+            for body in bodies {
+                let payload = try #require((try JSONSerialization.jsonObject(with: body) as? [String: Any])?["payload"] as? String)
+                let notification = try await verifier.verify(payload)
+                events.append("\(notification.event.type) \(notification.event.sub)")
+            }
+            #expect(events == ["consent-revoked 001.gone", "consent-revoked 001.marker"])
         }
     }
 }

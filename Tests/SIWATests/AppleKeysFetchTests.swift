@@ -55,7 +55,7 @@ struct AppleKeysFetchTests {
         let unusable = Self.unusableEntries(realModulus: real[0]["n"] ?? "")
         let document = try Self.document(Array(unusable.prefix(4)) + real + Array(unusable.dropFirst(4)))
         apple.serve(document: document)
-        let server = try await apple.start()
+        let server = try await TestPorts.serve { try await apple.start(port: $0) }
         try atTestEnd { await server.stop() }
 
         let parsed = try AppleKeySet.parseReporting(jwks: document)
@@ -100,7 +100,7 @@ struct AppleKeysFetchTests {
                 }
             })
         }
-        let server = try await RunningServer.start(router: router, port: 0, logger: logger)
+        let server = try await TestPorts.serve { try await RunningServer.start(router: router, port: $0, logger: logger) }
         try atTestEnd { await server.stop() }
         try await Self.withKeysClient { client in
             for path in ["/stall", "/trickle"] {
@@ -117,16 +117,18 @@ struct AppleKeysFetchTests {
     /// fetch: keys come from the configured URL only.
     @Test func redirectsAreNotFollowed() async throws {
         let apple = try AppleSimulator()
-        let appleServer = try await apple.start()
+        let appleServer = try await TestPorts.serve { try await apple.start(port: $0) }
         try atTestEnd { await appleServer.stop() }
         let target = appleServer.baseURL + "/auth/keys"
         let router = Router(context: BasicRequestContext.self)
+        let redirected = Locked(0)
         for code in [301, 302, 303, 307, 308] {
             router.get("/redirect/\(code)") { _, _ -> Response in
-                Response(status: .init(code: code), headers: [.location: target])
+                redirected.withLock { $0 += 1 }
+                return Response(status: .init(code: code), headers: [.location: target])
             }
         }
-        let redirector = try await RunningServer.start(router: router, port: 0, logger: logger)
+        let redirector = try await TestPorts.serve { try await RunningServer.start(router: router, port: $0, logger: logger) }
         try atTestEnd { await redirector.stop() }
         try await Self.withKeysClient { client in
             for code in [301, 302, 303, 307, 308] {
@@ -140,10 +142,13 @@ struct AppleKeysFetchTests {
 
         // siwa serve builds its key source the same way: it never becomes
         // ready, and never asks the redirect's target.
+        let before = redirected.withLock { $0 }
         let siwa = try await ServerHarness.start(settings: ["SIWA_APPLE_JWKS_URL": redirector.baseURL + "/redirect/302"],
                                                  waitUntilReady: false)
         try atTestEnd { await siwa.stop() }
-        try await Task.sleep(for: .seconds(1))
+        // Its key fetch has been answered with the redirect (a follower
+        // would ask the target right after).
+        #expect(try await eventually(upTo: .seconds(30)) { redirected.withLock { $0 } > before })
         let ready = try await siwa.get("/readyz")
         #expect(ready.status == 503, "\(ready.text)")
         #expect(apple.jwksRequests == 0)
@@ -177,6 +182,8 @@ struct AppleKeysFetchTests {
         #expect(during.headers.first(name: "Retry-After") == "5")
         #expect(try await siwa.database.scalar("SELECT count(*) FROM siwa.notifications") == 0)
 
+        // The cooldown is a clock: waited out, not polled for (a retry
+        // inside it is the 503 above).
         let wait = refusedAt + .milliseconds(Int64(cooldown * 1000) + 100) - ContinuousClock.now
         if wait > .zero { try await Task.sleep(for: wait) }
         let retried = try await siwa.post(token: genuine)

@@ -8,7 +8,7 @@ import Testing
 /// answers and nothing personal; one user's history goes through indexes;
 /// the SLA comes from `siwa migrate`; earlier purges are backfilled; bad
 /// arguments are one line.
-@Suite("Audit access", .testDatabases)
+@Suite("Audit access", .testDatabases, .timeLimit(.minutes(10)))
 struct AuditAccessTests {
     static let auditor = "siwa_test_auditor"
 

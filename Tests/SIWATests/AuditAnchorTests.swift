@@ -10,7 +10,7 @@ import Testing
 /// the worker's signed_head, and `siwa audit verify --head FILE` against an
 /// owner who rewrites rows and recomputes every hash; and the encoding's
 /// version 2, which covers the stamped `db_user`.
-@Suite("Audit anchor", .testDatabases)
+@Suite("Audit anchor", .testDatabases, .timeLimit(.minutes(10)))
 struct AuditAnchorTests {
     static let auditor = "siwa_anchor_auditor"
 

@@ -8,7 +8,7 @@ import Testing
 /// every writer (two `siwa serve`, two `siwa worker`, an admin's `siwa jobs
 /// retry`) ends up in one chain that `siwa audit verify` accepts; then each
 /// kind of tampering a superuser can do is named by the first seq it breaks.
-@Suite("Audit chain", .testDatabases)
+@Suite("Audit chain", .testDatabases, .timeLimit(.minutes(10)))
 struct AuditChainTests {
     static let admin = "siwa_chain_admin"
     static let auditor = "siwa_chain_auditor"
@@ -235,7 +235,7 @@ struct AuditChainTests {
     /// a discarded purge with `siwa jobs retry` as a member of siwa_admin.
     static func runMixedWorkload(_ harness: WorkerHarness) async throws {
         let apple = try AppleSimulator()
-        let appleServer = try await apple.start()
+        let appleServer = try await TestPorts.serve { try await apple.start(port: $0) }
         try atTestEnd { await appleServer.stop() }
         let subs = (0..<30).map { "chain.\($0)" }
         let serves = try (0..<2).map { _ in

@@ -7,7 +7,7 @@ import Testing
 /// The views of sql/010_audit_views.sql and `siwa audit`, on a history made
 /// by siwa's real parts: sign-in over HTTP, Apple's notifications from the
 /// simulator, a real `siwa worker` process whose downstream fails once.
-@Suite("Audit views", .testDatabases)
+@Suite("Audit views", .testDatabases, .timeLimit(.minutes(10)))
 struct AuditViewsTests {
     static func reports<T: Sendable>(_ database: TestDatabase, _ body: (AuditReports) async throws -> T) async throws -> T {
         try await database.withClient { client in try await body(AuditReports(client: client, logger: TestEnvironment.logger)) }

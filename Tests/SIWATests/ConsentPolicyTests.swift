@@ -6,7 +6,7 @@ import Testing
 /// consent signs the user out and revokes their Apple tokens at once, and
 /// purges their data after the grace delay unless they sign in again;
 /// `sign_out` keeps the data. An account deletion always purges at once.
-@Suite("Consent policy", .testDatabases)
+@Suite("Consent policy", .testDatabases, .timeLimit(.minutes(10)))
 struct ConsentPolicyTests {
     typealias Setup = AccountDeletionTests.Setup
 

@@ -6,7 +6,7 @@ import PostgresNIO
 import Testing
 
 /// TLS to PostgreSQL with libpq's sslmode semantics, and sslrootcert.
-@Suite("Database TLS", .testDatabases)
+@Suite("Database TLS", .testDatabases, .timeLimit(.minutes(10)))
 struct DatabaseTLSTests {
     static let base = "postgres://siwa:secret@db.internal:5432/siwa"
 

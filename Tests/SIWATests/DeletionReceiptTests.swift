@@ -11,7 +11,7 @@ import Testing
 /// purge completes, siwa serve publishes the key set, and the receipt is
 /// checked by jwt-kit and openssl (no code shared with siwa's verifier) and
 /// by `siwa receipts verify`.
-@Suite("Deletion receipts", .testDatabases)
+@Suite("Deletion receipts", .testDatabases, .timeLimit(.minutes(10)))
 struct DeletionReceiptTests {
     struct ReceiptClaims: JWTPayload {
         let iss: IssuerClaim

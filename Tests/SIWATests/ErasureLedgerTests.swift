@@ -11,7 +11,7 @@ import Testing
 /// purge to the erasure ledger (signed, synced, outside the database)
 /// before it commits, and `siwa erasures reapply` purges again, after a
 /// restore, every sub the restored database still holds.
-@Suite("Erasure ledger", .testDatabases)
+@Suite("Erasure ledger", .testDatabases, .timeLimit(.minutes(10)))
 struct ErasureLedgerTests {
     /// The whole procedure of deploy/README.md, "Restoring a backup", with
     /// real processes: users erased after a pg_dump come back with the

@@ -4,7 +4,9 @@ import Synchronization
 import Testing
 
 /// What happens when things die: the database, or siwa itself.
-@Suite("Faults", .serialized, .testDatabases)
+// A time limit: a regression that hangs (a writer waiting forever on a
+// dead connection) fails its test instead of stalling the run.
+@Suite("Faults", .serialized, .testDatabases, .timeLimit(.minutes(10)))
 struct FaultTests {
     /// Database stopped: 503 so Apple retries. Started again: 200, without
     /// restarting siwa.
@@ -45,7 +47,7 @@ struct FaultTests {
     @Test func killNineLosesNothingAcknowledged() async throws {
         let database = try await TestDatabase.create()
         let apple = try AppleSimulator()
-        let appleServer = try await apple.start()
+        let appleServer = try await TestPorts.serve { try await apple.start(port: $0) }
         try atTestEnd { await appleServer.stop() }
         let port = try freePort()
         let environment = [
@@ -75,7 +77,7 @@ struct FaultTests {
             }
         }
 
-        while acknowledged.withLock({ $0.count }) < 300 { try await Task.sleep(for: .milliseconds(5)) }
+        #expect(try await eventually(upTo: .seconds(60)) { acknowledged.withLock { $0.count } >= 300 }, "the senders got going")
         await first.kill9()
         let ackedBeforeKill = acknowledged.withLock { $0 }
         let recorded = Set(try await database.strings("SELECT jti FROM siwa.notifications"))

@@ -6,7 +6,7 @@ import Testing
 /// The guarded path every siwa statement takes (GuardedConnection.swift):
 /// a transaction abandoned half-way never goes back to the pool open, and
 /// a connection whose server session died is replaced, not reused.
-@Suite("Guarded connections", .testDatabases)
+@Suite("Guarded connections", .testDatabases, .timeLimit(.minutes(5)))
 struct GuardedConnectionTests {
     /// One connection in the pool: a transaction cancelled in the middle of
     /// a statement (its INSERT done, a sleep running) is closed, not handed
@@ -16,7 +16,6 @@ struct GuardedConnectionTests {
         var configuration = try database.runtimeConfiguration
         configuration.maximumConnections = 1
         try await TestDatabase.withClient(configuration) { client in
-            let started = ContinuousClock.now
             let abandoned = Task {
                 try await client.withGuardedTransaction(logger: TestEnvironment.logger) { connection in
                     try await connection.query("INSERT INTO siwa.audit_log (actor, action) VALUES ('test', 'test.abandoned')",
@@ -24,7 +23,14 @@ struct GuardedConnectionTests {
                     try await connection.query("SELECT pg_sleep(30)", logger: TestEnvironment.logger)
                 }
             }
-            try await Task.sleep(for: .milliseconds(500))
+            // Cancelled once the sleep runs, its INSERT done before it.
+            #expect(try await eventually(upTo: .seconds(30)) {
+                try await database.superuserScalar("""
+                    SELECT count(*) FROM pg_stat_activity
+                    WHERE datname = current_database() AND state = 'active' AND query = 'SELECT pg_sleep(30)'
+                    """) == 1
+            })
+            let started = ContinuousClock.now
             abandoned.cancel()
             await #expect(throws: (any Error).self) { try await abandoned.value }
             // The pool's only connection is the next caller's: in no

@@ -7,7 +7,7 @@ import Testing
 /// What siwa does with connections, over real sockets: idle ones are closed
 /// after `SIWA_HTTP_IDLE_TIMEOUT_SECONDS`; an answer given before the body
 /// was read whole says `Connection: close` and ends the connection.
-@Suite("HTTP hygiene", .testDatabases)
+@Suite("HTTP hygiene", .testDatabases, .timeLimit(.minutes(10)))
 struct HTTPHygieneTests {
     /// A connection that never sends a request, one that goes quiet after
     /// an answered request, and one whose request stops arriving mid-body
@@ -20,14 +20,13 @@ struct HTTPHygieneTests {
     /// eight.
     @Test func idleConnectionsAreClosed() async throws {
         let apple = try AppleSimulator()
-        let appleServer = try await apple.start()
+        let appleServer = try await TestPorts.serve { try await apple.start(port: $0) }
         let database = try await TestDatabase.create()
-        let siwa = try SIWAProcess(port: try freePort(), environment: [
+        let siwa = try await SIWAProcess.serve(environment: [
             "SIWA_DATABASE_URL": database.serveURL, "SIWA_APPLE_CLIENT_IDS": ServerHarness.clientID,
             "SIWA_APPLE_JWKS_URL": appleServer.baseURL + "/auth/keys", "SIWA_HTTP_IDLE_TIMEOUT_SECONDS": "0.5",
         ])
         try atTestEnd { await siwa.kill9(); await appleServer.stop() }
-        try await siwa.waitUntilReady()
 
         let silent = try await RawConnection.with(port: siwa.port) { connection in
             await connection.readUntilClosed(limit: .seconds(10))

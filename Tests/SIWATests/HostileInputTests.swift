@@ -121,7 +121,7 @@ struct HostileInputTests {
         let siwa = try await ServerHarness.start(settings: ["SIWA_APPLE_JWKS_REFETCH_COOLDOWN_SECONDS": "0.1"])
         try atTestEnd { await siwa.stop() }
         let watched = try AppleSimulator(keyCount: 1)
-        let watchedServer = try await watched.start()
+        let watchedServer = try await TestPorts.serve { try await watched.start(port: $0) }
         try atTestEnd { await watchedServer.stop() }
         let cases = try Self.cases(siwa, watcher: watchedServer.baseURL + "/auth/keys")
         #expect(cases.count >= 30)

@@ -65,7 +65,7 @@ extension IdentityTokenTests {
     /// simulator's URL for Apple's: the keys are fetched over HTTP by the
     /// first verification (no reload first), then held.
     @Test func theLibraryExampleVerifiesOverHTTP() async throws {
-        let appleServer = try await apple.start()
+        let appleServer = try await TestPorts.serve { try await apple.start(port: $0) }
         let httpClient = HTTPJWKSSource.makeHTTPClient()
         let keys = AppleKeySet(source: HTTPJWKSSource(url: appleServer.baseURL + "/auth/keys", httpClient: httpClient),
                                logger: Logger(label: "apple-keys"))

@@ -107,6 +107,8 @@ struct JobQueueTests {
         try await Self.withQueue(database) { queue in
             let jobs = try await queue.claim(limit: 4, kinds: ["purge_user", "app_event"], leaseSeconds: 0.2)
             try #require(jobs.count == 4)
+            // The leases (0.2 s) run out: a clock, not an event; a slower
+            // machine only waits longer.
             try await Task.sleep(for: .milliseconds(400))
             let expired = try await queue.expiredRuns(limit: 100)
             #expect(Set(expired.map(\.id)) == Set(jobs.map(\.id)))

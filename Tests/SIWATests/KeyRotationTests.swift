@@ -16,7 +16,7 @@ struct KeyRotationTests {
     @Test func genuineTokenWithNewKidIsAcceptedAfterOneRefetch() async throws {
         let apple = try AppleSimulator()
         apple.serve(document: try Fixtures.jwksSnapshot("snapshot_2019_AIDOPK1.json"))
-        let server = try await apple.start()
+        let server = try await TestPorts.serve { try await apple.start(port: $0) }
         try atTestEnd { await server.stop() }
         let keys = AppleKeySet(source: HTTPJWKSSource(url: server.baseURL + "/auth/keys", httpClient: .shared),
                                refetchCooldown: .seconds(30), logger: logger)
@@ -40,7 +40,7 @@ struct KeyRotationTests {
 
     @Test func aFloodOfUnknownKidsCausesAtMostOneRefetchPerCooldown() async throws {
         let apple = try AppleSimulator()
-        let server = try await apple.start()
+        let server = try await TestPorts.serve { try await apple.start(port: $0) }
         try atTestEnd { await server.stop() }
         let keys = AppleKeySet(source: HTTPJWKSSource(url: server.baseURL + "/auth/keys", httpClient: .shared),
                                refetchCooldown: .seconds(30), logger: logger)
@@ -76,7 +76,7 @@ struct KeyRotationTests {
 
     @Test func aFailedRefetchKeepsTheOldKeysAndAnswersUnavailable() async throws {
         let apple = try AppleSimulator()
-        let server = try await apple.start()
+        let server = try await TestPorts.serve { try await apple.start(port: $0) }
         try atTestEnd { await server.stop() }
         let keys = AppleKeySet(source: HTTPJWKSSource(url: server.baseURL + "/auth/keys", httpClient: .shared),
                                refetchCooldown: .milliseconds(100), logger: logger)
@@ -93,6 +93,8 @@ struct KeyRotationTests {
         _ = try await verifier.verify(known)
 
         apple.setJWKSFailing(false)
+        // The refetch cooldown (100 ms) waited out: a clock, not an event;
+        // a slower machine only waits longer.
         try await Task.sleep(for: .milliseconds(150))
         _ = try await verifier.verify(fresh)
     }

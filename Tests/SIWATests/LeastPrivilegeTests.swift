@@ -9,7 +9,7 @@ import Testing
 /// and is refused to the runtime roles. Each of serve and worker is
 /// refused what only the other does, and the purge plan's SQL runs as a
 /// role of its own.
-@Suite("Least privilege", .testDatabases)
+@Suite("Least privilege", .testDatabases, .timeLimit(.minutes(10)))
 struct LeastPrivilegeTests {
     static let ownerOnly = [
         "ALTER TABLE siwa.audit_log DISABLE TRIGGER audit_log_append_only",

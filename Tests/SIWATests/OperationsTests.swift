@@ -3,7 +3,7 @@ import Foundation
 import Testing
 
 /// What an operator sees: start-up errors, logs, shutdown.
-@Suite("Operations", .testDatabases)
+@Suite("Operations", .testDatabases, .timeLimit(.minutes(10)))
 struct OperationsTests {
     @Test(arguments: [
         (["SIWA_APPLE_CLIENT_IDS": "app"], "SIWA_DATABASE_URL"),
@@ -83,13 +83,12 @@ struct OperationsTests {
     static func serveLoggingJSON(level: String) async throws -> (SIWAProcess, AppleSimulator, RunningServer) {
         let database = try await TestDatabase.create()
         let apple = try AppleSimulator()
-        let appleServer = try await apple.start()
+        let appleServer = try await TestPorts.serve { try await apple.start(port: $0) }
         do {
-            let siwa = try SIWAProcess(port: try freePort(), environment: [
+            let siwa = try await SIWAProcess.serve(environment: [
                 "SIWA_DATABASE_URL": database.serveURL, "SIWA_APPLE_CLIENT_IDS": ServerHarness.clientID,
                 "SIWA_APPLE_JWKS_URL": appleServer.baseURL + "/auth/keys", "SIWA_LOG_LEVEL": level, "SIWA_LOG_FORMAT": "json",
             ])
-            try await siwa.waitUntilReady()
             return (siwa, apple, appleServer)
         } catch {
             await appleServer.stop()

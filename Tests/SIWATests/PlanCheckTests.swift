@@ -6,7 +6,7 @@ import Testing
 /// `siwa worker --check-plan`, the real binary: SQL statements PREPAREd on
 /// their databases (nothing runs), a signed test request to each HTTP step,
 /// one line per step, exit 0 or 1.
-@Suite("Purge plan check", .testDatabases)
+@Suite("Purge plan check", .testDatabases, .timeLimit(.minutes(10)))
 struct PlanCheckTests {
     /// A good plan (SQL on siwa's database and on another one, a webhook):
     /// exit 0, one ok line per step; the downstream got one correctly signed

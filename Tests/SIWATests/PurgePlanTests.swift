@@ -5,7 +5,7 @@ import Testing
 
 /// The purge plan is checked whole at start-up; the retry policy and the
 /// webhook signature are checked against their definitions.
-@Suite("Purge plan and retry policy", .testDatabases)
+@Suite("Purge plan and retry policy", .testDatabases, .timeLimit(.minutes(10)))
 struct PurgePlanTests {
     static let environment = ["CRM_SECRET": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", "OTHER_DB": "postgres://u:p@127.0.0.1:5432/other"]
 

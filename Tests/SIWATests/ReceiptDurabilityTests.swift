@@ -7,7 +7,7 @@ import Testing
 /// A purge completes only with its receipt: they are written in one
 /// transaction, so a failure or a crash between the last step and the
 /// completion leaves neither, and the rerun leaves both.
-@Suite("Deletion receipt durability", .testDatabases)
+@Suite("Deletion receipt durability", .testDatabases, .timeLimit(.minutes(10)))
 struct ReceiptDurabilityTests {
     /// The receipt's INSERT fails (a trigger the test adds as the owner):
     /// the erase and the completion roll back with it, and the job is

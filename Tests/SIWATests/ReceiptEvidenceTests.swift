@@ -8,7 +8,7 @@ import Testing
 /// `steps_done` claims steps with no `job.step_completed` row by the
 /// worker's role is not completed but discarded (audit row
 /// `job.completion_refused`, the attention list), and gets no receipt.
-@Suite("Receipt evidence", .testDatabases)
+@Suite("Receipt evidence", .testDatabases, .timeLimit(.minutes(10)))
 struct ReceiptEvidenceTests {
     @Test func stepsDoneForgedByTheOwnerYieldNoReceiptAndADiscardedJob() async throws {
         let keys = try await ReceiptFixture.make()

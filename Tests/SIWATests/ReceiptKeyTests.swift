@@ -8,7 +8,7 @@ import Testing
 /// The receipt key's life outside the worker: `siwa receipts keygen` and
 /// `jwks`, the settings (both or neither, a bad file refused in one line
 /// with exit 2), and the public key set route of siwa serve.
-@Suite("Deletion receipt keys", .testDatabases)
+@Suite("Deletion receipt keys", .testDatabases, .timeLimit(.minutes(10)))
 struct ReceiptKeyTests {
     @Test func keygenPrintsAKeyThatLoadsAndJWKSNamesItByItsThumbprint() async throws {
         let directory = try OpenSSL.temporaryDirectory()

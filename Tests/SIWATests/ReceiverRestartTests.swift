@@ -30,9 +30,11 @@ extension FaultTests {
                 return true
             }
         }
-        while acknowledged.withLock({ $0 }) < 150, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
+        #expect(try await eventually(upTo: .seconds(60)) { acknowledged.withLock { $0 } >= 150 }, "the senders got going")
         try await pgScript("stop", "fault")
-        try await Task.sleep(for: .seconds(1.5))
+        // Down until the senders have felt it (503s), however slowly they go.
+        let refusedAtStop = refused.withLock { $0 }
+        #expect(try await eventually(upTo: .seconds(60)) { refused.withLock { $0 } > refusedAtStop }, "no 503 while PostgreSQL was down")
         try await pgScript("start", "fault")
         let ackedAtStop = acknowledged.withLock { $0 }
         await senders.value

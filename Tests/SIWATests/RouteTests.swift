@@ -21,7 +21,7 @@ struct RouteTests {
                                 _ body: @escaping @Sendable (any TestClientProtocol, TestDatabase) async throws -> Void) async throws {
         _ = quietLogging
         let simulator = try AppleSimulator()
-        let appleServer = try await simulator.start()
+        let appleServer = try await TestPorts.serve { try await simulator.start(port: $0) }
         try atTestEnd { await appleServer.stop() }
         let database = try await TestDatabase.create()
         let settings = try ServerHarness.settings(database: database, simulator: simulator, appleBaseURL: appleServer.baseURL,

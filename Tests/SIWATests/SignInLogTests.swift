@@ -10,13 +10,13 @@ import Testing
 /// deletion and its purge (revoking at the simulator); then neither log
 /// holds a token of any kind, the authorization code, the API key, the
 /// email or a name.
-@Suite("Sign-in logs", .testDatabases)
+@Suite("Sign-in logs", .testDatabases, .timeLimit(.minutes(10)))
 struct SignInLogTests {
     @Test func theTokenLifecycleLogsNoSecretAndNoPerson() async throws {
         let database = try await TestDatabase.create()
         let files = try SignInFixture.files()
         let apple = try AppleSimulator()
-        let appleServer = try await apple.start()
+        let appleServer = try await TestPorts.serve { try await apple.start(port: $0) }
         try atTestEnd { await appleServer.stop() }
         files.register(with: apple)
         let base: [String: String] = SignInFixture.settings(files, appleBaseURL: appleServer.baseURL).merging([
@@ -24,9 +24,8 @@ struct SignInLogTests {
             "SIWA_APPLE_JWKS_URL": appleServer.baseURL + "/auth/keys",
             "SIWA_LOG_LEVEL": "trace", "SIWA_LOG_FORMAT": "json",
         ]) { $1 }
-        let serve = try SIWAProcess(port: try freePort(), environment: base)
+        let serve = try await SIWAProcess.serve(environment: base)
         try atTestEnd { await serve.kill9() }
-        try await serve.waitUntilReady()
         let apiKey = try await SignInFixture.apiKey(in: database)
 
         let sub = "001.logs.0001", email = "hidden.person@privaterelay.appleid.com", nonce = "nonce-logs-1"

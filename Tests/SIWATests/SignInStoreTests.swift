@@ -98,7 +98,8 @@ struct SignInStoreTests {
                     }
                 }
             }
-            try await Task.sleep(for: .milliseconds(300))  // all queued behind the held batch
+            // All queued behind the held batch, so that they go as one.
+            #expect(try await eventually(upTo: .seconds(30)) { store.storesQueued == pending.count }, "\(store.storesQueued) queued")
             try await blocker.run("COMMIT")
             _ = try await held.value
             var results: [Result<SignInStoreOutcome, any Error>] = []

@@ -7,7 +7,7 @@ import Testing
 /// interleavings driven by hand on real connections (as the runtime role):
 /// the tokens a sign-in stored before the revocation are revoked, those of
 /// a sign-in after it are kept, whatever each statement's snapshot saw.
-@Suite("Sign-out races", .testDatabases)
+@Suite("Sign-out races", .testDatabases, .timeLimit(.minutes(10)))
 struct SignOutRaceTests {
     static func revocation(_ jti: String, sub: String, at eventTime: Int64, purge: Bool = false) -> InboxEntry {
         InboxBatchTests.entry(jti, sub: sub, at: eventTime, UserEffect(status: .consentRevoked, enqueuePurge: purge),

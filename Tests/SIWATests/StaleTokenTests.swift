@@ -7,7 +7,7 @@ import Testing
 /// stale_identity_token) and changes nothing, whatever
 /// SIWA_SIGN_IN_REQUIRES says; and by default (`code`) a token alone, which
 /// anyone holding it can replay, signs nobody in.
-@Suite("Stale identity tokens", .testDatabases)
+@Suite("Stale identity tokens", .testDatabases, .timeLimit(.minutes(10)))
 struct StaleTokenTests {
     typealias Setup = AccountDeletionTests.Setup
 

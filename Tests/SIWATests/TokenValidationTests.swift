@@ -6,7 +6,7 @@ import Testing
 /// The worker's daily validation of stored refresh tokens, against the
 /// simulator's `/auth/token` (grant_type=refresh_token), by real
 /// `siwa worker` processes.
-@Suite("Token validation", .testDatabases)
+@Suite("Token validation", .testDatabases, .timeLimit(.minutes(10)))
 struct TokenValidationTests {
     /// Signs in `subs` and returns their refresh tokens, by sub.
     static func signIn(_ setup: AccountDeletionTests.Setup, _ subs: [String]) async throws -> [String: String] {
@@ -31,10 +31,20 @@ struct TokenValidationTests {
             try await setup.database.scalar("SELECT count(*) FROM siwa.apple_tokens WHERE last_validated_at IS NOT NULL") == subs.count
         }, "\(workers[0].log)")
         for worker in workers { await worker.kill9() }
+        // A later sign-in's token, due now: the restarted worker's first
+        // claim takes it, with anything else due, in validate_after order
+        // (any of the six due again would be asked about before it); once
+        // it is checked, the six were not checked again.
+        let marker = try await Self.signIn(setup, ["001.val.marker"])
+        try await setup.database.execute("""
+            UPDATE siwa.apple_tokens SET validate_after = now() - interval '1 second' WHERE last_validated_at IS NULL
+            """)
         let restarted = try setup.worker.startWorker()
         try atTestEnd { await restarted.kill9() }
-        // The restarted worker claims at once; give it time to (wrongly) call Apple.
-        try await Task.sleep(for: .seconds(2))
+        #expect(try await setup.worker.wait(upTo: .seconds(30)) {
+            try await setup.database.scalar("SELECT count(*) FROM siwa.apple_tokens WHERE last_validated_at IS NULL") == 0
+        }, "\(restarted.log)")
+        #expect(setup.apple.refreshRequests(for: marker["001.val.marker"] ?? "") == 1)
         for (sub, token) in tokens {
             #expect(setup.apple.refreshRequests(for: token) == 1, "\(sub) was checked \(setup.apple.refreshRequests(for: token)) times")
         }
@@ -42,15 +52,50 @@ struct TokenValidationTests {
         #expect(try await setup.database.scalar("""
             SELECT count(*) FROM siwa.apple_tokens
             WHERE validate_after BETWEEN now() + interval '23 hours 59 minutes' AND now() + interval '30 hours 1 minute'
-            """) == subs.count)
+            """) == subs.count + 1)
         // Spread over the period, not all due again at one instant (six
         // draws over a quarter of a day are minutes apart, not a second).
         #expect(try await setup.database.scalar("""
             SELECT count(*) FROM siwa.apple_tokens
             HAVING max(validate_after) - min(validate_after) > interval '1 minute'
                AND count(DISTINCT validate_after) = count(*)
-            """) == subs.count, "the next checks are spread")
-        #expect(try await setup.database.scalar("SELECT count(*) FROM siwa.users WHERE status = 'active'") == subs.count)
+            """) == subs.count + 1, "the next checks are spread")
+        #expect(try await setup.database.scalar("SELECT count(*) FROM siwa.users WHERE status = 'active'") == subs.count + 1)
+    }
+
+    /// SIWA_APPLE_REQUESTS_PER_SECOND caps the worker's calls to Apple in
+    /// every second, counted where they arrive (the simulator). The
+    /// worker's pacer (TokenValidator's Pacer) starts calls at least 1/cap
+    /// apart, with no burst allowance after an idle spell, so a one-second
+    /// window [t, t + 1 s) of starts holds at most `cap`. Arrivals are the
+    /// starts plus each call's transit, so the bound checked is cap + 1: one
+    /// call whose transit took longer than the spacing may land in the next
+    /// one's second. Without the cap the ten would come at once (one batch).
+    @Test func theRequestsPerSecondCapHoldsInEverySecond() async throws {
+        let cap = 2
+        let setup = try await AccountDeletionTests.Setup.start()
+        try atTestEnd { await setup.stop() }
+        let subs = (0..<10).map { "001.rate.000\($0)" }
+        let tokens = try await Self.signIn(setup, subs)
+        try await Self.makeDue(setup)
+        let worker = try setup.worker.startWorker(["SIWA_APPLE_REQUESTS_PER_SECOND": String(cap)])
+        try atTestEnd { await worker.kill9() }
+        #expect(try await setup.worker.wait(upTo: .seconds(60)) {
+            try await setup.database.scalar("SELECT count(*) FROM siwa.apple_tokens WHERE last_validated_at IS NOT NULL") == subs.count
+        }, "\(worker.log.suffix(2000))")
+        for (sub, token) in tokens {
+            #expect(setup.apple.refreshRequests(for: token) == 1, "\(sub) was checked \(setup.apple.refreshRequests(for: token)) times")
+        }
+        let arrivals = setup.apple.refreshRequestTimes
+        try #require(arrivals.count == subs.count, "\(arrivals.count) validation calls")
+        // The busiest second: a window that starts at an arrival holds at
+        // least as many as any other window.
+        let busiest = arrivals.indices.map { i in arrivals[i...].prefix(while: { $0 < arrivals[i] + .seconds(1) }).count }.max() ?? 0
+        #expect(busiest <= cap + 1, "\(busiest) calls within one second, cap \(cap): \(arrivals.map { $0 - arrivals[0] })")
+        // And the run as a whole: ten starts span at least 9 / cap seconds;
+        // the first call's transit may take up to one spacing of that.
+        #expect(arrivals[arrivals.count - 1] - arrivals[0] >= Duration.seconds(1) * (subs.count - 2) / cap,
+                "\(arrivals.map { $0 - arrivals[0] })")
     }
 
     /// Apple's invalid_grant (the user revoked at Apple, or changed their
@@ -124,7 +169,10 @@ struct TokenValidationTests {
         #expect(try await setup.database.strings("""
             SELECT details->>'invalid_grant_of_last_100' FROM siwa.audit_log WHERE action = 'token_validation.paused'
             """) == ["3"])
-        // Nothing more is validated while paused.
+        // Nothing more is validated while paused. No event marks a call
+        // not made: a worker that ignored the pause would claim the
+        // postponed tokens again at once (they are due now), well within
+        // this settle.
         let calls = setup.apple.tokenRequests
         try await Task.sleep(for: .seconds(3))
         #expect(setup.apple.tokenRequests == calls)
@@ -194,7 +242,8 @@ struct TokenValidationTests {
         let worker = try setup.worker.startWorker(["SIWA_APPLE_REQUESTS_PER_SECOND": "1", "SIWA_WORKER_METRICS_PORT": String(port)])
         try atTestEnd { await worker.kill9() }
         try await worker.waitForLog("invalid_client")
-        // Long enough for a worker that did not pause to make its next calls.
+        // Long enough for a worker that did not pause to make its next calls
+        // (one a second): no event marks a call not made.
         try await Task.sleep(for: .seconds(3))
         #expect(setup.apple.tokenRequests - before == 1, "one call, then the pause: \(setup.apple.tokenRequests - before)")
         // The refused token is due again after the pause; the others were

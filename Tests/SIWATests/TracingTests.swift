@@ -9,7 +9,7 @@ import Testing
 /// on loopback that keeps what it is sent (protobuf, whose strings are
 /// plain UTF-8 in the bytes, so the span and service names can be found
 /// without decoding it).
-@Suite("Tracing", .testDatabases)
+@Suite("Tracing", .testDatabases, .timeLimit(.minutes(10)))
 struct TracingTests {
     @Test func spansOfTheNotificationPathAndTheJobStepsReachAnOTLPReceiver() async throws {
         let received = Locked<[Data]>([])
@@ -19,7 +19,7 @@ struct TracingTests {
             received.withLock { $0.append(Data(body.readableBytesView)) }
             return Response(status: .ok, headers: [.contentType: "application/x-protobuf"])
         }
-        let collector = try await RunningServer.start(router: router, port: 0, logger: Logger(label: "otlp-receiver"))
+        let collector = try await TestPorts.serve { try await RunningServer.start(router: router, port: $0, logger: Logger(label: "otlp-receiver")) }
         try atTestEnd { await collector.stop() }
         let tracing = ["OTEL_EXPORTER_OTLP_ENDPOINT": collector.baseURL, "OTEL_BSP_SCHEDULE_DELAY": "200"]
         func exported(_ text: String) -> Bool {
@@ -29,13 +29,12 @@ struct TracingTests {
         let harness = try await WorkerHarness.start()
         try atTestEnd { await harness.stop() }
         let apple = try AppleSimulator()
-        let appleServer = try await apple.start()
+        let appleServer = try await TestPorts.serve { try await apple.start(port: $0) }
         try atTestEnd { await appleServer.stop() }
-        let serve = try SIWAProcess(port: try freePort(), environment: tracing.merging([
+        let serve = try await SIWAProcess.serve(environment: tracing.merging([
             "SIWA_DATABASE_URL": harness.database.serveURL, "SIWA_APPLE_CLIENT_IDS": ServerHarness.clientID,
             "SIWA_APPLE_JWKS_URL": appleServer.baseURL + "/auth/keys",
         ]) { $1 })
-        try await serve.waitUntilReady()
         let token = try apple.notification(type: "account-delete", sub: "traced.sub", audience: ServerHarness.clientID)
         let answer = try await HTTPAnswer.send(method: .POST, url: "http://127.0.0.1:\(serve.port)/apple/notifications",
                                                body: AppleSimulator.body(for: token), headers: [("Content-Type", "application/json")])

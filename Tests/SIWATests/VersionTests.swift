@@ -6,7 +6,7 @@ import Testing
 /// siwa says which build it is, the same way everywhere: `siwa --version`,
 /// `siwa_build_info` on /metrics, and CHANGELOG.md's newest entry all name
 /// SIWAVersion's version (and the first two its commit).
-@Suite("Version", .testDatabases)
+@Suite("Version", .testDatabases, .timeLimit(.minutes(10)))
 struct VersionTests {
     @Test func versionFlagPrintsTheVersionAndTheCommit() async throws {
         let result = try await runSIWA(["--version"])
@@ -39,13 +39,12 @@ struct VersionTests {
     @Test func serveMetricsCarryTheBuildInfo() async throws {
         let database = try await TestDatabase.create()
         let apple = try AppleSimulator()
-        let appleServer = try await apple.start()
-        let siwa = try SIWAProcess(port: try freePort(), environment: [
+        let appleServer = try await TestPorts.serve { try await apple.start(port: $0) }
+        let siwa = try await SIWAProcess.serve(environment: [
             "SIWA_DATABASE_URL": database.serveURL, "SIWA_APPLE_CLIENT_IDS": ServerHarness.clientID,
             "SIWA_APPLE_JWKS_URL": appleServer.baseURL + "/auth/keys",
         ])
         try atTestEnd { await siwa.kill9(); await appleServer.stop() }
-        try await siwa.waitUntilReady()
         let metrics = try await HTTPAnswer.send(method: .GET, url: "http://127.0.0.1:\(siwa.port)/metrics", body: nil, headers: [])
         #expect(metrics.status == 200)
         let lines = metrics.text.split(separator: "\n").filter { $0.hasPrefix("siwa_build_info{") }

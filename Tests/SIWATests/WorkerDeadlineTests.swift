@@ -7,7 +7,7 @@ import Testing
 /// maximum run time: a downstream or a database that stops answering fails
 /// the attempt (retried with backoff) instead of holding a worker slot.
 /// Real `siwa worker` processes, real PostgreSQL, a real HTTP downstream.
-@Suite("Worker deadlines", .testDatabases)
+@Suite("Worker deadlines", .testDatabases, .timeLimit(.minutes(10)))
 struct WorkerDeadlineTests {
     /// Seconds between the attempt's claim and its recorded failure.
     static func firstAttemptSeconds(_ db: TestDatabase) async throws -> Double {

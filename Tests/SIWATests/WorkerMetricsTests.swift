@@ -6,7 +6,7 @@ import Testing
 /// What an operator scrapes from `siwa worker` (its own listener:
 /// /healthz, /readyz, /metrics) after real jobs ran in a real worker
 /// process, and what its log lines look like under systemd.
-@Suite("Worker metrics", .testDatabases)
+@Suite("Worker metrics", .testDatabases, .timeLimit(.minutes(10)))
 struct WorkerMetricsTests {
     /// Jobs that complete after a failed webhook, one discarded, one rescued
     /// from a dead worker's expired lease: each counted by kind, each step
@@ -87,9 +87,10 @@ struct WorkerMetricsTests {
         let base = "http://127.0.0.1:\(port)"
         // The webhook is in flight (its answer 4 s away).
         try await harness.wait(upTo: .seconds(30)) { harness.downstream.deliveries.count == 1 }
-        try await Task.sleep(for: .seconds(1))
-        let running = try await PrometheusText.scrape(base)
-        #expect((running.value("siwa_jobs_oldest_running_seconds") ?? 0) >= 0.5, "\(running.text)")
+        // The running job shows with its age once it is half a second old.
+        #expect(try await harness.wait(upTo: .seconds(3)) {
+            (try? await PrometheusText.scrape(base))?.value("siwa_jobs_oldest_running_seconds") ?? 0 >= 0.5
+        }, "\(worker.log.suffix(2000))")
         // Another worker took the job (as after a rescue during an outage).
         try await harness.database.execute("UPDATE siwa.jobs SET locked_by = 'another-worker' WHERE state = 'running'")
         let counted = try await harness.wait(upTo: .seconds(10)) {
@@ -120,13 +121,12 @@ struct WorkerMetricsTests {
         let workerPort = try freePort()
         let worker = try harness.startWorker(["SIWA_WORKER_METRICS_PORT": String(workerPort)])
         let apple = try AppleSimulator()
-        let appleServer = try await apple.start()
+        let appleServer = try await TestPorts.serve { try await apple.start(port: $0) }
         try atTestEnd { await appleServer.stop() }
-        let serve = try SIWAProcess(port: try freePort(), environment: [
+        let serve = try await SIWAProcess.serve(environment: [
             "SIWA_DATABASE_URL": harness.database.serveURL, "SIWA_APPLE_CLIENT_IDS": ServerHarness.clientID,
             "SIWA_APPLE_JWKS_URL": appleServer.baseURL + "/auth/keys",
         ])
-        try await serve.waitUntilReady()
         try await harness.wait { try await harness.count(state: "completed") == 1 }
         let exported = try await PrometheusText.scrape("http://127.0.0.1:\(serve.port)").names
             .union(PrometheusText.scrape("http://127.0.0.1:\(workerPort)").names)

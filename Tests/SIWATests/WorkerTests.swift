@@ -5,7 +5,7 @@ import Testing
 
 /// `siwa worker` as a real process against real PostgreSQL and a real HTTP
 /// downstream: notifications in, purges out, audited.
-@Suite("Worker", .testDatabases)
+@Suite("Worker", .testDatabases, .timeLimit(.minutes(10)))
 struct WorkerTests {
     /// Notifications through HTTP -> jobs -> `siwa worker` -> the app's rows
     /// gone, the downstream got a correctly signed request, audit rows written.
@@ -225,8 +225,10 @@ struct WorkerTests {
         try atTestEnd { await harness.stop() }
         let worker = try harness.startWorker()
         try await worker.waitForLog("Worker started")
-        try await Task.sleep(for: .seconds(1))  // its LISTEN is in place, and its first claim found nothing
         let db = harness.database
+        // Its LISTEN in place: from now on an insert wakes it (its first
+        // claim, which LISTEN starting triggers, finds nothing).
+        #expect(try await harness.wait(upTo: .seconds(30)) { try await db.jobListeners() == 1 }, "\(worker.log.suffix(2000))")
         for sample in 0..<10 {
             try await db.execute("INSERT INTO siwa.jobs (kind, args) VALUES ('purge_user', jsonb_build_object('apple_sub', 'wake.\(sample)'))")
             let done = try await harness.wait(upTo: .seconds(10)) { try await harness.count(state: "completed") == sample + 1 }
@@ -310,7 +312,10 @@ struct WorkerTests {
             """)
         let done = try await harness.wait(upTo: .seconds(30)) { try await harness.count(state: "completed") == 1 }
         #expect(done, "\(worker.log.suffix(3000))")
-        try await Task.sleep(for: .seconds(1))  // let the first run's late answer arrive
+        // The first run is over: its heartbeat found the lease gone and
+        // stopped it (or, had it reached its end first, its completion was
+        // refused); whatever it did would be in the rows below by now.
+        try await worker.waitForLog("Lease lost; ")
         #expect(try await db.scalar("SELECT count(*) FROM siwa.audit_log WHERE action = 'job.claimed'") == 2)
         #expect(try await db.scalar("SELECT count(*) FROM siwa.audit_log WHERE action = 'job.completed'") == 1)
         #expect(try await db.scalar("""

@@ -15,7 +15,7 @@ final class AppWebhookHarness: Sendable {
     /// Stopped when the test ends (`.testDatabases`' scope: atTestEnd).
     static func start() async throws -> AppWebhookHarness {
         let receiver = AppEventReceiver()
-        let server = try await receiver.start()
+        let server = try await TestPorts.serve { try await receiver.start(port: $0) }
         try atTestEnd { await server.stop() }
         return AppWebhookHarness(receiver: receiver, server: server, secret: Self.newSecret(), nextSecret: Self.newSecret())
     }

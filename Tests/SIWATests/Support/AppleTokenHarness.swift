@@ -40,7 +40,7 @@ struct AppleTokenHarness: Sendable {
         let privateKey = P256.Signing.PrivateKey()
         apple.registerClient(teamID: teamID, keyID: keyID, publicKey: privateKey.publicKey)
         let key = AppleClientSecretKey(teamID: teamID, keyID: keyID, privateKey: privateKey)
-        let server = try await apple.start(logger: logger)
+        let server = try await TestPorts.serve { try await apple.start(port: $0, logger: logger) }
         let httpClient = AppleAuthClient.makeHTTPClient()
         let harness = AppleTokenHarness(
             apple: apple, server: server, httpClient: httpClient, privateKey: privateKey, key: key,

@@ -39,6 +39,17 @@ final class SIWAProcess: Sendable {
                                  environment: env, outputFile: logFile)
     }
 
+    /// `siwa serve` as a child on a port from TestPorts, ready (/readyz
+    /// 200); started again on another port if the one picked was taken
+    /// between the try and the child's own bind (its log says so).
+    static func serve(environment: [String: String], journal: Bool = false) async throws -> SIWAProcess {
+        try await TestPorts.retryingWhileInUse { () async throws -> SIWAProcess in
+            let process = try SIWAProcess(port: try TestPorts.free(), environment: environment, journal: journal)
+            try await process.waitUntilReady()
+            return process
+        }
+    }
+
     var log: String { (try? String(contentsOfFile: logFile, encoding: .utf8)) ?? "" }
 
     func waitUntilReady(timeout: Duration = .seconds(30)) async throws {
@@ -81,8 +92,9 @@ final class SIWAProcess: Sendable {
     }
 }
 
-/// A loopback TCP port that was free a moment ago.
-func freePort() throws -> Int { try freeLoopbackPort() }
+/// A loopback TCP port below the ephemeral range that was free a moment
+/// ago (TestPorts), for a child process to listen on or a URL nobody answers.
+func freePort() throws -> Int { try TestPorts.free() }
 
 /// Runs the throwaway-cluster script (stop/start the fault cluster).
 func pgScript(_ arguments: String...) async throws {

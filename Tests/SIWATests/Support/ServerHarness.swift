@@ -29,7 +29,8 @@ final class ServerHarness: Sendable {
     let database: TestDatabase
     let port: Int
     /// The admin listener's port, when the settings turn it on
-    /// (`SIWA_ADMIN_HTTP_PORT`; off unless a test sets it, e.g. to 0).
+    /// (`SIWA_ADMIN_HTTP_PORT`; off unless a test sets it, e.g. to 0: a
+    /// port from TestPorts).
     let adminPort: Int?
     private let group: ServiceGroup
     private let task: Task<Void, any Error>
@@ -54,25 +55,43 @@ final class ServerHarness: Sendable {
                       adjust: (inout ServerSettings) -> Void = { _ in }) async throws -> ServerHarness {
         _ = quietLogging
         let simulator = try AppleSimulator()
-        let appleServer = try await simulator.start()
+        let appleServer = try await TestPorts.serve { try await simulator.start(port: $0) }
         let database = if let database { database } else { try await TestDatabase.create() }
-        var settings = try Self.settings(database: database, simulator: simulator, appleBaseURL: appleServer.baseURL,
-                                         signIn: signIn, extra: extra)
-        // What no SIWA_* setting reaches (e.g. the key cache's heartbeat).
-        adjust(&settings)
-        let port = OneShot<Int>(), adminPort = OneShot<Int>()
-        let app = try ServerAssembly.makeApplication(
-            settings: settings,
-            migrations: try Migrator(directory: TestEnvironment.repositoryRoot.appendingPathComponent("sql")),
-            logger: Logger(label: "siwa.test-server"),
-            onServerRunning: { bound in port.complete(.success(bound)) },
-            onAdminRunning: { bound in adminPort.complete(.success(bound)) }
-        )
-        let group = ServiceGroup(services: [app], gracefulShutdownSignals: [], logger: Logger(label: "test"))
-        let task = Task { try await group.run() }
-        let harness = ServerHarness(simulator: simulator, appleServer: appleServer, database: database,
-                                    port: try await port.wait(), adminPort: settings.admin == nil ? nil : try await adminPort.wait(),
-                                    group: group, task: task)
+        // Its ports below the ephemeral range (TestPorts); the admin
+        // listener's too when the test turns it on with 0 ("any port").
+        let harness = try await TestPorts.retryingWhileInUse { () async throws -> ServerHarness in
+            var ports: [String: String] = [:]
+            for key in ["SIWA_HTTP_PORT", "SIWA_ADMIN_HTTP_PORT"] where extra[key] == "0" || (key == "SIWA_HTTP_PORT" && extra[key] == nil) {
+                ports[key] = String(try TestPorts.free())
+            }
+            var settings = try Self.settings(database: database, simulator: simulator, appleBaseURL: appleServer.baseURL,
+                                             signIn: signIn, extra: extra.merging(ports) { $1 })
+            // What no SIWA_* setting reaches (e.g. the key cache's heartbeat).
+            adjust(&settings)
+            let port = OneShot<Int>(), adminPort = OneShot<Int>()
+            let app = try ServerAssembly.makeApplication(
+                settings: settings,
+                migrations: try Migrator(directory: TestEnvironment.repositoryRoot.appendingPathComponent("sql")),
+                logger: Logger(label: "siwa.test-server"),
+                onServerRunning: { bound in port.complete(.success(bound)) },
+                onAdminRunning: { bound in adminPort.complete(.success(bound)) }
+            )
+            let group = ServiceGroup(services: [app], gracefulShutdownSignals: [], logger: Logger(label: "test"))
+            // A listener that cannot bind (its port taken) ends the group
+            // at once: its error is the caller's, not a wait for a port.
+            let task = Task {
+                do { try await group.run() } catch {
+                    port.complete(.failure(error))
+                    adminPort.complete(.failure(error))
+                    throw error
+                }
+                port.complete(.failure(TestSetupError("siwa serve stopped before it listened")))
+                adminPort.complete(.failure(TestSetupError("siwa serve stopped before its admin listener listened")))
+            }
+            return ServerHarness(simulator: simulator, appleServer: appleServer, database: database,
+                                 port: try await port.wait(), adminPort: settings.admin == nil ? nil : try await adminPort.wait(),
+                                 group: group, task: task)
+        }
         if waitUntilReady { try await harness.waitUntilKeysLoaded() }
         return harness
     }

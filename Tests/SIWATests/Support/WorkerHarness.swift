@@ -46,7 +46,7 @@ final class WorkerHarness: Sendable {
             """)
         try await analytics?.execute("GRANT SELECT, DELETE ON ALL TABLES IN SCHEMA public TO \(TestDatabase.runtimeRole)")
         let downstream = DownstreamStub()
-        let server = try await downstream.start()
+        let server = try await TestPorts.serve { try await downstream.start(port: $0) }
         var statements = [
             "DELETE FROM app.profiles WHERE apple_sub = $1",
             "INSERT INTO app.purge_log (apple_sub, siwa_user_id) VALUES ($1, $2)",
@@ -118,6 +118,16 @@ final class WorkerHarness: Sendable {
 }
 
 extension TestDatabase {
+    /// How many sessions LISTEN for new jobs on this database (a `siwa
+    /// worker`'s JobNotifier; PostgresNIO's statement): a job enqueued once
+    /// a worker's is there wakes that worker at once.
+    func jobListeners() async throws -> Int {
+        try await superuserScalar("""
+            SELECT count(*) FROM pg_stat_activity
+            WHERE datname = current_database() AND query = 'LISTEN "\(JobQueue.wakeChannel)";'
+            """)
+    }
+
     /// Runs a script of statements, one at a time, in one transaction.
     func execute(_ sql: String) async throws {
         try await withClient { client in
