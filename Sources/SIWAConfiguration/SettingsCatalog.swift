@@ -85,7 +85,8 @@ public enum SettingsCatalog {
         help: "connection pool size per process (the worker needs at least its concurrency + 2)",
         details: """
             Each process has a pool of its own: keep the sum over all of siwa's processes \
-            below the database's max_connections.
+            below the database's max_connections. Each worker also holds one connection \
+            beside its pool, for the maintenance lock.
             """)
     public static let migrationsDir = Setting(
         "SIWA_MIGRATIONS_DIR", .path, example: "/usr/local/share/siwa/sql", defaultDescription: "searched for",
@@ -283,10 +284,11 @@ public enum SettingsCatalog {
             """)
     public static let appleRequestsPerSecond = Setting(
         "SIWA_APPLE_REQUESTS_PER_SECOND", .integer(0...10_000), default: "20", readers: [.worker], files: [.worker],
-        help: "most validation calls to Apple per second per worker (`0`: no cap)",
+        help: "most validation calls to Apple per second (`0`: no cap)",
         details: """
-            Spreads the checks so that many users do not become a burst; with several \
-            workers Apple sees up to this many calls a second from each.
+            Spreads the checks so that many users do not become a burst. Validation runs \
+            on the one worker that leads maintenance, so this holds however many workers \
+            run.
             """)
 
     public static let validationInvalidGrantPausePercent = Setting(
