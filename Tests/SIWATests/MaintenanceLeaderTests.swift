@@ -56,8 +56,9 @@ struct MaintenanceLeaderTests {
             return values
         }
         let elected = try await eventually(upTo: .seconds(30)) { await gauges().compactMap { $0 }.sorted() == [0, 1] }
-        #expect(elected, "\(await gauges()) \(workers[0].log.suffix(1500)) \(workers[1].log.suffix(1500))")
-        let leader = try #require(await gauges().firstIndex(of: 1))
+        let values = await gauges()
+        #expect(elected, "\(values) \(workers[0].log.suffix(1500)) \(workers[1].log.suffix(1500))")
+        let leader = try #require(values.firstIndex(of: 1))
         let follower = 1 - leader
         #expect(try await harness.database.scalar("SELECT count(*) FROM pg_locks WHERE \(Self.held)") == 1)
         #expect(workers[leader].log.contains("This worker leads maintenance"))

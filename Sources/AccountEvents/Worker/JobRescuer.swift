@@ -5,9 +5,9 @@ import Logging
 /// database for longer than a lease): at start, then every half lease (at
 /// most 30 s apart). The retry policy decides each one (run again at once,
 /// or discard after its last attempt); the queue applies it, guarded by the
-/// lease, so a worker that renews meanwhile keeps its job. Any worker may
-/// rescue any kind's jobs; the elected one does (`MaintenanceLeader`).
-/// (River's JobRescuer.)
+/// lease, so a worker that renews meanwhile keeps its job. It runs on the
+/// worker that leads maintenance (`MaintenanceLeader`), for every kind's
+/// jobs. A failed pass is logged at error and counted. (River's JobRescuer.)
 struct JobRescuer: PeriodicService {
     struct Configuration: Sendable {
         var leaseSeconds: Double

@@ -76,20 +76,19 @@ public final class JobWorker: Service, Sendable {
         let running = RunningJobs()
         let executor = JobExecutor(queue: queue, kinds: kinds, retryPolicy: options.retryPolicy,
                                    maxRunSeconds: options.maxRunSeconds, metrics: metrics, logger: logger)
+        let duties: [any Service] = [
+            JobRescuer(configuration: .init(leaseSeconds: options.leaseSeconds), queue: queue,
+                       retryPolicy: options.retryPolicy, wakeup: wakeup, metrics: metrics,
+                       failures: maintenance.metrics, logger: logger),
+            JobCleaner(configuration: .init(retentionSeconds: options.retentionSeconds), queue: queue,
+                       failures: maintenance.metrics, logger: logger),
+        ] + maintenance.duties
         services = [
             JobNotifier(client: client, wakeup: wakeup, logger: logger),
             LeaseKeeper(configuration: .init(leaseSeconds: options.leaseSeconds, maxRunSeconds: options.maxRunSeconds),
                         queue: queue, running: running, metrics: metrics, logger: logger),
-            MaintenanceLeader(
-                lock: maintenance.lock, configuration: .init(leaseSeconds: options.leaseSeconds),
-                duties: [
-                    JobRescuer(configuration: .init(leaseSeconds: options.leaseSeconds), queue: queue,
-                               retryPolicy: options.retryPolicy, wakeup: wakeup, metrics: metrics,
-                               failures: maintenance.metrics, logger: logger),
-                    JobCleaner(configuration: .init(retentionSeconds: options.retentionSeconds), queue: queue,
-                               failures: maintenance.metrics, logger: logger),
-                ] + maintenance.duties,
-                metrics: maintenance.metrics, worker: queue.worker, logger: logger),
+            MaintenanceLeader(lock: maintenance.lock, configuration: .init(leaseSeconds: options.leaseSeconds), duties: duties,
+                              metrics: maintenance.metrics, worker: queue.worker, logger: logger),
             JobProducer(configuration: .init(concurrency: options.concurrency, leaseSeconds: options.leaseSeconds,
                                              pollSeconds: options.pollSeconds, shutdownGraceSeconds: options.shutdownGraceSeconds),
                         queue: queue, kinds: kinds, executor: executor, running: running, wakeup: wakeup,
