@@ -191,8 +191,12 @@ public enum SettingsCatalog {
         "SIWA_FLOOD_DELAY_SECONDS", .seconds(0...10), default: "1", readers: [.serve], files: [.serve],
         help: "during a flood of junk (refusals faster than SIWA_REJECTIONS_PER_MINUTE / 60 in a second, and 30 s after), each refusal's answer is held about this long (0.5 to 1.5 times; at most 4096 at once), so the flood cannot starve Apple's notifications, whose answers are never held; 0: never")
     public static let rejectionRetentionDays = Setting(
-        "SIWA_REJECTION_RETENTION_DAYS", .integer(1...3650), default: "30", readers: [.serve], files: [.serve],
-        help: "rows of `siwa.rejected_notifications` older than this are pruned")
+        "SIWA_REJECTION_RETENTION_DAYS", .integer(1...3650), default: "30", readers: [.worker], files: [.worker],
+        help: "rows of `siwa.rejected_notifications` older than this are pruned",
+        details: """
+            The worker that leads maintenance prunes them, every hour (serve's role may \
+            only insert them).
+            """)
 
     // MARK: Sign-in and Apple's tokens (serve's /v1 API, the worker's validation and revocation)
 

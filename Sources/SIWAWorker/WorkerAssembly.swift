@@ -79,10 +79,15 @@ public struct WorkerAssembly: Sendable {
         let auditChain = AuditChainKeeper(sealer: AuditSealer(client: client, logger: Logger(label: "siwa.audit")),
                                           headSigner: receipts, headLogInterval: .seconds(60 * settings.auditHeadLogMinutes),
                                           metrics: maintenanceMetrics, logger: Logger(label: "siwa.audit"))
-        // The rescuer, the cleaner, the sealer and validation run on one
-        // worker at a time, elected by a lock on a connection of its own.
+        // The rescuer, the cleaner, the sealer, the pruning of refused
+        // deliveries and validation run on one worker at a time, elected by
+        // a lock on a connection of its own.
+        let rejections = RejectionPruner(
+            retention: RejectionRetention(client: client, retentionDays: settings.rejectionRetentionDays,
+                                          logger: Logger(label: "siwa.rejections")),
+            failures: maintenanceMetrics, logger: Logger(label: "siwa.rejections"))
         let maintenance = JobWorker.Maintenance(lock: MaintenanceLock(database: database, logger: Logger(label: "siwa.maintenance")),
-                                                duties: [auditChain] + validation, metrics: maintenanceMetrics)
+                                                duties: [auditChain, rejections] + validation, metrics: maintenanceMetrics)
         let worker = JobWorker(client: client, queue: queue, kinds: kinds, options: settings.worker, metrics: jobMetrics,
                                maintenance: maintenance, logger: logger) {
             logger.info("Database", metadata: ["database": "\(database.redactedDescription)", "tls": "\(database.tlsDescription)"])

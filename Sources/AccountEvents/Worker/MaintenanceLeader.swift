@@ -4,7 +4,7 @@ import PostgresNIO
 import ServiceLifecycle
 
 /// Runs the maintenance duties (the rescuer, the cleaner, the audit sealer,
-/// token validation) on one worker at a time: the one holding the
+/// token validation, the pruning of refused deliveries) on one worker at a time: the one holding the
 /// `MaintenanceLock` (River elects its maintenance leader the same way).
 /// Claiming and running jobs stays on every worker.
 ///
@@ -18,7 +18,8 @@ import ServiceLifecycle
 /// keepalives for a network gone), which is after the leader has stopped.
 /// Overlap would be harmless all the same: the rescuer's updates are
 /// guarded by the lease, the sealer takes its own lock per transaction,
-/// validation claims tokens with SKIP LOCKED; the election is what keeps
+/// validation claims tokens with SKIP LOCKED, pruning deletes what is past
+/// its age either way); the election is what keeps
 /// them from running N times over.
 ///
 /// On graceful shutdown the duties stop and the connection closes, which
@@ -104,7 +105,7 @@ public struct MaintenanceLeader: Service {
     /// Runs the duties until the lock may be lost or the task is cancelled;
     /// returns why it stopped. The duties have stopped when it returns.
     private func lead(on connection: PostgresConnection) async -> String {
-        logger.notice("This worker leads maintenance: the rescuer, the cleaner, the audit sealer and token validation run here",
+        logger.notice("This worker leads maintenance: the rescuer, the cleaner, the audit sealer, token validation and the pruning of refused deliveries run here",
                       metadata: ["worker": "\(worker)"])
         metrics.leading(true)
         defer { metrics.leading(false) }

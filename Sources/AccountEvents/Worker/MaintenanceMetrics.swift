@@ -6,6 +6,7 @@ public enum MaintenanceTask: String, Sendable, CaseIterable {
     case jobCleaner = "job_cleaner"
     case auditSealer = "audit_sealer"
     case tokenValidation = "token_validation"
+    case rejectionPruner = "rejection_pruner"
 }
 
 /// `siwa worker`'s maintenance series (its /metrics):
