@@ -6,8 +6,8 @@ import ServiceLifecycle
 import Synchronization
 import Testing
 
-/// The rescuer, the cleaner, the audit sealer and token validation run on
-/// one worker at a time, elected by a session advisory lock
+/// The rescuer, the cleaner, the audit sealer, token validation and the
+/// pruning of refused deliveries run on one worker at a time, elected by a session advisory lock
 /// (`MaintenanceLeader`); when the leader dies another takes over within
 /// two lease periods; a failing maintenance pass is logged at error and
 /// counted.
@@ -47,6 +47,11 @@ struct MaintenanceLeaderTests {
         let lease = 4.0
         let harness = try await WorkerHarness.start(settings: ["SIWA_JOB_LEASE_SECONDS": "4"])
         try atTestEnd { await harness.stop() }
+        // Refused deliveries, one past the retention (30 days by default).
+        try await harness.database.execute("""
+            INSERT INTO siwa.rejected_notifications (received_at, reason, body_sha256, body_bytes)
+            VALUES (now() - interval '40 days', 'old', '', 0), (now(), 'recent', '', 0);
+            """)
         let ports = [try freePort(), try freePort()]
         let workers = try ports.map { try harness.startWorker(["SIWA_WORKER_METRICS_PORT": String($0)]) }
         let bases = ports.map { "http://127.0.0.1:\($0)" }
@@ -64,6 +69,10 @@ struct MaintenanceLeaderTests {
         #expect(workers[leader].log.contains("This worker leads maintenance"))
         #expect(!workers[follower].log.contains("This worker leads maintenance"), "\(workers[follower].log.suffix(2000))")
         #expect(workers[follower].log.contains("Another worker leads maintenance"))
+        // The leader prunes refused deliveries when it starts leading.
+        #expect(try await harness.wait(upTo: .seconds(30)) {
+            try await harness.database.strings("SELECT reason FROM siwa.rejected_notifications") == ["recent"]
+        })
 
         // Only the leader rescues.
         try await Self.insertExpiredJob(harness, sub: "lead.before")
