@@ -51,7 +51,7 @@ public struct MaintenanceLock: Sendable {
         let attempt = Task {
             do {
                 let connection = try await PostgresConnection.connect(configuration: configuration, id: 0, logger: logger)
-                if !result.complete(.success(connection)) { Self.close(connection) }
+                if !result.completeIfFirst(.success(connection)) { Self.close(connection) }
             } catch {
                 result.complete(.failure(error))
             }

@@ -28,9 +28,12 @@ public final class OneShot<Value: Sendable>: Sendable {
         }
     }
 
-    /// Returns whether this was the first delivery (false: ignored).
-    @discardableResult
-    public func complete(_ result: Result<Value, any Error>) -> Bool {
+    public func complete(_ result: Result<Value, any Error>) {
+        _ = completeIfFirst(result)
+    }
+
+    /// `complete`, and whether this was the first delivery (false: ignored).
+    public func completeIfFirst(_ result: Result<Value, any Error>) -> Bool {
         let (first, waiter) = state.withLock { state -> (Bool, CheckedContinuation<Value, any Error>?) in
             guard state.result == nil else { return (false, nil) }
             state.result = result
