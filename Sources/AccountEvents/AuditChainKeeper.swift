@@ -2,12 +2,11 @@ import AccountStore
 import Logging
 import ServiceLifecycle
 
-/// `siwa worker`'s part in the audit chain: seals the log each second
-/// (`AuditSealer`), on the worker elected to lead maintenance
-/// (`MaintenanceLeader`; the sealer's own per-transaction lock still keeps
-/// any other caller, and a leader on its way out, from sealing beside it),
-/// and logs the chain's head at
-/// start and every `headLogInterval` (SIWA_AUDIT_HEAD_LOG_MINUTES), so that
+/// `siwa worker`'s part in the audit chain, on the worker elected to lead
+/// maintenance (`MaintenanceLeader`; the sealer's own per-transaction lock
+/// still keeps any other caller, and a leader on its way out, from sealing
+/// beside it): seals the log each second (`AuditSealer`) and logs the
+/// chain's head at start and every `headLogInterval` (SIWA_AUDIT_HEAD_LOG_MINUTES), so that
 /// heads end up in the journal, away from the database, for
 /// `siwa audit verify --head`. With receipts on, each logged head is also
 /// signed with the receipt key (`signed_head`, SignedAuditHead): a head

@@ -87,7 +87,7 @@ public struct WorkerAssembly: Sendable {
                                           logger: Logger(label: "siwa.rejections")),
             failures: maintenanceMetrics, logger: Logger(label: "siwa.rejections"))
         let maintenance = JobWorker.Maintenance(lock: MaintenanceLock(database: database, logger: Logger(label: "siwa.maintenance")),
-                                                duties: [auditChain, rejections] + validation, metrics: maintenanceMetrics)
+                                                duties: [auditChain as any Service, rejections] + validation, metrics: maintenanceMetrics)
         let worker = JobWorker(client: client, queue: queue, kinds: kinds, options: settings.worker, metrics: jobMetrics,
                                maintenance: maintenance, logger: logger) {
             logger.info("Database", metadata: ["database": "\(database.redactedDescription)", "tls": "\(database.tlsDescription)"])
