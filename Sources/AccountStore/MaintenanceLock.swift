@@ -51,7 +51,7 @@ public struct MaintenanceLock: Sendable {
         let attempt = Task {
             do {
                 let connection = try await PostgresConnection.connect(configuration: configuration, id: 0, logger: logger)
-                if !result.completeIfFirst(.success(connection)) { Self.close(connection) }
+                if !result.completeIfFirst(.success(connection)) { await Self.close(connection) }
             } catch {
                 result.complete(.failure(error))
             }
@@ -83,10 +83,10 @@ public struct MaintenanceLock: Sendable {
         }
     }
 
-    /// Closes the lock's connection without waiting (the server ends the
-    /// session, and with it the lock, when the close reaches it).
-    public static func close(_ connection: PostgresConnection) {
-        connection.close().whenComplete { _ in }
+    /// Closes the lock's connection (the server ends the session, and with
+    /// it the lock). Awaited: a connection must be closed before it is let go.
+    public static func close(_ connection: PostgresConnection) async {
+        try? await connection.close()
     }
 
     static var seconds: Double { Double(timeout.components.seconds) }

@@ -69,25 +69,17 @@ public struct MaintenanceLeader: Service {
         while !Task.isCancelled {
             do {
                 let connection = try await lock.connect()
-                defer { MaintenanceLock.close(connection) }
                 if failures > 0 { logger.notice("The maintenance lock's database answers again") }
                 failures = 0
-                // Follow until the lock is ours (or the connection fails).
-                while try await MaintenanceLock.tryLock(on: connection, logger: logger) == false {
-                    if !followingSaid {
-                        followingSaid = true
-                        logger.info("Another worker leads maintenance; this one claims and runs jobs",
-                                    metadata: ["worker": "\(worker)"])
-                    }
-                    try await Task.sleep(for: configuration.retryInterval)
+                let outcome: Result<Bool, any Error>
+                do {
+                    outcome = .success(try await follow(on: connection, followingSaid: &followingSaid))
+                } catch {
+                    outcome = .failure(error)
                 }
-                followingSaid = false
-                let reason = await lead(on: connection)
-                if Task.isCancelled {
-                    logger.info("Maintenance stopped: shutting down; another worker takes over")
-                    return
-                }
-                logger.warning("Maintenance stopped here: \(reason); trying for the lock again", metadata: ["worker": "\(worker)"])
+                // Closed and awaited (the session ends, and with it the lock).
+                await MaintenanceLock.close(connection)
+                if try outcome.get() { return }
             } catch {
                 if Task.isCancelled { return }
                 failures += 1
@@ -100,6 +92,26 @@ public struct MaintenanceLeader: Service {
             }
             try? await Task.sleep(for: configuration.retryInterval)
         }
+    }
+
+    /// Follows until the lock is ours, then leads until it may be lost.
+    /// Returns true when shutting down.
+    private func follow(on connection: PostgresConnection, followingSaid: inout Bool) async throws -> Bool {
+        while try await MaintenanceLock.tryLock(on: connection, logger: logger) == false {
+            if !followingSaid {
+                followingSaid = true
+                logger.info("Another worker leads maintenance; this one claims and runs jobs", metadata: ["worker": "\(worker)"])
+            }
+            try await Task.sleep(for: configuration.retryInterval)
+        }
+        followingSaid = false
+        let reason = await lead(on: connection)
+        if Task.isCancelled {
+            logger.info("Maintenance stopped: shutting down; another worker takes over")
+            return true
+        }
+        logger.warning("Maintenance stopped here: \(reason); trying for the lock again", metadata: ["worker": "\(worker)"])
+        return false
     }
 
     /// Runs the duties until the lock may be lost or the task is cancelled;
