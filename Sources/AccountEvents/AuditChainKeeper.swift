@@ -2,9 +2,11 @@ import AccountStore
 import Logging
 import ServiceLifecycle
 
-/// `siwa worker`'s part in the audit chain: seals the log each second
-/// (`AuditSealer`; several workers take turns) and logs the chain's head at
-/// start and every `headLogInterval` (SIWA_AUDIT_HEAD_LOG_MINUTES), so that
+/// `siwa worker`'s part in the audit chain, on the worker elected to lead
+/// maintenance (`MaintenanceLeader`; the sealer's own per-transaction lock
+/// still keeps any other caller, and a leader on its way out, from sealing
+/// beside it): seals the log each second (`AuditSealer`) and logs the
+/// chain's head at start and every `headLogInterval` (SIWA_AUDIT_HEAD_LOG_MINUTES), so that
 /// heads end up in the journal, away from the database, for
 /// `siwa audit verify --head`. With receipts on, each logged head is also
 /// signed with the receipt key (`signed_head`, SignedAuditHead): a head
@@ -18,16 +20,18 @@ public struct AuditChainKeeper: Service {
     let headSigner: DeletionReceiptSigner?
     let headLogInterval: Duration
     let sealInterval: Duration
+    let metrics: MaintenanceMetrics
     let logger: Logger
     /// Rows sealed per transaction; a backlog is sealed in such batches back to back.
     static let batch = 5000
 
     public init(sealer: AuditSealer, headSigner: DeletionReceiptSigner? = nil, headLogInterval: Duration,
-                sealInterval: Duration = .seconds(1), logger: Logger) {
+                sealInterval: Duration = .seconds(1), metrics: MaintenanceMetrics = .disabled, logger: Logger) {
         self.sealer = sealer
         self.headSigner = headSigner
         self.headLogInterval = headLogInterval
         self.sealInterval = sealInterval
+        self.metrics = metrics
         self.logger = logger
     }
 
@@ -52,8 +56,13 @@ public struct AuditChainKeeper: Service {
             } catch {
                 if Task.isCancelled { return }
                 failures += 1
+                metrics.failed(.auditSealer)
+                // Every failed pass is counted; the log says so the first
+                // time and every 60th (a pass a second would flood it).
                 if failures == 1 || failures % 60 == 0 {
-                    logger.warning("Cannot seal the audit log; retrying", metadata: ["error": "\(safeDescription(error))"])
+                    logger.error("Maintenance pass failed: cannot seal the audit log; retrying",
+                                 metadata: ["task": "\(MaintenanceTask.auditSealer.rawValue)", "error": "\(safeDescription(error))",
+                                            "failures": "\(failures)"])
                 }
             }
             if pause > .zero { try? await Task.sleep(for: pause) }

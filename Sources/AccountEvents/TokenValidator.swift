@@ -25,7 +25,9 @@ public enum TokenValidationResult: String, Sendable {
 }
 
 /// `siwa worker`'s daily validation of stored refresh tokens (TN3194), at
-/// most `requestsPerSecond` calls to Apple per worker.
+/// most `requestsPerSecond` calls to Apple: it runs on the one worker
+/// elected to lead maintenance (`MaintenanceLeader`), so the cap holds for
+/// the deployment, not per worker.
 public struct TokenValidator: Service {
     let queue: TokenValidationQueue
     let apple: AppleAuthClient
@@ -41,6 +43,7 @@ public struct TokenValidator: Service {
     let pausedGauge: Gauge
     /// nil: no cap.
     let pacer: Pacer?
+    let maintenance: MaintenanceMetrics
 
     /// After Apple refuses siwa's credentials, validation waits this long.
     static let invalidClientPause: Duration = .seconds(600)
@@ -49,7 +52,7 @@ public struct TokenValidator: Service {
 
     public init(queue: TokenValidationQueue, apple: AppleAuthClient, keyRing: TokenKeyRing,
                 invalidGrantPausePercent: Int, requestsPerSecond: Int?, pollInterval: Duration = .seconds(30),
-                logger: Logger, metrics: any MetricsFactory) {
+                logger: Logger, metrics: any MetricsFactory, maintenance: MaintenanceMetrics = .disabled) {
         self.queue = queue
         self.apple = apple
         self.keyRing = keyRing
@@ -57,6 +60,7 @@ public struct TokenValidator: Service {
         self.requestsPerSecond = requestsPerSecond
         self.pollInterval = pollInterval
         self.logger = logger
+        self.maintenance = maintenance
         pacer = requestsPerSecond.map { Pacer(perSecond: $0) }
         outcomes = Dictionary(uniqueKeysWithValues: [TokenValidationResult.valid, .invalidGrant, .undecided, .invalidClient, .skipped,
                                                      .paused].map {
@@ -70,6 +74,9 @@ public struct TokenValidator: Service {
         // SIGTERM ends the poll's sleep and any call in flight at once (a
         // token claimed and not checked is due again a period later).
         await cancelWhenGracefulShutdown { await loop() }
+        // Stopped (this worker no longer leads, or shuts down): the leader's
+        // own gauge says whether validation is paused.
+        pausedGauge.record(0)
     }
 
     private func loop() async {
@@ -103,7 +110,10 @@ public struct TokenValidator: Service {
                     pause = .zero
                 }
             } catch {
-                logger.warning("Token validation could not reach the database", metadata: ["error": "\(safeDescription(error))"])
+                if Task.isCancelled { return }
+                maintenance.failed(.tokenValidation)
+                logger.error("Maintenance pass failed: token validation could not reach the database; it tries again next pass",
+                             metadata: ["task": "\(MaintenanceTask.tokenValidation.rawValue)", "error": "\(safeDescription(error))"])
             }
             if pause > .zero { try? await Task.sleep(for: pause) }
         }

@@ -4,9 +4,11 @@ import NIOCore
 import PostgresNIO
 
 /// Appends the hashes of `siwa.audit_log`'s final rows to `siwa.audit_chain`,
-/// in seq order (`AuditChain`). Every `siwa worker` calls it each second;
-/// an advisory lock lets one at a time through, so all of them (and any
-/// number of serve processes and admins writing rows) make one chain.
+/// in seq order (`AuditChain`). The `siwa worker` that leads maintenance
+/// calls it each second; an advisory lock per transaction lets one sealer
+/// at a time through all the same (a leader on its way out, a test), so
+/// whoever seals (and any number of serve processes and admins writing
+/// rows) makes one chain.
 ///
 /// A row is final once no transaction that could still commit a lower seq
 /// runs: seqs are handed out after the writer's transaction id

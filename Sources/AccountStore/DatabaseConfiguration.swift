@@ -204,6 +204,15 @@ public struct DatabaseConfiguration: Sendable {
     /// quietly, so a refused TLS handshake would look like a database that
     /// never answers.)
     public func probe(logger: Logger) async throws {
+        let connection = try await PostgresConnection.connect(configuration: try connectionConfiguration(), id: 0, logger: logger)
+        try? await connection.close()
+    }
+
+    /// One connection of its own, outside any pool (the probe's; the
+    /// maintenance lock's session, `MaintenanceLock`), with the pool's TLS,
+    /// connect timeout and session limits, and `extraParameters` (start-up
+    /// parameters: application_name, keepalives).
+    public func connectionConfiguration(extraParameters: [(String, String)] = []) throws -> PostgresConnection.Configuration {
         let connectionTLS: PostgresConnection.Configuration.TLS
         switch (tls, tlsConfiguration) {
         case (.disable, _), (_, nil): connectionTLS = .disable
@@ -215,9 +224,10 @@ public struct DatabaseConfiguration: Sendable {
             host: host, port: port, username: username, password: password, database: database, tls: connectionTLS
         )
         configuration.options.connectTimeout = .seconds(5)
-        configuration.options.additionalStartupParameters = [("application_name", "siwa")]
-        let connection = try await PostgresConnection.connect(configuration: configuration, id: 0, logger: logger)
-        try? await connection.close()
+        let names = Set(extraParameters.map(\.0))
+        configuration.options.additionalStartupParameters = ([("application_name", "siwa")] + sessionLimits.startupParameters)
+            .filter { !names.contains($0.0) } + extraParameters
+        return configuration
     }
 
     /// Whether `error` is TLS refusing to connect (no TLS on the server

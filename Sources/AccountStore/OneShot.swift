@@ -29,13 +29,19 @@ public final class OneShot<Value: Sendable>: Sendable {
     }
 
     public func complete(_ result: Result<Value, any Error>) {
-        let waiter = state.withLock { state -> CheckedContinuation<Value, any Error>? in
-            guard state.result == nil else { return nil }
+        _ = completeIfFirst(result)
+    }
+
+    /// `complete`, and whether this was the first delivery (false: ignored).
+    public func completeIfFirst(_ result: Result<Value, any Error>) -> Bool {
+        let (first, waiter) = state.withLock { state -> (Bool, CheckedContinuation<Value, any Error>?) in
+            guard state.result == nil else { return (false, nil) }
             state.result = result
             defer { state.waiter = nil }
-            return state.waiter
+            return (true, state.waiter)
         }
         waiter?.resume(with: result)
+        return first
     }
 }
 

@@ -13,8 +13,8 @@ import Synchronization
 /// connections genuine notifications need. Past `perMinute` refusals in a
 /// minute (which also bounds the queue) the rest are only counted: one
 /// summary row per minute (reason `over_rate_limit`, `occurrences` = how
-/// many, `detail` = the count per reason) stands for them. Rows older than
-/// `retentionDays` are pruned.
+/// many, `detail` = the count per reason) stands for them. Rows past
+/// their retention are pruned by the worker (`RejectionRetention`).
 ///
 /// What is queued and not yet written is lost if the process dies: these
 /// are refusals, and the sender (Apple) retries whatever it meant.
@@ -22,9 +22,7 @@ public final class RejectionWriter: Sendable {
     public struct Options: Sendable {
         /// Refusals stored one by one per minute; more are only counted.
         public var perMinute = 6_000
-        public var retentionDays = 30
         public var flushInterval: Duration = .milliseconds(100)
-        public var pruneInterval: Duration = .seconds(3600)
         /// Rows per INSERT at most.
         public var maxBatch = 1_000
         public init() {}
@@ -125,16 +123,11 @@ public final class RejectionWriter: Sendable {
     static let floodMemorySeconds: Int64 = 30
     private var floodThreshold: Int { max(1, options.perMinute / 60) }
 
-    /// Writes what is queued every `flushInterval` and prunes old rows,
-    /// until `close()`; then writes what is left and returns.
+    /// Writes what is queued every `flushInterval`, until `close()`; then
+    /// writes what is left and returns.
     public func run() async {
-        var nextPrune = ContinuousClock.now
         while true {
             let closed = state.withLock { $0.closed }
-            if ContinuousClock.now >= nextPrune, !closed {
-                await prune()
-                nextPrune = ContinuousClock.now + options.pruneInterval
-            }
             await flush()
             if closed { return }
             try? await Task.sleep(for: options.flushInterval)
@@ -218,34 +211,6 @@ public final class RejectionWriter: Sendable {
                             \(rows.map(\.occurrences))::int8[]) AS r(at, reason, detail, sha, bytes, occurrences)
                 """, logger: logger)
         }
-    }
-
-    /// Deletes rows past the retention, a bounded batch per statement so
-    /// the table is never locked long.
-    public func prune() async {
-        let cutoff = now().addingTimeInterval(-Double(options.retentionDays) * 86_400)
-        let logger = logger
-        var total = 0
-        while true {
-            let deleted: Int? = await withDeadline(.seconds(30)) { [client] in
-                try await client.withGuardedConnection { connection in
-                    let rows = try await connection.query("""
-                        WITH old AS (SELECT id FROM siwa.rejected_notifications WHERE received_at < \(cutoff) LIMIT 10000),
-                             gone AS (DELETE FROM siwa.rejected_notifications WHERE id IN (SELECT id FROM old) RETURNING 1)
-                        SELECT count(*)::int8 FROM gone
-                        """, logger: logger)
-                    for try await count in rows.decode(Int64.self) { return Int(count) }
-                    return 0
-                }
-            }
-            guard let deleted else {
-                logger.warning("Could not prune old refused deliveries; trying again later")
-                return
-            }
-            total += deleted
-            if deleted < 10_000 { break }
-        }
-        if total > 0 { logger.info("Pruned refused deliveries", metadata: ["rows": "\(total)", "days": "\(options.retentionDays)"]) }
     }
 
     /// Printable ASCII only (no NUL, no control character, no byte of

@@ -27,7 +27,6 @@ public struct ServerSettings: Sendable {
     /// What POST /v1/sign-in needs beside the identity token.
     public var signInRequires: SignInRequirement
     public var rejectionsPerMinute: Int
-    public var rejectionRetentionDays: Int
     /// Seconds a refusal is held during a flood of junk (0: never).
     public var floodDelay: Double
     /// The worker's SIWA_JOB_MAX_RUN_SECONDS: `/metrics` counts running jobs
@@ -67,7 +66,6 @@ public struct ServerSettings: Sendable {
         consentRevokedPurgeDelaySeconds = try env.integer(S.consentRevokedPurgeDelayDays) * 86400
         signInRequires = SignInRequirement(rawValue: try env.choice(S.signInRequires)) ?? .code
         rejectionsPerMinute = try env.integer(S.rejectionsPerMinute)
-        rejectionRetentionDays = try env.integer(S.rejectionRetentionDays)
         floodDelay = try env.number(S.floodDelay)
         jobMaxRunSeconds = try WorkerSettings.maxRunSeconds(env, leaseSeconds: try env.number(S.jobLease))
         log = try LogSettings(environment: env)

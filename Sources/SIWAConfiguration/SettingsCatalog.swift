@@ -85,7 +85,8 @@ public enum SettingsCatalog {
         help: "connection pool size per process (the worker needs at least its concurrency + 2)",
         details: """
             Each process has a pool of its own: keep the sum over all of siwa's processes \
-            below the database's max_connections.
+            below the database's max_connections. Each worker also holds one connection \
+            beside its pool, for the maintenance lock.
             """)
     public static let migrationsDir = Setting(
         "SIWA_MIGRATIONS_DIR", .path, example: "/usr/local/share/siwa/sql", defaultDescription: "searched for",
@@ -190,8 +191,12 @@ public enum SettingsCatalog {
         "SIWA_FLOOD_DELAY_SECONDS", .seconds(0...10), default: "1", readers: [.serve], files: [.serve],
         help: "during a flood of junk (refusals faster than SIWA_REJECTIONS_PER_MINUTE / 60 in a second, and 30 s after), each refusal's answer is held about this long (0.5 to 1.5 times; at most 4096 at once), so the flood cannot starve Apple's notifications, whose answers are never held; 0: never")
     public static let rejectionRetentionDays = Setting(
-        "SIWA_REJECTION_RETENTION_DAYS", .integer(1...3650), default: "30", readers: [.serve], files: [.serve],
-        help: "rows of `siwa.rejected_notifications` older than this are pruned")
+        "SIWA_REJECTION_RETENTION_DAYS", .integer(1...3650), default: "30", readers: [.worker], files: [.worker],
+        help: "rows of `siwa.rejected_notifications` older than this are pruned",
+        details: """
+            The worker that leads maintenance prunes them, every hour (serve's role may \
+            only insert them).
+            """)
 
     // MARK: Sign-in and Apple's tokens (serve's /v1 API, the worker's validation and revocation)
 
@@ -283,10 +288,11 @@ public enum SettingsCatalog {
             """)
     public static let appleRequestsPerSecond = Setting(
         "SIWA_APPLE_REQUESTS_PER_SECOND", .integer(0...10_000), default: "20", readers: [.worker], files: [.worker],
-        help: "most validation calls to Apple per second per worker (`0`: no cap)",
+        help: "most validation calls to Apple per second (`0`: no cap)",
         details: """
-            Spreads the checks so that many users do not become a burst; with several \
-            workers Apple sees up to this many calls a second from each.
+            Spreads the checks so that many users do not become a burst. Validation runs \
+            on the one worker that leads maintenance, so this holds however many workers \
+            run.
             """)
 
     public static let validationInvalidGrantPausePercent = Setting(

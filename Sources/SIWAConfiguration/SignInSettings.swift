@@ -57,7 +57,7 @@ public struct SignInSettings: Sendable {
 public struct TokenValidationSettings: Sendable {
     /// Hours between two checks of one token; nil: validation is off.
     public var periodHours: Int?
-    /// Calls to Apple per second per worker; nil: no cap.
+    /// Validation calls to Apple per second (on the worker that leads maintenance); nil: no cap.
     public var requestsPerSecond: Int?
     /// Validation pauses past this many `invalid_grant` answers in the last 100.
     public var invalidGrantPausePercent: Int

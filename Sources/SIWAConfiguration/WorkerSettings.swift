@@ -20,6 +20,8 @@ public struct WorkerSettings: Sendable {
     public var receipts: ReceiptSettings?
     /// How often the audit chain's head is logged.
     public var auditHeadLogMinutes: Int
+    /// Refused deliveries older than this are pruned (by the worker that leads maintenance).
+    public var rejectionRetentionDays: Int
     /// Where the worker appends each completed erasure (ErasureLedger).
     public var erasureLedgerDirectory: String
     /// nil: no health and metrics listener (SIWA_WORKER_METRICS_PORT=off).
@@ -69,6 +71,7 @@ public struct WorkerSettings: Sendable {
         tokenValidation = try TokenValidationSettings(environment: env)
         receipts = try ReceiptSettings.read(env)
         auditHeadLogMinutes = try env.integer(S.auditHeadLogMinutes)
+        rejectionRetentionDays = try env.integer(S.rejectionRetentionDays)
         erasureLedgerDirectory = try env.text(S.erasureLedgerDir)
         metricsListener = try env.listenerPort(S.workerMetricsPort).map { ListenerAddress(host: try env.text(S.workerMetricsHost), port: $0) }
         appWebhook = try AppWebhookSettings.read(env)

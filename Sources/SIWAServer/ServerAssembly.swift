@@ -56,7 +56,6 @@ public enum ServerAssembly {
                                              backgroundLogger: Logger(label: "siwa.postgres"))
         var rejectionOptions = RejectionWriter.Options()
         rejectionOptions.perMinute = settings.rejectionsPerMinute
-        rejectionOptions.retentionDays = settings.rejectionRetentionDays
         let unrecorded = Counter(label: "siwa_rejections_unrecorded_total", factory: metrics)
         let rejections = RejectionWriter(client: rejectionClient, options: rejectionOptions, logger: Logger(label: "siwa.rejections"),
                                          countUnrecorded: { unrecorded.increment(by: $0) })

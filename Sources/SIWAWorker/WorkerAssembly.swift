@@ -49,6 +49,7 @@ public struct WorkerAssembly: Sendable {
                          logger: Logger(label: "siwa.tokens"))
         }
         let jobMetrics = JobMetrics(factory: metrics)
+        let maintenanceMetrics = MaintenanceMetrics(factory: metrics)
         let purges = PurgeJobRunner(plan: plan, queue: queue, externalDatabases: external,
                                     webhooks: WebhookDelivery(http: webhookClient), revoker: revoker, metrics: jobMetrics,
                                     purgeRole: settings.purgeRole, logger: Logger(label: "siwa.purge"))
@@ -70,13 +71,25 @@ public struct WorkerAssembly: Sendable {
                 apple: access.apple, keyRing: access.keyRing,
                 invalidGrantPausePercent: settings.tokenValidation.invalidGrantPausePercent,
                 requestsPerSecond: settings.tokenValidation.requestsPerSecond, logger: Logger(label: "siwa.tokens"),
-                metrics: metrics)]
+                metrics: metrics, maintenance: maintenanceMetrics)]
         } else {
             // Validation is off: never paused (the alert's series exists all the same).
             Gauge(label: "siwa_validation_paused", factory: metrics).record(0)
         }
+        let auditChain = AuditChainKeeper(sealer: AuditSealer(client: client, logger: Logger(label: "siwa.audit")),
+                                          headSigner: receipts, headLogInterval: .seconds(60 * settings.auditHeadLogMinutes),
+                                          metrics: maintenanceMetrics, logger: Logger(label: "siwa.audit"))
+        // The rescuer, the cleaner, the sealer, the pruning of refused
+        // deliveries and validation run on one worker at a time, elected by
+        // a lock on a connection of its own.
+        let rejections = RejectionPruner(
+            retention: RejectionRetention(client: client, retentionDays: settings.rejectionRetentionDays,
+                                          logger: Logger(label: "siwa.rejections")),
+            failures: maintenanceMetrics, logger: Logger(label: "siwa.rejections"))
+        let maintenance = JobWorker.Maintenance(lock: MaintenanceLock(database: database, logger: Logger(label: "siwa.maintenance")),
+                                                duties: [auditChain as any Service, rejections] + validation, metrics: maintenanceMetrics)
         let worker = JobWorker(client: client, queue: queue, kinds: kinds, options: settings.worker, metrics: jobMetrics,
-                               logger: logger) {
+                               maintenance: maintenance, logger: logger) {
             logger.info("Database", metadata: ["database": "\(database.redactedDescription)", "tls": "\(database.tlsDescription)"])
             // Refuse to work against a schema that is behind or was edited.
             if let migrations { try await migrations.checkUpToDate(client: client, logger: logger) }
@@ -111,13 +124,10 @@ public struct WorkerAssembly: Sendable {
                 logger.notice("Deletion receipts are off: no receipt is signed for a completed purge (set SIWA_RECEIPT_KEY_FILE and SIWA_RECEIPT_ISSUER to sign them)")
             }
         }
-        let auditChain = AuditChainKeeper(sealer: AuditSealer(client: client, logger: Logger(label: "siwa.audit")),
-                                          headSigner: receipts, headLogInterval: .seconds(60 * settings.auditHeadLogMinutes),
-                                          logger: Logger(label: "siwa.audit"))
         self.plan = plan
         self.services = [client, HTTPClientService(client: webhookClient)]
             + (access.map { [HTTPClientService(client: $0.httpClient)] as [any Service] } ?? [])
-            + external.values.map { $0 as any Service } + [worker, auditChain] + validation
+            + external.values.map { $0 as any Service } + [worker]
     }
 
     /// The plan from SIWA_PURGE_PLAN (or the built-in step only), checked

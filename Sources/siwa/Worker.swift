@@ -19,7 +19,8 @@ struct Worker: AsyncParsableCommand {
             recording each step and the outcome in siwa.audit_log. Each SQL step on siwa's \
             database runs as SIWA_PURGE_ROLE (SET LOCAL ROLE), the role the app's tables are \
             granted to; a plan with such a step does not start without it. Start as many workers as \
-            you like: a job runs in one of them at a time. With SIWA_RECEIPT_KEY_FILE and \
+            you like: a job runs in one of them at a time, and the maintenance (the rescuer, the \
+            cleaner, the audit sealer, token validation) on one of them, elected by a database lock. With SIWA_RECEIPT_KEY_FILE and \
             SIWA_RECEIPT_ISSUER each completed purge also gets a signed deletion receipt \
             (siwa receipts --help), stored in the transaction that completes it.
             With SIWA_APP_WEBHOOK_URL and SIWA_APP_WEBHOOK_SECRET it also delivers every event \
@@ -30,7 +31,8 @@ struct Worker: AsyncParsableCommand {
             GET /healthz, /readyz and /metrics on a listener of its own (SIWA_WORKER_METRICS_HOST, \
             SIWA_WORKER_METRICS_PORT: 127.0.0.1:9091 unless set; `off` turns it off): the jobs \
             claimed, completed, retried, discarded and rescued by kind, step durations, webhook \
-            failures, lost leases and the oldest running job's age, for Prometheus.
+            failures, lost leases, the oldest running job's age, whether it leads maintenance and \
+            the maintenance passes that failed, for Prometheus.
 
             --check-plan tries the purge plan without running it, then exits: every SQL \
             statement is PREPAREd on its database inside a transaction that is rolled back, and \

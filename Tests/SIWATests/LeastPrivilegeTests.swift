@@ -233,7 +233,7 @@ struct LeastPrivilegeTests {
             """,
             "SELECT secret_sha256 FROM siwa.api_keys",
             "INSERT INTO siwa.users (apple_sub) VALUES ('made.up')",
-            "DELETE FROM siwa.rejected_notifications",
+            "INSERT INTO siwa.rejected_notifications (received_at, reason, body_sha256, body_bytes) VALUES (now(), 'forged', '', 0)",
         ]
         let worker = try database.workerConfiguration
         for statement in serveOnly {
@@ -244,6 +244,21 @@ struct LeastPrivilegeTests {
             try await RuntimeRole.holdsOtherProcessPrivileges(.worker, client: client, logger: TestEnvironment.logger)
         }
         #expect(!shared)
+    }
+
+    /// Refused deliveries: serve's role records them and cannot delete them
+    /// (sql/020: its credentials cannot erase what was refused); the
+    /// worker's role prunes them (on the worker that leads maintenance).
+    @Test func onlyTheWorkerPrunesRefusedDeliveries() async throws {
+        let database = try await TestDatabase.create()
+        let insert = "INSERT INTO siwa.rejected_notifications (received_at, reason, body_sha256, body_bytes) VALUES (now(), 'test', '', 0)"
+        let prune = "DELETE FROM siwa.rejected_notifications WHERE received_at < now() - interval '30 days'"
+        let serve = try database.serveConfiguration
+        let worker = try database.workerConfiguration
+        #expect(try await Self.sqlState(of: insert, on: serve) == nil)
+        #expect(try await Self.sqlState(of: "DELETE FROM siwa.rejected_notifications", on: serve) == "42501")
+        #expect(try await Self.sqlState(of: prune, on: serve) == "42501")
+        #expect(try await Self.sqlState(of: prune, on: worker) == nil)
     }
 
     /// A purge-plan SQL step on siwa's database runs as the purge role

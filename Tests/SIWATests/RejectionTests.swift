@@ -56,16 +56,18 @@ struct RejectionTests {
         #expect(try await database.scalar("SELECT sum(occurrences)::int FROM siwa.rejected_notifications") == 31)
     }
 
-    @Test func rowsPastTheRetentionArePruned() async throws {
+    /// Pruned by the worker (the one that leads maintenance), as the
+    /// worker's role: serve's may only insert them (sql/020).
+    @Test func rowsPastTheRetentionArePrunedByTheWorkersRole() async throws {
         let database = try await TestDatabase.create()
         try await database.execute("""
             INSERT INTO siwa.rejected_notifications (received_at, reason, body_sha256, body_bytes)
             SELECT now() - make_interval(days => d), 'old_' || d, '', 0 FROM generate_series(1, 40) AS d;
             """)
-        let clock = Clock()
-        let (writer, runner) = try await Self.writer(database, perMinute: 10, clock: clock, unrecorded: Locked(0))
+        let runner = try PostgresClientRunner(database.workerConfiguration)
         defer { runner.stop() }
-        await writer.prune()
+        let retention = RejectionRetention(client: runner.client, retentionDays: 30, logger: TestEnvironment.logger)
+        #expect(try await retention.prune() == 11)
         // Retention 30 days (the default): days 1-29 stay (day 30 is just past it).
         #expect(try await database.scalar("SELECT count(*) FROM siwa.rejected_notifications") == 29)
         #expect(try await database.scalar("SELECT max(extract(day FROM now() - received_at))::int FROM siwa.rejected_notifications") == 29)

@@ -5,7 +5,7 @@ import Logging
 /// (discarded ones stay until someone looks; the audit trail keeps the
 /// proof either way), and forgets sign-in codes past their retry window:
 /// at start, then every tenth of the retention, between 1 s and a minute.
-/// (River's JobCleaner.)
+/// Runs on the elected worker (`MaintenanceLeader`). (River's JobCleaner.)
 struct JobCleaner: PeriodicService {
     struct Configuration: Sendable {
         var retentionSeconds: Double
@@ -14,6 +14,7 @@ struct JobCleaner: PeriodicService {
 
     let configuration: Configuration
     let queue: JobQueue
+    let failures: MaintenanceMetrics
     let logger: Logger
 
     var interval: Duration { configuration.interval }
@@ -24,7 +25,10 @@ struct JobCleaner: PeriodicService {
             if pruned > 0 { logger.info("Pruned finished jobs", metadata: ["jobs": "\(pruned)"]) }
             try await queue.pruneSignInCodes()
         } catch {
-            logger.debug("Maintenance skipped", metadata: ["error": "\(safeDescription(error))"])
+            if Task.isCancelled { return }
+            failures.failed(.jobCleaner)
+            logger.error("Maintenance pass failed: the cleaner could not prune finished jobs or old sign-in codes; it tries again next pass",
+                         metadata: ["task": "\(MaintenanceTask.jobCleaner.rawValue)", "error": "\(safeDescription(error))"])
         }
     }
 }

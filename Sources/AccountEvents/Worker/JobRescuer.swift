@@ -5,8 +5,9 @@ import Logging
 /// database for longer than a lease): at start, then every half lease (at
 /// most 30 s apart). The retry policy decides each one (run again at once,
 /// or discard after its last attempt); the queue applies it, guarded by the
-/// lease, so a worker that renews meanwhile keeps its job. Any worker may
-/// rescue any kind's jobs. (River's JobRescuer.)
+/// lease, so a worker that renews meanwhile keeps its job. It runs on the
+/// worker that leads maintenance (`MaintenanceLeader`), for every kind's
+/// jobs. A failed pass is logged at error and counted. (River's JobRescuer.)
 struct JobRescuer: PeriodicService {
     struct Configuration: Sendable {
         var leaseSeconds: Double
@@ -21,6 +22,7 @@ struct JobRescuer: PeriodicService {
     /// Woken after a rescue: the rescued jobs are runnable at once.
     let wakeup: Wakeup
     let metrics: JobMetrics
+    let failures: MaintenanceMetrics
     let logger: Logger
 
     var interval: Duration { configuration.interval }
@@ -38,7 +40,12 @@ struct JobRescuer: PeriodicService {
             logger.notice("Rescued jobs whose worker stopped", metadata: ["jobs": "\(rescued.reduce(0) { $0 + $1.rescued })"])
             wakeup.signal()
         } catch {
-            logger.debug("Maintenance skipped", metadata: ["error": "\(safeDescription(error))"])
+            if Task.isCancelled { return }
+            // At error, and counted: a rescuer that keeps failing leaves
+            // dead workers' jobs stuck (SiwaMaintenanceFailing).
+            failures.failed(.jobRescuer)
+            logger.error("Maintenance pass failed: the rescuer could not rescue expired jobs; it tries again next pass",
+                         metadata: ["task": "\(MaintenanceTask.jobRescuer.rawValue)", "error": "\(safeDescription(error))"])
         }
     }
 }

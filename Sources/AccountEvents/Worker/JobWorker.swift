@@ -11,15 +11,18 @@ import ServiceLifecycle
 /// - `JobNotifier`: LISTEN, wakes the producer when a job is enqueued;
 /// - `LeaseKeeper`: the heartbeat that extends running jobs' leases and
 ///   cancels a run whose lease is lost;
-/// - `JobRescuer`: takes back jobs whose worker died (expired leases);
-/// - `JobCleaner`: prunes finished jobs past their retention;
+/// - `MaintenanceLeader`: on the one worker elected by the maintenance
+///   lock, runs `JobRescuer` (takes back jobs whose worker died: expired
+///   leases), `JobCleaner` (prunes finished jobs past their retention) and
+///   the other duties it is given (the audit sealer, token validation);
 /// - `JobProducer`: claims and starts jobs (each run by `JobExecutor`,
 ///   failures decided by `RetryPolicy`); drains on shutdown.
 ///
 /// The group shuts its services down in reverse order: on SIGTERM the
 /// producer stops claiming, gives running jobs `shutdownGraceSeconds`, then
 /// cancels and releases the rest, while the lease keeper still renews
-/// their leases; the others stop after it.
+/// their leases; the others stop after it. The maintenance duties start
+/// after `prepare` (the schema check), as the producer does.
 public final class JobWorker: Service, Sendable {
     public struct Options: Sendable {
         public var concurrency = 4
@@ -39,6 +42,20 @@ public final class JobWorker: Service, Sendable {
         public var retryPolicy: RetryPolicy { RetryPolicy(baseSeconds: retryBaseSeconds, maxAttempts: maxAttempts) }
     }
 
+    /// What runs on the elected worker only, besides the rescuer and the cleaner.
+    public struct Maintenance: Sendable {
+        public var lock: MaintenanceLock
+        /// The audit sealer, token validation.
+        public var duties: [any Service]
+        public var metrics: MaintenanceMetrics
+
+        public init(lock: MaintenanceLock, duties: [any Service], metrics: MaintenanceMetrics) {
+            self.lock = lock
+            self.duties = duties
+            self.metrics = metrics
+        }
+    }
+
     let queue: JobQueue
     let options: Options
     let logger: Logger
@@ -48,7 +65,8 @@ public final class JobWorker: Service, Sendable {
     let services: [any Service]
 
     public init(client: PostgresClient, queue: JobQueue, kinds: JobKinds, options: Options,
-                metrics: JobMetrics = .disabled, logger: Logger, prepare: @escaping @Sendable () async throws -> Void = {}) {
+                metrics: JobMetrics = .disabled, maintenance: Maintenance, logger: Logger,
+                prepare: @escaping @Sendable () async throws -> Void = {}) {
         self.queue = queue
         self.options = options
         self.logger = logger
@@ -58,13 +76,19 @@ public final class JobWorker: Service, Sendable {
         let running = RunningJobs()
         let executor = JobExecutor(queue: queue, kinds: kinds, retryPolicy: options.retryPolicy,
                                    maxRunSeconds: options.maxRunSeconds, metrics: metrics, logger: logger)
+        let duties: [any Service] = [
+            JobRescuer(configuration: .init(leaseSeconds: options.leaseSeconds), queue: queue,
+                       retryPolicy: options.retryPolicy, wakeup: wakeup, metrics: metrics,
+                       failures: maintenance.metrics, logger: logger),
+            JobCleaner(configuration: .init(retentionSeconds: options.retentionSeconds), queue: queue,
+                       failures: maintenance.metrics, logger: logger),
+        ] + maintenance.duties
         services = [
             JobNotifier(client: client, wakeup: wakeup, logger: logger),
             LeaseKeeper(configuration: .init(leaseSeconds: options.leaseSeconds, maxRunSeconds: options.maxRunSeconds),
                         queue: queue, running: running, metrics: metrics, logger: logger),
-            JobRescuer(configuration: .init(leaseSeconds: options.leaseSeconds), queue: queue,
-                       retryPolicy: options.retryPolicy, wakeup: wakeup, metrics: metrics, logger: logger),
-            JobCleaner(configuration: .init(retentionSeconds: options.retentionSeconds), queue: queue, logger: logger),
+            MaintenanceLeader(lock: maintenance.lock, configuration: .init(leaseSeconds: options.leaseSeconds), duties: duties,
+                              metrics: maintenance.metrics, worker: queue.worker, logger: logger),
             JobProducer(configuration: .init(concurrency: options.concurrency, leaseSeconds: options.leaseSeconds,
                                              pollSeconds: options.pollSeconds, shutdownGraceSeconds: options.shutdownGraceSeconds),
                         queue: queue, kinds: kinds, executor: executor, running: running, wakeup: wakeup,
