@@ -41,28 +41,22 @@ public struct WorkerAssembly: Sendable {
         let plan = try Self.loadPlan(settings: settings, environment: environment)
         let external = Self.externalClients(plan)
         let webhookClient = Self.webhookClient(concurrency: settings.worker.concurrency)
-        let queue = JobQueue(client: client, worker: workerName, logger: Logger(label: "siwa.jobs"), receipts: receipts,
-                             ledger: ledger)
+        // A purge's receipt and ledger line are written as it completes: its kind's completion hook.
+        let queue = JobQueue(client: client, worker: workerName, logger: Logger(label: "siwa.jobs"),
+                             completionHooks: PurgeCompletion.hooks(receipts: receipts, ledger: ledger))
         let revoker = access.map {
             TokenRevoker(apple: $0.apple, keyRing: $0.keyRing,
                          store: AppleTokenStore(client: client, queue: queue, logger: Logger(label: "siwa.tokens")),
                          logger: Logger(label: "siwa.tokens"))
         }
         let jobMetrics = JobMetrics(factory: metrics)
-        let purges = PurgeJobRunner(plan: plan, queue: queue, externalDatabases: external,
-                                    webhooks: WebhookDelivery(http: webhookClient), revoker: revoker, metrics: jobMetrics,
-                                    purgeRole: settings.purgeRole, logger: Logger(label: "siwa.purge"))
         let hook = settings.appWebhook
         let appEvents = AppEventQueue(client: client, worker: workerName, logger: Logger(label: "siwa.app-events"))
-        let deliveries = hook.map {
-            AppEventDelivery(queue: appEvents, target: $0.target, webhooks: WebhookDelivery(http: webhookClient), metrics: jobMetrics,
-                             logger: Logger(label: "siwa.app-events"))
-        }
-        // The job kinds this worker claims and runs, each with its runner;
-        // purges first: the app's deliveries take the slots they leave.
-        var runners: [any JobKindRunner] = [purges]
-        if let deliveries { runners.append(deliveries) }
-        let kinds = JobKinds(runners)
+        // The job kinds this worker claims and runs, each with its runner (JobKinds).
+        let runners = JobKinds.runners(JobKindResources(
+            queue: queue, webhooks: WebhookDelivery(http: webhookClient), metrics: jobMetrics, plan: plan,
+            externalDatabases: external, revoker: revoker, purgeRole: settings.purgeRole,
+            appEvents: appEvents, appWebhook: hook?.target))
         var validation: [any Service] = []
         if let access, let hours = settings.tokenValidation.periodHours {
             validation = [TokenValidator(
@@ -75,7 +69,7 @@ public struct WorkerAssembly: Sendable {
             // Validation is off: never paused (the alert's series exists all the same).
             Gauge(label: "siwa_validation_paused", factory: metrics).record(0)
         }
-        let worker = JobWorker(client: client, queue: queue, kinds: kinds, options: settings.worker, metrics: jobMetrics,
+        let worker = JobWorker(client: client, queue: queue, runners: runners, options: settings.worker, metrics: jobMetrics,
                                logger: logger) {
             logger.info("Database", metadata: ["database": "\(database.redactedDescription)", "tls": "\(database.tlsDescription)"])
             // Refuse to work against a schema that is behind or was edited.
@@ -111,13 +105,15 @@ public struct WorkerAssembly: Sendable {
                 logger.notice("Deletion receipts are off: no receipt is signed for a completed purge (set SIWA_RECEIPT_KEY_FILE and SIWA_RECEIPT_ISSUER to sign them)")
             }
         }
+        // Not the queue's: a maintenance service of its own (SignInCodePruner).
+        let signInCodes = SignInCodes(client: client, logger: Logger(label: "siwa.sign-in")).pruner(logger: Logger(label: "siwa.sign-in"))
         let auditChain = AuditChainKeeper(sealer: AuditSealer(client: client, logger: Logger(label: "siwa.audit")),
                                           headSigner: receipts, headLogInterval: .seconds(60 * settings.auditHeadLogMinutes),
                                           logger: Logger(label: "siwa.audit"))
         self.plan = plan
         self.services = [client, HTTPClientService(client: webhookClient)]
             + (access.map { [HTTPClientService(client: $0.httpClient)] as [any Service] } ?? [])
-            + external.values.map { $0 as any Service } + [worker, auditChain] + validation
+            + external.values.map { $0 as any Service } + [worker, auditChain, signInCodes] + validation
     }
 
     /// The plan from SIWA_PURGE_PLAN (or the built-in step only), checked

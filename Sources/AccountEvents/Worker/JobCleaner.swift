@@ -3,9 +3,8 @@ import Logging
 
 /// Deletes completed and cancelled jobs past SIWA_JOB_RETENTION_DAYS
 /// (discarded ones stay until someone looks; the audit trail keeps the
-/// proof either way), and forgets sign-in codes past their retry window:
-/// at start, then every tenth of the retention, between 1 s and a minute.
-/// (River's JobCleaner.)
+/// proof either way): at start, then every tenth of the retention, between
+/// 1 s and a minute. (River's JobCleaner.)
 struct JobCleaner: PeriodicService {
     struct Configuration: Sendable {
         var retentionSeconds: Double
@@ -22,7 +21,6 @@ struct JobCleaner: PeriodicService {
         do {
             let pruned = try await queue.prune(retentionSeconds: configuration.retentionSeconds)
             if pruned > 0 { logger.info("Pruned finished jobs", metadata: ["jobs": "\(pruned)"]) }
-            try await queue.pruneSignInCodes()
         } catch {
             logger.debug("Maintenance skipped", metadata: ["error": "\(safeDescription(error))"])
         }
