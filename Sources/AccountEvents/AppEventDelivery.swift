@@ -4,7 +4,6 @@ import Crypto
 import Foundation
 import Logging
 import Synchronization
-import Tracing
 
 /// Where the app's events go (SIWA_APP_WEBHOOK_*).
 public struct AppWebhookTarget: Sendable {
@@ -36,7 +35,7 @@ public struct AppWebhookTarget: Sendable {
 /// user's events in order and builds their bodies in the same statement;
 /// the claimed events wait here, by lease, until the worker runs each.
 public final class AppEventDelivery: SelfClaimingJobKindRunner {
-    public static let kind = AppEventQueue.kind
+    public typealias Parameters = AppEventParameters
     /// The step name in failures, metrics and spans.
     public static let stepName = "app_event.deliver"
 
@@ -56,6 +55,13 @@ public final class AppEventDelivery: SelfClaimingJobKindRunner {
         self.logger = logger
     }
 
+    public static func make(_ resources: JobKindResources) -> (any JobKindRunner)? {
+        resources.appWebhook.map {
+            AppEventDelivery(queue: resources.appEvents, target: $0, webhooks: resources.webhooks, metrics: resources.metrics,
+                             logger: Logger(label: "siwa.app-events"))
+        }
+    }
+
     public var stepNames: [String] { [Self.stepName] }
 
     /// Claims up to `limit` deliveries, each user's earliest pending one only.
@@ -67,8 +73,8 @@ public final class AppEventDelivery: SelfClaimingJobKindRunner {
         return events.map(\.job)
     }
 
-    /// One attempt at one claimed delivery.
-    public func run(_ job: ClaimedJob) async throws -> JobRunOutcome {
+    /// One attempt at one claimed delivery (its body was built by the claim).
+    public func run(_ job: ClaimedJob, _ parameters: AppEventParameters) async throws -> JobRunOutcome {
         guard let event = claimed.withLock({ $0.removeValue(forKey: job.lease) }) else {
             let text = "the delivery was not claimed by this worker's app webhook"
             throw StepFailure(step: Self.stepName, detail: text, summary: text, permanent: false)
@@ -78,17 +84,12 @@ public final class AppEventDelivery: SelfClaimingJobKindRunner {
             throw StepFailure(step: Self.stepName, detail: text, summary: text, permanent: true)
         }
         let body = Self.envelope(type: event.eventType, timestamp: timestamp, data: data)
-        let start = ContinuousClock.now
         do {
-            _ = try await withSpan("siwa.app_event", ofKind: .producer) { span in
-                span.attributes["siwa.job.id"] = Int(job.id)
-                span.attributes["siwa.app_event.type"] = event.eventType
-                return try await webhooks.deliver(to: target.url, keys: target.keys, timeoutSeconds: target.timeoutSeconds,
-                                                  id: event.eventID, body: body)
+            _ = try await metrics.measure(step: Self.stepName, jobID: job.id) {
+                try await webhooks.deliver(to: target.url, keys: target.keys, timeoutSeconds: target.timeoutSeconds,
+                                           id: event.eventID, body: body)
             }
-            metrics.step(Self.stepName, failed: false, seconds: ContinuousClock.now - start)
         } catch let failure as WebhookFailure {
-            metrics.step(Self.stepName, failed: true, seconds: ContinuousClock.now - start)
             metrics.webhookFailed(step: Self.stepName, statusClass: failure.statusClass.rawValue)
             throw StepFailure(step: Self.stepName, detail: failure.description, summary: failure.description, permanent: false)
         }

@@ -1,6 +1,7 @@
 import AccountStore
 import Metrics
 import Synchronization
+import Tracing
 
 /// The worker's counters and histograms (`siwa worker`'s /metrics), made
 /// once per label value, as NotificationMetrics does: a registry look-up
@@ -63,6 +64,26 @@ public final class JobMetrics: Sendable {
     }
 
     public func leaseLost() { leasesLost.increment() }
+
+    /// One step of one job (`jobID`), or of a claimed batch (`batch`: its
+    /// size), for every kind: a span (`siwa.job.step`, a no-op unless a
+    /// tracer is bootstrapped) and its duration by step and outcome.
+    public func measure<T>(step name: String, jobID: Int64?, batch: Int? = nil, _ body: () async throws -> T) async throws -> T {
+        let start = ContinuousClock.now
+        do {
+            let value = try await withSpan("siwa.job.step", ofKind: .internal) { span in
+                if let jobID { span.attributes["siwa.job.id"] = Int(jobID) }
+                span.attributes["siwa.job.step"] = name
+                if let batch { span.attributes["siwa.job.batch"] = batch }
+                return try await body()
+            }
+            step(name, failed: false, seconds: ContinuousClock.now - start)
+            return value
+        } catch {
+            step(name, failed: true, seconds: ContinuousClock.now - start)
+            throw error
+        }
+    }
 
     public func step(_ name: String, failed: Bool, seconds duration: Duration) {
         let (seconds, attoseconds) = duration.components

@@ -23,9 +23,9 @@ public struct TokenRevoker: Sendable {
     }
 
     /// Revokes and deletes the job's user's tokens (for a token-only
-    /// sign-out, those stored before its revocation). false: the lease was lost.
-    func revoke(for job: ClaimedJob, sub: String, step: JobStep) async throws -> Bool {
-        let tokens = try await store.tokens(appleSub: sub, signOut: job.tokensOnly ? job.id : nil)
+    /// sign-out, `signOut`, those stored before its revocation). false: the lease was lost.
+    func revoke(for job: ClaimedJob, sub: String, signOut: Bool, step: JobStep) async throws -> Bool {
+        let tokens = try await store.tokens(appleSub: sub, signOut: signOut ? job.id : nil)
         var revoked: [TokenRevocation] = []
         for token in tokens {
             let plaintext: String

@@ -7,7 +7,7 @@ import PostgresNIO
 /// per-user order, and the completion. Failures, lease renewal, rescue and
 /// release are the queue's, for every kind (JobQueue).
 public struct AppEventQueue: Sendable {
-    public static let kind = ClaimAppEventsStatement.kind
+    public static let kind = AppEventParameters.kind
 
     let client: PostgresClient
     /// Names this worker in its leases (`locked_by`).

@@ -29,8 +29,8 @@ public struct ClaimedAppEvent: Sendable, Equatable {
 /// already (its id is that row's seq); a failed attempt is audited as any
 /// job's (JobQueue.fail).
 public struct ClaimAppEventsStatement: PostgresPreparedStatement {
-    public static let name = "siwa_claim_app_events_v2"
-    public static let kind = "app_event"
+    public static let name = "siwa_claim_app_events_v3"
+    public static let kind = AppEventParameters.kind
     public static let sql = """
         WITH picked AS (
             SELECT id FROM siwa.jobs AS j
@@ -48,7 +48,7 @@ public struct ClaimAppEventsStatement: PostgresPreparedStatement {
             FROM picked WHERE j.id = picked.id
             RETURNING j.id, j.args, j.attempt, j.max_attempts, j.locked_by
         )
-        SELECT claimed.id, claimed.args->>'apple_sub', claimed.attempt, claimed.max_attempts, claimed.locked_by,
+        SELECT claimed.id, claimed.args::text, claimed.attempt, claimed.max_attempts, claimed.locked_by,
                coalesce(body.event_id, 'job_' || claimed.id), coalesce(claimed.args->>'event_type', '?'),
                body.occurred_at, body.data::text
         FROM claimed
@@ -79,10 +79,10 @@ public struct ClaimAppEventsStatement: PostgresPreparedStatement {
     }
 
     public func decodeRow(_ row: PostgresRow) throws -> ClaimedAppEvent {
-        let (id, sub, attempt, maxAttempts, lease, eventID, eventType, occurredAt, data) =
-            try row.decode((Int64, String?, Int32, Int32, String, String, String, String?, String?).self)
-        let job = ClaimedJob(id: id, kind: Self.kind, appleSub: sub, eventType: eventType, attempt: Int(attempt),
-                             maxAttempts: Int(maxAttempts), stepsDone: [], userID: nil, lease: lease)
+        let (id, args, attempt, maxAttempts, lease, eventID, eventType, occurredAt, data) =
+            try row.decode((Int64, String, Int32, Int32, String, String, String, String?, String?).self)
+        let job = ClaimedJob(id: id, kind: Self.kind, attempt: Int(attempt), maxAttempts: Int(maxAttempts), lease: lease,
+                             args: Data(args.utf8))
         return ClaimedAppEvent(job: job, eventID: eventID, eventType: eventType, occurredAt: occurredAt, data: data)
     }
 }
@@ -106,7 +106,7 @@ public struct CompleteAppEventStatement: PostgresPreparedStatement {
         ), next AS (
             UPDATE siwa.jobs AS j SET run_at = now()
             FROM done
-            WHERE j.kind = 'app_event' AND j.state = 'available' AND j.args->>'apple_sub' = done.apple_sub
+            WHERE j.kind = '\(ClaimAppEventsStatement.kind)' AND j.state = 'available' AND j.args->>'apple_sub' = done.apple_sub
               AND j.id > done.id AND j.run_at > now()
         )
         SELECT id FROM done, (SELECT set_config('synchronous_commit', 'off', true)) AS async

@@ -148,7 +148,7 @@ public struct DeletionReceipts: Sendable {
             FROM siwa.jobs AS j,
                  LATERAL (SELECT siwa.steps_without_evidence(j.id, j.args->>'apple_sub', ARRAY(SELECT jsonb_object_keys(j.steps_done)))
                           AS missing) AS shown
-            WHERE j.id = ANY(\(jobIDs)::bigint[]) AND j.kind = 'purge_user' AND j.state = 'completed'
+            WHERE j.id = ANY(\(jobIDs)::bigint[]) AND j.kind = \(PurgeParameters.kind) AND j.state = 'completed'
               AND j.args->>'scope' IS DISTINCT FROM 'tokens' AND j.args->>'apple_sub' <> ''
             ORDER BY j.id
             """, logger: logger)

@@ -115,13 +115,6 @@ public struct JobAdministration: Sendable {
         return try Self.summaries(rows)
     }
 
-    /// A job kind's name as siwa writes them (`purge_user`, `app_event`):
-    /// 1 to 64 lower-case letters, digits and underscores. What `--kind` and
-    /// `?kind=` accept.
-    public static func isKindName(_ text: String) -> Bool {
-        (1...64).contains(text.utf8.count) && text.utf8.allSatisfy { (97...122).contains($0) || (48...57).contains($0) || $0 == 95 }
-    }
-
     public func show(id: Int64) async throws -> JobSummary? {
         let rows = try await client.guardedQuery("SELECT \(unescaped: Self.columns) FROM siwa.jobs WHERE id = \(id)", logger: logger)
         return try Self.summaries(rows).first

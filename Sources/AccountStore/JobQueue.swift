@@ -2,54 +2,46 @@ import Foundation
 import Logging
 import PostgresNIO
 
-/// A job this worker holds (state `running`, lease in `locked_until`).
+/// A job this worker holds (state `running`, lease in `locked_until`): what
+/// every job has. Its kind reads its own arguments from `args`
+/// (`parameters(as:)`) and looks up whatever else it needs itself.
 public struct ClaimedJob: Sendable, Equatable {
     public let id: Int64
     public let kind: String
-    public let appleSub: String?
-    public let eventType: String?
     /// 1 on the first run.
     public let attempt: Int
     public let maxAttempts: Int
-    /// Plan steps completed by earlier attempts (skipped now).
-    public let stepsDone: Set<String>
-    /// siwa's `users.id` for the sub, if it has a row.
-    public let userID: Int64?
     /// This claim's `locked_by`: every write for this run is guarded by it.
     public let lease: String
-    /// A consent revocation under `sign_out` (args.scope `tokens`): only the
-    /// user's Apple tokens are revoked and deleted; their data stays.
-    public let tokensOnly: Bool
-    /// The user has stored Apple tokens (when claimed): they are revoked
-    /// before anything is erased.
-    public let holdsTokens: Bool
-    /// The job's whole `args` (jsonb) as JSON text, for a kind that reads
-    /// more of them than the fields above (JSONValue(parsing:)).
-    public let args: String
+    /// Steps completed by earlier attempts (skipped now).
+    public let stepsDone: Set<String>
+    /// The job's `args` (jsonb) as JSON bytes.
+    public let args: Data
 
-    public init(id: Int64, kind: String, appleSub: String?, eventType: String?, attempt: Int, maxAttempts: Int,
-                stepsDone: Set<String>, userID: Int64?, lease: String, tokensOnly: Bool = false,
-                holdsTokens: Bool = false, args: String = "{}") {
+    public init(id: Int64, kind: String, attempt: Int, maxAttempts: Int, lease: String, stepsDone: Set<String> = [],
+                args: Data = Data("{}".utf8)) {
         self.id = id
         self.kind = kind
-        self.appleSub = appleSub
-        self.eventType = eventType
         self.attempt = attempt
         self.maxAttempts = maxAttempts
-        self.stepsDone = stepsDone
-        self.userID = userID
         self.lease = lease
-        self.tokensOnly = tokensOnly
-        self.holdsTokens = holdsTokens
+        self.stepsDone = stepsDone
         self.args = args
     }
 
     /// The same job with `step` recorded as done.
     public func recording(_ step: String) -> ClaimedJob {
-        ClaimedJob(id: id, kind: kind, appleSub: appleSub, eventType: eventType, attempt: attempt,
-                   maxAttempts: maxAttempts, stepsDone: stepsDone.union([step]), userID: userID, lease: lease,
-                   tokensOnly: tokensOnly, holdsTokens: holdsTokens, args: args)
+        ClaimedJob(id: id, kind: kind, attempt: attempt, maxAttempts: maxAttempts, lease: lease,
+                   stepsDone: stepsDone.union([step]), args: args)
     }
+}
+
+/// What a kind does in the transaction that completes its jobs, before it
+/// commits: the records its completion must never be without (the user
+/// deletion's signed statement and its line outside the database, say). A
+/// throw fails the transaction, and with it the completion.
+public protocol JobCompletionHook: Sendable {
+    func jobsCompleted(_ jobIDs: [Int64], on connection: PostgresConnection, logger: Logger) async throws
 }
 
 /// Jobs of one kind whose expired leases one rescue pass took back.
@@ -76,9 +68,10 @@ public enum FailureOutcome: String, Sendable {
 }
 
 /// The worker's side of `siwa.jobs`, for every kind: claim, heartbeat,
-/// record steps, complete, fail, rescue, release, prune. The purge's own
-/// statements are in PurgeStatements.swift; admin operations in
-/// `JobAdministration`.
+/// record steps, complete, fail, snooze, rescue, release, prune. It knows
+/// no kind's arguments: a kind's own statements live beside it, and what a
+/// kind does as its jobs complete is its `JobCompletionHook`. Admin
+/// operations: `JobAdministration`.
 public struct JobQueue: Sendable {
     public static let wakeChannel = "siwa_jobs"
 
@@ -86,30 +79,21 @@ public struct JobQueue: Sendable {
     /// Names this worker in its leases (`locked_by`) and in the audit trail.
     public let worker: String
     let logger: Logger
-    /// Signs a receipt for each purge as it completes (nil: receipts are off).
-    let receipts: (any ReceiptSigning)?
-    /// Where each completed erasure is appended before it commits (nil: no
-    /// ledger, as in tests of the queue alone; `siwa worker` always has one).
-    let ledger: (any ErasureLedgerWriting)?
+    /// By kind: run in the transaction that completes a job of that kind.
+    let completionHooks: [String: any JobCompletionHook]
 
-    public init(client: PostgresClient, worker: String, logger: Logger, receipts: (any ReceiptSigning)? = nil,
-                ledger: (any ErasureLedgerWriting)? = nil) {
+    public init(client: PostgresClient, worker: String, logger: Logger, completionHooks: [String: any JobCompletionHook] = [:]) {
         self.client = client
         self.worker = worker
         self.logger = logger
-        self.receipts = receipts
-        self.ledger = ledger
+        self.completionHooks = completionHooks
     }
 
-    /// What a completed purge leaves besides its row, for the purges among
-    /// `jobIDs` that the transaction on `connection` has just completed:
-    /// their receipts, written in it (DeletionReceipts.issue), then their
-    /// erasure ledger lines (recordErasures), before it commits.
-    func recordCompletedPurges(for jobIDs: [Int64], on connection: PostgresConnection) async throws {
-        if let receipts, !jobIDs.isEmpty {
-            try await DeletionReceipts.issue(for: jobIDs, signer: receipts, on: connection, logger: logger)
-        }
-        try await recordErasures(for: jobIDs, on: connection)
+    /// The hook of `kind` for the jobs among `jobIDs` that the transaction on
+    /// `connection` has just completed (nothing for a kind without one).
+    func jobsCompleted(_ jobIDs: [Int64], kind: String, on connection: PostgresConnection) async throws {
+        guard let hook = completionHooks[kind], !jobIDs.isEmpty else { return }
+        try await hook.jobsCompleted(jobIDs, on: connection, logger: logger)
     }
 
     /// One statement on a guarded connection, its rows decoded as `T`.
@@ -165,8 +149,8 @@ public struct JobQueue: Sendable {
     /// SQL elsewhere), completing the job if it was the last step. False if
     /// the lease was lost (the step will run again: at-least-once).
     public func recordStep(_ step: JobStep) async throws -> Bool {
-        // The completion, its receipt and its ledger line go in one transaction.
-        if step.completesJob && (receipts != nil || ledger != nil) { return try await inStepTransaction(step) { _ in } }
+        // The completion and what its kind's hook writes go in one transaction.
+        if step.completesJob && completionHooks[step.kind] != nil { return try await inStepTransaction(step) { _ in } }
         return try await client.withGuardedConnection { connection in try await record(step, on: connection) }
     }
 
@@ -185,17 +169,17 @@ public struct JobQueue: Sendable {
                 WITH job AS (
                     UPDATE siwa.jobs SET state = 'completed', finalized_at = now(), locked_until = NULL
                     WHERE id = \(job.id) AND locked_by = \(job.lease) AND state = 'running'
-                    RETURNING id, args->>'apple_sub' AS apple_sub, attempt
+                    RETURNING id, \(unescaped: JobAuditRow.user("args")) AS subject, attempt
                 ), audit AS (
-                    INSERT INTO siwa.audit_log (actor, action, apple_sub, details)
-                    SELECT 'worker', 'job.completed', apple_sub, jsonb_build_object('job_id', id, 'attempt', attempt, 'worker', \(job.lease)::text)
+                    \(unescaped: JobAuditRow.insert)
+                    SELECT 'worker', 'job.completed', subject, jsonb_build_object('job_id', id, 'attempt', attempt, 'worker', \(job.lease)::text)
                     FROM job
                 )
                 SELECT count(*) FROM job
                 """, logger: logger)
             var completed = false
             for try await count in rows.decode(Int.self) { completed = count == 1 }
-            if completed { try await recordCompletedPurges(for: [job.id], on: connection) }
+            if completed { try await jobsCompleted([job.id], kind: job.kind, on: connection) }
             return completed
         }
     }
@@ -206,13 +190,13 @@ public struct JobQueue: Sendable {
     /// only for a moment (the receiver may need it to mark a rerun); if the
     /// lease was lost meanwhile, the record matches nothing and the whole
     /// transaction rolls back. Returns false then. The last step's
-    /// transaction also completes the job and holds its receipt.
+    /// transaction also completes the job and runs its kind's completion hook.
     public func inStepTransaction(_ step: JobStep, _ body: @escaping @Sendable (PostgresConnection) async throws -> Void) async throws -> Bool {
         do {
             try await client.withGuardedTransaction(logger: logger) { connection in
                 try await body(connection)
                 guard try await record(step, on: connection) else { throw LeaseLostDuringStep() }
-                if step.completesJob { try await recordCompletedPurges(for: [step.jobID], on: connection) }
+                if step.completesJob { try await jobsCompleted([step.jobID], kind: step.kind, on: connection) }
             }
             return true
         } catch is LeaseLostDuringStep {
@@ -238,10 +222,10 @@ public struct JobQueue: Sendable {
                         'attempt', attempt, 'at', now(), 'step', \(step)::text, 'error', \(error)::text, 'worker', \(job.lease)::text)),
                     locked_by = NULL, locked_until = NULL
                 WHERE id = \(job.id) AND locked_by = \(job.lease) AND state = 'running'
-                RETURNING id, state, attempt, run_at, args->>'apple_sub' AS apple_sub
+                RETURNING id, state, attempt, run_at, \(unescaped: JobAuditRow.user("args")) AS subject
             ), audit AS (
-                INSERT INTO siwa.audit_log (actor, action, apple_sub, details)
-                SELECT 'worker', outcome.action, job.apple_sub, outcome.details
+                \(unescaped: JobAuditRow.insert)
+                SELECT 'worker', outcome.action, job.subject, outcome.details
                 FROM job, LATERAL (VALUES
                     (1, 'job.completion_refused',
                      jsonb_build_object('job_id', job.id, 'attempt', job.attempt, 'steps_without_evidence', \(unbackedSteps)::text[],
@@ -283,10 +267,10 @@ public struct JobQueue: Sendable {
                                      run_at = (args->>\(untilArg)::text)::timestamptz, locked_by = NULL, locked_until = NULL
                 WHERE id = \(job.id) AND locked_by = \(job.lease) AND state = 'running'
                   AND coalesce((args->>\(untilArg)::text)::timestamptz > now(), false)
-                RETURNING id, kind, args->>'apple_sub' AS apple_sub, run_at
+                RETURNING id, kind, \(unescaped: JobAuditRow.user("args")) AS subject, run_at
             ), audit AS (
-                INSERT INTO siwa.audit_log (actor, action, apple_sub, details)
-                SELECT 'worker', 'job.snoozed', apple_sub,
+                \(unescaped: JobAuditRow.insert)
+                SELECT 'worker', 'job.snoozed', subject,
                        jsonb_build_object('job_id', id, 'kind', kind, 'until', siwa.utc_iso(run_at), 'worker', \(job.lease)::text)
                 FROM job
             )
@@ -311,10 +295,10 @@ public struct JobQueue: Sendable {
                                           locked_by = NULL, locked_until = NULL
                 FROM unnest(\(ids)::bigint[], \(leases)::text[]) AS run(id, lease)
                 WHERE j.id = run.id AND j.locked_by = run.lease AND j.state = 'running'
-                RETURNING j.id, j.args->>'apple_sub' AS apple_sub, run.lease
+                RETURNING j.id, \(unescaped: JobAuditRow.user("j.args")) AS subject, run.lease
             ), audit AS (
-                INSERT INTO siwa.audit_log (actor, action, apple_sub, details)
-                SELECT 'worker', 'job.released', apple_sub, jsonb_build_object('job_id', id, 'worker', lease, 'reason', 'shutdown')
+                \(unescaped: JobAuditRow.insert)
+                SELECT 'worker', 'job.released', subject, jsonb_build_object('job_id', id, 'worker', lease, 'reason', 'shutdown')
                 FROM job
             )
             SELECT count(*) FROM job
@@ -368,10 +352,10 @@ public struct JobQueue: Sendable {
                     locked_by = NULL, locked_until = NULL
                 FROM expired JOIN decided AS d ON d.id = expired.id
                 WHERE j.id = expired.id
-                RETURNING j.id, j.kind, j.state, j.attempt, j.args->>'apple_sub' AS apple_sub
+                RETURNING j.id, j.kind, j.state, j.attempt, \(unescaped: JobAuditRow.user("j.args")) AS subject
             ), audit AS (
-                INSERT INTO siwa.audit_log (actor, action, apple_sub, details)
-                SELECT 'worker', CASE WHEN state = 'discarded' THEN 'job.discarded' ELSE 'job.rescued' END, apple_sub,
+                \(unescaped: JobAuditRow.insert)
+                SELECT 'worker', CASE WHEN state = 'discarded' THEN 'job.discarded' ELSE 'job.rescued' END, subject,
                        jsonb_build_object('job_id', id, 'attempt', attempt, 'error', 'lease expired', 'worker', \(worker)::text)
                 FROM job
             )
@@ -400,22 +384,6 @@ public struct JobQueue: Sendable {
                   -- Again here: a job retried meanwhile is rechecked against this, and kept.
                   AND state IN ('completed', 'cancelled')
                   AND finalized_at < now() - make_interval(secs => \(retentionSeconds)::float8)
-                RETURNING 1
-            )
-            SELECT count(*) FROM gone
-            """)
-    }
-
-    /// Forgets the codes of sign-ins older than the retry window
-    /// (`SignInStore.replayWindowSeconds`): their retries are Apple's
-    /// `invalid_grant` now. At most 10,000 per call.
-    public func pruneSignInCodes() async throws {
-        _ = try await count("""
-            WITH gone AS (
-                DELETE FROM siwa.sign_in_codes
-                WHERE code_sha256 IN (SELECT code_sha256 FROM siwa.sign_in_codes
-                                      WHERE created_at < now() - make_interval(secs => \(SignInStore.replayWindowSeconds)::float8)
-                                      LIMIT 10000)
                 RETURNING 1
             )
             SELECT count(*) FROM gone

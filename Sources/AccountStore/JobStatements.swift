@@ -13,13 +13,15 @@ import PostgresNIO
 
 /// Claims up to `limit` runnable jobs of the given kinds, oldest `run_at`
 /// first: one statement, `FOR UPDATE SKIP LOCKED`, so concurrent workers
-/// never take the same job. Each kind is picked by its own scan of
+/// never take the same job. It reads `siwa.jobs` alone: what a kind needs
+/// besides its args, it looks up itself, for a claimed batch at once
+/// (JobKindRunner.runBatchStep). Each kind is picked by its own scan of
 /// `jobs_runnable_idx (kind, run_at, id)`, which stays an ordered index
 /// scan that stops at `limit` (`kind = ANY(...)` would sort every runnable
 /// job of those kinds first); the rows a kind's scan locked beyond the
 /// final `limit` are let go when the statement ends.
 public struct ClaimJobsStatement: PostgresPreparedStatement {
-    public static let name = "siwa_claim_jobs_v5"
+    public static let name = "siwa_claim_jobs_v6"
     public static let sql = """
         WITH picked AS (
             SELECT job.id FROM unnest($3::text[]) AS k(kind),
@@ -37,18 +39,15 @@ public struct ClaimJobsStatement: PostgresPreparedStatement {
             FROM picked WHERE j.id = picked.id
             RETURNING j.id, j.kind, j.args, j.attempt, j.max_attempts, j.steps_done, j.locked_by
         ), audit AS (
-            INSERT INTO siwa.audit_log (actor, action, apple_sub, details)
-            SELECT 'worker', 'job.claimed', args->>'apple_sub',
+            \(JobAuditRow.insert)
+            SELECT 'worker', 'job.claimed', \(JobAuditRow.user("args")),
                    jsonb_build_object('job_id', id, 'kind', kind, 'attempt', attempt, 'worker', locked_by)
             FROM claimed
         )
-        SELECT claimed.id, claimed.kind, claimed.args->>'apple_sub' AS apple_sub, claimed.args->>'event_type' AS event_type,
-               claimed.attempt, claimed.max_attempts, ARRAY(SELECT jsonb_object_keys(claimed.steps_done)) AS steps_done,
-               u.id AS user_id, claimed.locked_by AS lease, claimed.args->>'scope' AS scope,
-               EXISTS (SELECT FROM siwa.apple_tokens WHERE apple_tokens.user_id = u.id) AS holds_tokens,
+        SELECT claimed.id, claimed.kind, claimed.attempt, claimed.max_attempts,
+               ARRAY(SELECT jsonb_object_keys(claimed.steps_done)) AS steps_done, claimed.locked_by AS lease,
                claimed.args::text AS args
-        FROM claimed LEFT JOIN LATERAL (SELECT users.id FROM siwa.users
-                                        WHERE users.apple_sub = claimed.args->>'apple_sub' LIMIT 1) AS u ON true
+        FROM claimed
         ORDER BY claimed.id
         """
     public typealias Row = ClaimedJob
@@ -75,11 +74,10 @@ public struct ClaimJobsStatement: PostgresPreparedStatement {
     }
 
     public func decodeRow(_ row: PostgresRow) throws -> ClaimedJob {
-        let (id, kind, sub, eventType, attempt, maxAttempts, steps, userID, lease, scope, holdsTokens, args) =
-            try row.decode((Int64, String, String?, String?, Int32, Int32, [String], Int64?, String, String?, Bool, String).self)
-        return ClaimedJob(id: id, kind: kind, appleSub: sub, eventType: eventType, attempt: Int(attempt),
-                          maxAttempts: Int(maxAttempts), stepsDone: Set(steps), userID: userID, lease: lease,
-                          tokensOnly: scope == "tokens", holdsTokens: holdsTokens, args: args)
+        let (id, kind, attempt, maxAttempts, steps, lease, args) =
+            try row.decode((Int64, String, Int32, Int32, [String], String, String).self)
+        return ClaimedJob(id: id, kind: kind, attempt: Int(attempt), maxAttempts: Int(maxAttempts), lease: lease,
+                          stepsDone: Set(steps), args: Data(args.utf8))
     }
 }
 
@@ -90,9 +88,9 @@ public struct ClaimJobsStatement: PostgresPreparedStatement {
 /// not recorded yet; otherwise it returns 0 and the caller rolls the step
 /// back (JobQueue.inStepTransaction).
 public struct RecordStepStatement: PostgresPreparedStatement {
-    public static let name = "siwa_record_job_step_v2"
+    public static let name = "siwa_record_job_step_v3"
 
-    /// `job` (the guarded update, returning id, apple_sub, attempt) and
+    /// `job` (the guarded update, returning id, subject, attempt) and
     /// `audit` CTEs; $1 job id, $2 lease, $3 step name, $4 completes the job.
     static let recordingCTEs = """
         job AS (
@@ -102,10 +100,10 @@ public struct RecordStepStatement: PostgresPreparedStatement {
                 finalized_at = CASE WHEN $4::boolean THEN now() END,
                 locked_until = CASE WHEN $4::boolean THEN NULL ELSE locked_until END
             WHERE id = $1::bigint AND locked_by = $2::text AND state = 'running' AND NOT steps_done ? $3::text
-            RETURNING id, args->>'apple_sub' AS apple_sub, attempt
+            RETURNING id, \(JobAuditRow.user("args")) AS subject, attempt
         ), audit AS (
-            INSERT INTO siwa.audit_log (actor, action, apple_sub, details)
-            SELECT 'worker', outcome.action, job.apple_sub,
+            \(JobAuditRow.insert)
+            SELECT 'worker', outcome.action, job.subject,
                    jsonb_build_object('job_id', job.id, 'attempt', job.attempt, 'worker', $2::text) || outcome.details
             FROM job, (VALUES (1, 'job.step_completed', jsonb_build_object('step', $3::text)),
                               (2, 'job.completed', '{}'::jsonb)) AS outcome(position, action, details)
@@ -126,18 +124,26 @@ public struct RecordStepStatement: PostgresPreparedStatement {
     public func decodeRow(_ row: PostgresRow) throws -> Int64 { try row.decode(Int64.self) }
 }
 
-/// Which job, under which lease, which step, and whether it is the last.
+/// Which job (and its kind, for its completion hook), under which lease,
+/// which step, and whether it is the last.
 public struct JobStep: Sendable {
     public var jobID: Int64
+    public var kind: String
     public var lease: String
     public var name: String
     public var completesJob: Bool
 
-    public init(jobID: Int64, lease: String, name: String, completesJob: Bool) {
+    public init(jobID: Int64, kind: String, lease: String, name: String, completesJob: Bool) {
         self.jobID = jobID
+        self.kind = kind
         self.lease = lease
         self.name = name
         self.completesJob = completesJob
+    }
+
+    /// Step `name` of the claimed `job`, under its lease.
+    public init(_ job: ClaimedJob, name: String, completesJob: Bool) {
+        self.init(jobID: job.id, kind: job.kind, lease: job.lease, name: name, completesJob: completesJob)
     }
 
     func bindings() -> PostgresBindings {

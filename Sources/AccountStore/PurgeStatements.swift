@@ -1,50 +1,140 @@
 import Foundation
+import Logging
 import PostgresNIO
 
-// The purge's own SQL (kind `purge_user`), together: its built-in step for
-// a claimed batch, and the user locks that step takes first. The rest of a
-// purge (its record, its completion, its receipt) goes through the queue's
-// statements for every kind (JobStatements.swift, JobQueue) and
-// DeletionReceipts; enqueueing is `siwa.enqueue_purge` (sql/008).
+// The purge's own SQL (kind `purge_user`), together: the look-up of the
+// users a claimed batch is about, with the locks the built-in step takes
+// first, and that step for the whole batch. The rest of a purge (its record,
+// its completion) goes through the queue's statements for every kind
+// (JobStatements.swift, JobQueue); its receipt and ledger line are its
+// completion hook (PurgeCompletion); enqueueing is `siwa.enqueue_purge`
+// (sql/008).
 
-extension JobQueue {
-    /// Locks the users of the jobs `$1` (ids), in sub order; the erase runs
-    /// after it, in the same transaction (see `erasePersonalData`). One
-    /// index probe per sub, as in RecordNotificationStatement: LIMIT keeps
-    /// the lookup from becoming a hash join over every user.
+/// What a purge needs to know of its user besides its args, looked up for
+/// a claimed batch at once (`PurgeQueue.lookUpAndErase`, `targets`).
+public struct PurgeTarget: Sendable, Equatable {
+    /// siwa's `users.id` for the sub, if it has a row.
+    public let userID: Int64?
+    /// The user has stored Apple tokens: they are revoked before anything is erased.
+    public let holdsTokens: Bool
+
+    public init(userID: Int64?, holdsTokens: Bool) {
+        self.userID = userID
+        self.holdsTokens = holdsTokens
+    }
+}
+
+/// The purge's side of the queue: its look-ups and its built-in step, on
+/// the queue it runs on (whose completion hook for purges,
+/// `PurgeCompletion`, writes their receipts and ledger lines).
+public struct PurgeQueue: Sendable {
+    public let jobs: JobQueue
+
+    public init(jobs: JobQueue) {
+        self.jobs = jobs
+    }
+
+    /// For each job of `$1` (ids): its user's id and whether they hold
+    /// Apple tokens, the users locked first, in sub order (the erase runs
+    /// after it, in the same transaction: see `lookUpAndErase`). One index
+    /// probe per sub, as in RecordNotificationStatement: LIMIT keeps the
+    /// lookup from becoming a hash join over every user. MATERIALIZED: the
+    /// locks are taken in the CTE's own order, whatever the plan around it.
     public static let lockUsersSQL = """
-        SELECT FROM (SELECT DISTINCT args->>'apple_sub' AS apple_sub FROM siwa.jobs WHERE id = ANY($1::bigint[]) ORDER BY 1) AS job,
-             LATERAL (SELECT FROM siwa.users WHERE users.apple_sub = job.apple_sub LIMIT 1 FOR UPDATE) AS u
+        WITH locked AS MATERIALIZED (
+            SELECT job.apple_sub, u.id
+            FROM (SELECT DISTINCT args->>'apple_sub' AS apple_sub FROM siwa.jobs WHERE id = ANY($1::bigint[]) ORDER BY 1) AS job,
+                 LATERAL (SELECT users.id FROM siwa.users WHERE users.apple_sub = job.apple_sub LIMIT 1 FOR UPDATE) AS u
+        )
+        SELECT j.id, locked.id, EXISTS (SELECT FROM siwa.apple_tokens AS t WHERE t.user_id = locked.id)
+        FROM siwa.jobs AS j LEFT JOIN locked ON locked.apple_sub = j.args->>'apple_sub'
+        WHERE j.id = ANY($1::bigint[])
         """
 
-    /// The built-in purge step for several runs in one statement (each
-    /// recorded with it; `completes` marks jobs for which it is the last
-    /// step). Returns the ids whose step was done; the others' leases were lost.
-    public func erasePersonalData(_ runs: [(id: Int64, lease: String)], completes: [Bool]) async throws -> Set<Int64> {
-        guard !runs.isEmpty else { return [] }
-        let statement = ErasePersonalDataStatement(jobIDs: runs.map(\.id), leases: runs.map(\.lease), completes: completes)
-        let logger = logger
-        return try await client.withGuardedTransaction(logger: logger) { connection in
+    /// The same look-up without the locks, for jobs that run without the
+    /// batch step (one statement for all of them).
+    static let targetsSQL = """
+        SELECT j.id, u.id, EXISTS (SELECT FROM siwa.apple_tokens AS t WHERE t.user_id = u.id)
+        FROM siwa.jobs AS j
+        LEFT JOIN LATERAL (SELECT users.id FROM siwa.users WHERE users.apple_sub = j.args->>'apple_sub' LIMIT 1) AS u ON true
+        WHERE j.id = ANY($1::bigint[])
+        """
+
+    static func targets(_ sql: String, of jobIDs: [Int64], on connection: PostgresConnection,
+                        logger: Logger) async throws -> [Int64: PurgeTarget] {
+        var binds = PostgresBindings(capacity: 1)
+        binds.append(jobIDs)
+        var targets: [Int64: PurgeTarget] = [:]
+        // Read to its end: an error while it waits for a lock (its
+        // lock_timeout) arrives with the rows, and unread it would surface
+        // as the erase's "transaction aborted" instead (which PostgresNIO
+        // then keeps for the erase's prepared statement on this connection).
+        let rows = try await connection.query(PostgresQuery(unsafeSQL: sql, binds: binds), logger: logger)
+        for try await (id, userID, holdsTokens) in rows.decode((Int64, Int64?, Bool).self) {
+            targets[id] = PurgeTarget(userID: userID, holdsTokens: holdsTokens)
+        }
+        return targets
+    }
+
+    /// The users of `jobIDs` (not locked): for jobs that did not get them
+    /// from the batch step.
+    public func targets(of jobIDs: [Int64]) async throws -> [Int64: PurgeTarget] {
+        guard !jobIDs.isEmpty else { return [:] }
+        return try await jobs.client.withGuardedConnection { [logger = jobs.logger] connection in
+            try await Self.targets(Self.targetsSQL, of: jobIDs, on: connection, logger: logger)
+        }
+    }
+
+    /// A run the built-in step is to do now, and whether it is the job's last step.
+    public struct Erase: Sendable {
+        public let id: Int64
+        public let lease: String
+        public let completes: Bool
+
+        public init(id: Int64, lease: String, completes: Bool) {
+            self.id = id
+            self.lease = lease
+            self.completes = completes
+        }
+    }
+
+    /// The batch step's one transaction: looks up the users of `jobIDs`,
+    /// locking them (`lockUsersSQL`), lets `choose` pick from what it found
+    /// the runs to erase, erases them (ErasePersonalDataStatement, each
+    /// recorded with it) and runs the completion hook for those it
+    /// completed. Returns the users found, by job, the runs `choose`
+    /// picked, and the ids among them whose step was done (the others'
+    /// leases were lost).
+    public func lookUpAndErase(_ jobIDs: [Int64], choose: @escaping @Sendable ([Int64: PurgeTarget]) -> [Erase])
+        async throws -> (targets: [Int64: PurgeTarget], chosen: [Erase], erased: Set<Int64>) {
+        guard !jobIDs.isEmpty else { return ([:], [], []) }
+        let jobs = jobs
+        let logger = jobs.logger
+        return try await jobs.client.withGuardedTransaction(logger: logger) { connection in
             // First lock the users, in a statement of its own: it waits for
             // a notification being recorded for them to commit, so the erase
             // (a new snapshot) sees that notification's email. The receiver
             // takes the same locks before it decides to keep an email (see
             // RecordNotificationStatement), and both lock users before jobs.
-            // Read to its end: an error while it waits (its lock_timeout)
-            // arrives with the rows, and unread it would surface as the
-            // erase's "transaction aborted" instead (which PostgresNIO then
-            // keeps for the erase's prepared statement on this connection).
-            for try await _ in try await connection.query(PostgresQuery(unsafeSQL: Self.lockUsersSQL, binds: {
-                var binds = PostgresBindings(capacity: 1)
-                binds.append(runs.map(\.id))
-                return binds
-            }()), logger: logger) {}
+            let targets = try await Self.targets(Self.lockUsersSQL, of: jobIDs, on: connection, logger: logger)
+            let runs = choose(targets)
+            guard !runs.isEmpty else { return (targets, runs, []) }
+            let statement = ErasePersonalDataStatement(jobIDs: runs.map(\.id), leases: runs.map(\.lease),
+                                                       completes: runs.map(\.completes))
             var done = Set<Int64>()
             for try await id in try await connection.execute(statement, logger: logger) { done.insert(id) }
-            try await recordCompletedPurges(for: runs.indices.filter { completes[$0] && done.contains(runs[$0].id) }.map { runs[$0].id },
-                                    on: connection)
-            return done
+            try await jobs.jobsCompleted(runs.filter { $0.completes && done.contains($0.id) }.map(\.id),
+                                         kind: PurgeParameters.kind, on: connection)
+            return (targets, runs, done)
         }
+    }
+
+    /// The built-in purge step for several runs in one transaction (each
+    /// recorded with it; `completes` marks jobs for which it is the last
+    /// step). Returns the ids whose step was done; the others' leases were lost.
+    public func erasePersonalData(_ runs: [(id: Int64, lease: String)], completes: [Bool]) async throws -> Set<Int64> {
+        let erase = zip(runs, completes).map { Erase(id: $0.0.id, lease: $0.0.lease, completes: $0.1) }
+        return try await lookUpAndErase(runs.map(\.id)) { _ in erase }.erased
     }
 }
 

@@ -176,7 +176,7 @@ enum WorkerBench {
         let step = PgbenchScript.oneLine(ErasePersonalDataStatement.sql, substitutions: [
             ("$1", "ARRAY[:id]"), ("$2", "ARRAY[:lease]"), ("$3", "ARRAY[true]"),
         ])
-        let lock = PgbenchScript.oneLine(JobQueue.lockUsersSQL, substitutions: [("$1", "ARRAY[:id]")])
+        let lock = PgbenchScript.oneLine(PurgeQueue.lockUsersSQL, substitutions: [("$1", "ARRAY[:id]")])
         let script = "\(claim) \\gset\nBEGIN;\n\(lock);\n\(step);\nCOMMIT;\n"
         return try await Pgbench.run(script: script, databaseURL: databaseURL, clients: clients, seconds: seconds)
     }

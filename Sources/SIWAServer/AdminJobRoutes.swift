@@ -1,3 +1,4 @@
+import AccountEvents
 import AccountStore
 import Foundation
 import Hummingbird
@@ -30,8 +31,8 @@ struct AdminJobRoutes: Sendable {
                     return state
                 }
                 let kind = try query.text("kind").map { text throws(AdminQuery.Invalid) in
-                    guard JobAdministration.isKindName(text) else {
-                        throw AdminQuery.Invalid(detail: "kind must be a job kind's name (purge_user, app_event)")
+                    guard JobKinds.contains(text) else {
+                        throw AdminQuery.Invalid(detail: "kind must be a job kind's name (\(JobKinds.listed))")
                     }
                     return text
                 }

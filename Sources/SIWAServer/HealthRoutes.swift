@@ -44,8 +44,6 @@ struct HealthRoutes: Sendable {
     /// and `siwa_database_reachable` is then 0). Alert on
     /// `siwa_jobs{kind="purge_user",state="discarded"} > 0`, on a growing oldest age, and on
     /// overdue running jobs (a worker stuck or gone): deploy/prometheus/alerts.yml.
-    /// The job kinds siwa enqueues: purges, and deliveries to the app.
-    static let jobKinds = [PurgeJobRunner.kind, AppEventDelivery.kind]
 
     func refreshQueueGauges() async {
         let snapshot = await withDeadline(.seconds(1), { try await queries.queueSnapshot(logger: logger) })
@@ -56,10 +54,10 @@ struct HealthRoutes: Sendable {
         guard let snapshot else { return }
         if queueGauges.contains(.backlog) {
             let jobs = MetricNameDescriptor(namespace: "siwa", metricName: "jobs", unitName: "",
-                                            helpText: "Jobs in siwa.jobs by kind (purge_user, app_event) and state")
+                                            helpText: "Jobs in siwa.jobs by kind (\(JobKinds.listed)) and state")
             // The kinds siwa makes are always there (0 before the first job),
             // so an alert on one kind's discarded jobs has a series to read.
-            for kind in Set(Self.jobKinds).union(snapshot.jobs.keys).sorted() {
+            for kind in Set(JobKinds.names).union(snapshot.jobs.keys).sorted() {
                 for state in JobState.allCases {
                     registry.makeGauge(descriptor: jobs, labels: [("kind", kind), ("state", state.rawValue)])
                         .set(Double(snapshot.jobs[kind]?[state.rawValue] ?? 0))

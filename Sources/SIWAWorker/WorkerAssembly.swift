@@ -41,8 +41,9 @@ public struct WorkerAssembly: Sendable {
         let plan = try Self.loadPlan(settings: settings, environment: environment)
         let external = Self.externalClients(plan)
         let webhookClient = Self.webhookClient(concurrency: settings.worker.concurrency)
-        let queue = JobQueue(client: client, worker: workerName, logger: Logger(label: "siwa.jobs"), receipts: receipts,
-                             ledger: ledger)
+        // A purge's receipt and ledger line are written as it completes: its kind's completion hook.
+        let queue = JobQueue(client: client, worker: workerName, logger: Logger(label: "siwa.jobs"),
+                             completionHooks: PurgeCompletion.hooks(receipts: receipts, ledger: ledger))
         let revoker = access.map {
             TokenRevoker(apple: $0.apple, keyRing: $0.keyRing,
                          store: AppleTokenStore(client: client, queue: queue, logger: Logger(label: "siwa.tokens")),
@@ -50,20 +51,13 @@ public struct WorkerAssembly: Sendable {
         }
         let jobMetrics = JobMetrics(factory: metrics)
         let maintenanceMetrics = MaintenanceMetrics(factory: metrics)
-        let purges = PurgeJobRunner(plan: plan, queue: queue, externalDatabases: external,
-                                    webhooks: WebhookDelivery(http: webhookClient), revoker: revoker, metrics: jobMetrics,
-                                    purgeRole: settings.purgeRole, logger: Logger(label: "siwa.purge"))
         let hook = settings.appWebhook
         let appEvents = AppEventQueue(client: client, worker: workerName, logger: Logger(label: "siwa.app-events"))
-        let deliveries = hook.map {
-            AppEventDelivery(queue: appEvents, target: $0.target, webhooks: WebhookDelivery(http: webhookClient), metrics: jobMetrics,
-                             logger: Logger(label: "siwa.app-events"))
-        }
-        // The job kinds this worker claims and runs, each with its runner;
-        // purges first: the app's deliveries take the slots they leave.
-        var runners: [any JobKindRunner] = [purges]
-        if let deliveries { runners.append(deliveries) }
-        let kinds = JobKinds(runners)
+        // The job kinds this worker claims and runs, each with its runner (JobKinds).
+        let runners = JobKinds.runners(JobKindResources(
+            queue: queue, webhooks: WebhookDelivery(http: webhookClient), metrics: jobMetrics, plan: plan,
+            externalDatabases: external, revoker: revoker, purgeRole: settings.purgeRole,
+            appEvents: appEvents, appWebhook: hook?.target))
         var validation: [any Service] = []
         if let access, let hours = settings.tokenValidation.periodHours {
             validation = [TokenValidator(
@@ -80,15 +74,18 @@ public struct WorkerAssembly: Sendable {
                                           headSigner: receipts, headLogInterval: .seconds(60 * settings.auditHeadLogMinutes),
                                           metrics: maintenanceMetrics, logger: Logger(label: "siwa.audit"))
         // The rescuer, the cleaner, the sealer, the pruning of refused
-        // deliveries and validation run on one worker at a time, elected by
-        // a lock on a connection of its own.
+        // deliveries and of retried sign-in codes, and validation run on one
+        // worker at a time, elected by a lock on a connection of its own.
         let rejections = RejectionPruner(
             retention: RejectionRetention(client: client, retentionDays: settings.rejectionRetentionDays,
                                           logger: Logger(label: "siwa.rejections")),
             failures: maintenanceMetrics, logger: Logger(label: "siwa.rejections"))
+        // Not the queue's: a maintenance service of its own (SignInCodePruner).
+        let signInCodes = SignInCodes(client: client, logger: Logger(label: "siwa.sign-in")).pruner(logger: Logger(label: "siwa.sign-in"))
         let maintenance = JobWorker.Maintenance(lock: MaintenanceLock(database: database, logger: Logger(label: "siwa.maintenance")),
-                                                duties: [auditChain as any Service, rejections] + validation, metrics: maintenanceMetrics)
-        let worker = JobWorker(client: client, queue: queue, kinds: kinds, options: settings.worker, metrics: jobMetrics,
+                                                duties: [auditChain as any Service, rejections, signInCodes] + validation,
+                                                metrics: maintenanceMetrics)
+        let worker = JobWorker(client: client, queue: queue, runners: runners, options: settings.worker, metrics: jobMetrics,
                                maintenance: maintenance, logger: logger) {
             logger.info("Database", metadata: ["database": "\(database.redactedDescription)", "tls": "\(database.tlsDescription)"])
             // Refuse to work against a schema that is behind or was edited.

@@ -1,4 +1,5 @@
 import SIWAConfiguration
+import AccountEvents
 import AccountStore
 import ArgumentParser
 import Foundation
@@ -31,7 +32,7 @@ struct Jobs: AsyncParsableCommand {
         @Option(help: "Only jobs in this state (\(JobState.allCases.map(\.rawValue).joined(separator: ", "))).")
         var state: JobState?
 
-        @Option(help: "Only jobs of this kind (purge_user, app_event).")
+        @Option(help: "Only jobs of this kind (\(JobKinds.listed)).")
         var kind: String?
 
         @Option(help: "At most this many jobs.")
@@ -42,8 +43,8 @@ struct Jobs: AsyncParsableCommand {
 
         func validate() throws {
             guard (1...100_000).contains(limit) else { throw ValidationError("--limit must be in 1...100000") }
-            if let kind, !JobAdministration.isKindName(kind) {
-                throw ValidationError("--kind must be a job kind's name (purge_user, app_event)")
+            if let kind, !JobKinds.contains(kind) {
+                throw ValidationError("--kind must be a job kind's name (\(JobKinds.listed))")
             }
         }
 

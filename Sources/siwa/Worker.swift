@@ -14,7 +14,7 @@ struct Worker: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Run the purge jobs that `siwa serve` enqueues.",
         discussion: """
-            Claims purge_user jobs from siwa.jobs, runs the built-in step (erase siwa's own \
+            Claims \(PurgeParameters.kind) jobs from siwa.jobs, runs the built-in step (erase siwa's own \
             personal data for the user, keep a tombstone) and then the purge plan's steps, \
             recording each step and the outcome in siwa.audit_log. Each SQL step on siwa's \
             database runs as SIWA_PURGE_ROLE (SET LOCAL ROLE), the role the app's tables are \

@@ -1,3 +1,4 @@
+import AccountEvents
 import AccountStore
 import Foundation
 import PostgresNIO
@@ -224,6 +225,8 @@ struct AdminHTTPTests {
             ("/admin/jobs?limit=ten", "limit must be a whole number"),
             ("/admin/jobs?bogus=1", "unknown parameter 'bogus'"),
             ("/admin/jobs?kind=purge_user%27%3B", "kind must be a job kind's name"),
+            // Only the kinds siwa has (JobKinds), named in the refusal.
+            ("/admin/jobs?kind=purge", "kind must be a job kind's name (\(JobKinds.listed))"),
             ("/admin/jobs?state=discarded&state=available", "given twice"),
             ("/admin/audit?since=yesterday", "since must be an ISO 8601 time"),
             ("/admin/audit?action=DROP%20TABLE", "action must be an action name"),

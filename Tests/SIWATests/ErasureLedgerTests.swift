@@ -190,8 +190,9 @@ struct ErasureLedgerTests {
             INSERT INTO siwa.jobs (kind, args) VALUES ('purge_user', '{"apple_sub": "001.durable.0001"}');
             """)
         try await database.withClient { client in
-            let failing = JobQueue(client: client, worker: "test", logger: TestEnvironment.logger, ledger: FailingLedger())
-            let claimed = try await failing.claim(limit: 1, kinds: ["purge_user"], leaseSeconds: 60)
+            let failing = PurgeQueue(jobs: JobQueue(client: client, worker: "test", logger: TestEnvironment.logger,
+                                                    completionHooks: PurgeCompletion.hooks(receipts: nil, ledger: FailingLedger())))
+            let claimed = try await failing.jobs.claim(limit: 1, kinds: ["purge_user"], leaseSeconds: 60)
             let job = try #require(claimed.first)
             await #expect(throws: ErasureLedgerError.self) {
                 try await failing.erasePersonalData([(job.id, job.lease)], completes: [true])
@@ -200,7 +201,8 @@ struct ErasureLedgerTests {
             #expect(try await database.strings("SELECT state FROM siwa.jobs") == ["running"])
 
             let recording = RecordingLedger()
-            let queue = JobQueue(client: client, worker: "test", logger: TestEnvironment.logger, ledger: recording)
+            let queue = PurgeQueue(jobs: JobQueue(client: client, worker: "test", logger: TestEnvironment.logger,
+                                                  completionHooks: PurgeCompletion.hooks(receipts: nil, ledger: recording)))
             #expect(try await queue.erasePersonalData([(job.id, job.lease)], completes: [true]) == [job.id])
             #expect(recording.records.map(\.sub) == ["001.durable.0001"])
             #expect(recording.records.map(\.jobID) == [job.id] && recording.records.first?.receiptID == nil)

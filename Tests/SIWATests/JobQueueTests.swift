@@ -18,6 +18,11 @@ struct JobQueueTests {
         }
     }
 
+    /// The Apple sub in a claimed job's args (every kind's args carry it under `apple_sub`).
+    static func sub(_ job: ClaimedJob) -> String? {
+        (try? job.parameters(as: PurgeParameters.self))?.appleSub
+    }
+
     /// Inserts a job of `kind` per sub, made runnable `age` seconds ago.
     static func enqueue(_ database: TestDatabase, kind: String, _ jobs: [(sub: String, age: Int)]) async throws {
         let rows = jobs.map { "('\(kind)', jsonb_build_object('apple_sub', '\($0.sub)'), now() - interval '\($0.age) seconds')" }
@@ -43,7 +48,8 @@ struct JobQueueTests {
     }
 
     /// The claim takes only the kinds asked for, oldest `run_at` first
-    /// across them, up to the limit, and hands back each job's args whole.
+    /// across them, up to the limit, and hands back each job's args whole,
+    /// as bytes for its kind to decode.
     @Test func theClaimTakesTheRegisteredKindsOldestFirst() async throws {
         let database = try await TestDatabase.create()
         try await Self.enqueue(database, kind: "purge_user", [("k.p1", 100), ("k.p2", 80)])
@@ -51,12 +57,13 @@ struct JobQueueTests {
         try await Self.enqueue(database, kind: "not_registered", [("k.n1", 200)])
         try await Self.withQueue(database) { queue in
             let first = try await queue.claim(limit: 2, kinds: ["purge_user", "app_event"], leaseSeconds: 60)
-            #expect(first.map(\.appleSub) == ["k.p1", "k.a1"], "\(first.map(\.appleSub))")
+            #expect(first.map(Self.sub) == ["k.p1", "k.a1"], "\(first.map(Self.sub))")
             #expect(first.map(\.kind) == ["purge_user", "app_event"])
-            let args = try JSONValue(parsing: try #require(first.last).args)
+            let args = try JSONValue(parsing: String(decoding: try #require(first.last).args, as: UTF8.self))
             #expect(args == .object(["apple_sub": .string("k.a1")]))
+            #expect(try first[1].parameters(as: AppEventParameters.self) == AppEventParameters(appleSub: "k.a1", eventType: nil))
             let rest = try await queue.claim(limit: 10, kinds: ["purge_user", "app_event"], leaseSeconds: 60)
-            #expect(rest.map(\.appleSub) == ["k.p2"])
+            #expect(rest.map(Self.sub) == ["k.p2"])
             #expect(try await queue.claim(limit: 10, kinds: ["purge_user", "app_event"], leaseSeconds: 60).isEmpty)
             #expect(try await queue.claim(limit: 10, kinds: [], leaseSeconds: 60).isEmpty)
         }
@@ -114,10 +121,10 @@ struct JobQueueTests {
             #expect(Set(expired.map(\.id)) == Set(jobs.map(\.id)))
             #expect(expired.allSatisfy { $0.attempt == 1 && $0.maxAttempts == 25 })
             // The third renews its lease after the rescuer read it.
-            let renewed = try #require(jobs.first { $0.appleSub == "r.renewed" })
+            let renewed = try #require(jobs.first { Self.sub($0) == "r.renewed" })
             #expect(try await queue.extendLeases([(renewed.id, renewed.lease)], leaseSeconds: 60).isEmpty)
             let decisions = expired.map { run in
-                let sub = jobs.first { $0.id == run.id }?.appleSub
+                let sub = jobs.first { $0.id == run.id }.flatMap(Self.sub)
                 return (run: run, decision: sub == "r.discard" ? RetryDecision.discard : .retry(afterSeconds: 0))
             }
             let rescued = try await queue.rescue(decisions)
@@ -137,5 +144,25 @@ struct JobQueueTests {
         #expect(try await database.strings("""
             SELECT action FROM siwa.audit_log WHERE action IN ('job.rescued', 'job.discarded') ORDER BY action
             """) == ["job.discarded", "job.rescued", "job.rescued"])
+    }
+
+    /// The queue knows no kind: its statements, `ClaimedJob`, the claim and
+    /// the worker's files name no purge, receipt or Apple sub (a kind's
+    /// SQL and arguments are its own), and the shared claim reads no table
+    /// but the jobs (it writes its audit rows).
+    @Test func theQueueKnowsNoKind() throws {
+        let root = TestEnvironment.repositoryRoot
+        let worker = root.appendingPathComponent("Sources/AccountEvents/Worker")
+        let files = [root.appendingPathComponent("Sources/AccountStore/JobQueue.swift"),
+                     root.appendingPathComponent("Sources/AccountStore/JobStatements.swift")]
+            + (try FileManager.default.contentsOfDirectory(at: worker, includingPropertiesForKeys: nil))
+        #expect(files.count > 5)
+        for file in files {
+            let text = try String(contentsOf: file, encoding: .utf8)
+            let found = text.split(separator: "\n").filter { $0.contains(/apple_sub|purge|receipt/) }
+            #expect(found.isEmpty, "\(file.lastPathComponent): \(found)")
+        }
+        let tables = Set(ClaimJobsStatement.sql.matches(of: /siwa\.[a-z_]+/).map { String($0.output) })
+        #expect(tables == ["siwa.jobs", "siwa.audit_log"], "\(tables)")
     }
 }

@@ -1,4 +1,5 @@
 import AccountEvents
+import AccountStore
 import Crypto
 import Foundation
 import Testing
@@ -11,6 +12,25 @@ struct PurgePlanTests {
 
     static func parse(_ json: String) throws -> PurgePlan {
         try PurgePlan.parse(Data(json.utf8), environment: environment)
+    }
+
+    /// A purge decodes its own arguments from the claimed job's bytes: what
+    /// it reads, as `args->>'key'` did (a key of another type reads as
+    /// absent), and what it ignores (the keys its SQL reads).
+    @Test func aPurgeReadsItsOwnArguments() throws {
+        func parameters(_ json: String) throws -> PurgeParameters {
+            try ClaimedJob(id: 1, kind: PurgeParameters.kind, attempt: 1, maxAttempts: 25, lease: "w/1", args: Data(json.utf8))
+                .parameters(as: PurgeParameters.self)
+        }
+        let full = try parameters("""
+            {"apple_sub": "001.a", "event_type": "consent-revoked", "jti": "n1", "purge_after": "2999-01-01T00:00:00.000000Z",
+             "tokens_before": "2026-01-01T00:00:00Z"}
+            """)
+        #expect(full == PurgeParameters(appleSub: "001.a", eventType: "consent-revoked", purgeAfter: "2999-01-01T00:00:00.000000Z"))
+        #expect(!full.tokensOnly)
+        #expect(try parameters(#"{"apple_sub": "001.b", "scope": "tokens"}"#).tokensOnly)
+        #expect(try parameters(#"{"apple_sub": 7, "event_type": null}"#) == PurgeParameters(appleSub: nil))
+        #expect(throws: DecodingError.self) { try parameters(#"["not", "an", "object"]"#) }
     }
 
     @Test func exampleShapedPlanParses() throws {

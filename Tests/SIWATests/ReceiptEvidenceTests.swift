@@ -34,7 +34,7 @@ struct ReceiptEvidenceTests {
 
         #expect(try await database.strings("SELECT args->>'apple_sub' FROM siwa.jobs WHERE state = 'discarded'") == [forged])
         #expect(try await ReceiptFixture.receipts(in: database, sub: forged).isEmpty)
-        #expect(worker.log.contains("Purge completion refused"), "\(worker.log.suffix(3000))")
+        #expect(worker.log.contains("Job completion refused"), "\(worker.log.suffix(3000))")
         // The trail says why, naming the steps without evidence; nothing was erased.
         #expect(try await database.strings("""
             SELECT action || ' ' || coalesce(details->>'steps_without_evidence', details->>'error') FROM siwa.audit_log

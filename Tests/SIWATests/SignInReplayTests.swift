@@ -27,4 +27,20 @@ struct SignInReplayTests {
             }
         }
     }
+
+    /// The worker's pruning (SignInCodePruner's pass, as the worker's role)
+    /// forgets the codes past the window and keeps those within it.
+    @Test func theWorkerForgetsCodesPastTheWindowOnly() async throws {
+        let db = try await TestDatabase.create()
+        try await db.execute("""
+            INSERT INTO siwa.sign_in_codes (code_sha256, user_id, apple_sub, is_new_user, refresh_token_stored, created_at)
+            VALUES ('\\x01', 7, 'recent', true, true, now() - interval '9 minutes'),
+                   ('\\x02', 8, 'expired', false, true, now() - interval '11 minutes')
+            """)
+        let pruned = try await TestDatabase.withClient(try db.workerConfiguration) { client in
+            try await SignInCodes(client: client, logger: TestEnvironment.logger).prune()
+        }
+        #expect(pruned == 1)
+        #expect(try await db.strings("SELECT apple_sub FROM siwa.sign_in_codes") == ["recent"])
+    }
 }

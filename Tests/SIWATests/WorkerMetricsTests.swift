@@ -1,3 +1,4 @@
+import AccountEvents
 import AppleSimulator
 import Foundation
 import SIWAConfiguration
@@ -139,6 +140,10 @@ struct WorkerMetricsTests {
         let named = Set(expressions.matches(of: /siwa_[a-z_]+/).map { String($0.output) })
         #expect(named.count >= 8, "\(named)")
         #expect(named.subtracting(exported).isEmpty, "alert rules name series nobody exports: \(named.subtracting(exported).sorted())")
+        // Each kind the rules name is one of siwa's (JobKinds), and each of
+        // siwa's kinds has a rule on its discarded jobs.
+        let kinds = Set(expressions.matches(of: /kind="([a-z_]+)"/).map { String($0.output.1) })
+        #expect(kinds == Set(JobKinds.names), "alert rules' kinds \(kinds.sorted()), JobKinds \(JobKinds.names)")
         #expect(await worker.terminate() == 0)
         #expect(await serve.terminate() == 0)
     }

@@ -3,9 +3,9 @@ import Logging
 
 /// Deletes completed and cancelled jobs past SIWA_JOB_RETENTION_DAYS
 /// (discarded ones stay until someone looks; the audit trail keeps the
-/// proof either way), and forgets sign-in codes past their retry window:
-/// at start, then every tenth of the retention, between 1 s and a minute.
-/// Runs on the elected worker (`MaintenanceLeader`). (River's JobCleaner.)
+/// proof either way): at start, then every tenth of the retention, between
+/// 1 s and a minute. Runs on the elected worker (`MaintenanceLeader`).
+/// (River's JobCleaner.)
 struct JobCleaner: PeriodicService {
     struct Configuration: Sendable {
         var retentionSeconds: Double
@@ -23,11 +23,10 @@ struct JobCleaner: PeriodicService {
         do {
             let pruned = try await queue.prune(retentionSeconds: configuration.retentionSeconds)
             if pruned > 0 { logger.info("Pruned finished jobs", metadata: ["jobs": "\(pruned)"]) }
-            try await queue.pruneSignInCodes()
         } catch {
             if Task.isCancelled { return }
             failures.failed(.jobCleaner)
-            logger.error("Maintenance pass failed: the cleaner could not prune finished jobs or old sign-in codes; it tries again next pass",
+            logger.error("Maintenance pass failed: the cleaner could not prune finished jobs; it tries again next pass",
                          metadata: ["task": "\(MaintenanceTask.jobCleaner.rawValue)", "error": "\(safeDescription(error))"])
         }
     }

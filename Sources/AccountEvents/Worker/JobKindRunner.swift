@@ -3,20 +3,31 @@ import Foundation
 import PostgresNIO
 
 /// One kind of job (`siwa.jobs.kind`) and how the worker runs it. The worker
-/// claims only the kinds registered with it (`JobKinds`) and hands each
-/// claimed job to its kind's runner.
+/// claims only the kinds registered with it (`JobRunners`) and hands each
+/// claimed job to its kind's runner, with the job's args decoded as the
+/// kind's `Parameters`. What every run gets, whatever its kind (the
+/// `siwa.job` span, the job counters, the "completed" and "failed" log
+/// lines), comes from the wrapper around it (JobInstrumentation), not from
+/// the kind.
 ///
-/// To add a kind: conform a type to this protocol, enqueue rows with its
-/// `kind` (in the transaction of the event that makes them), and add it to
-/// the `JobKinds([...])` in WorkerAssembly. The worker then claims it, keeps
-/// its leases, retries it with the backoff (`RetryPolicy`), rescues it and
-/// counts it in the metrics, like a purge.
+/// To add a kind: its `JobParameters` type (with the kind's name), a runner
+/// conforming to this protocol, its SQL (enqueued in the transaction of the
+/// event that makes its jobs), and the runner's line in `JobKinds`. The
+/// worker then claims it, keeps its leases, retries it with the backoff
+/// (`RetryPolicy`), rescues it and counts it in the metrics, like any other.
 public protocol JobKindRunner: Sendable {
-    /// The `kind` column of this kind's jobs.
+    /// The kind's arguments, decoded from the job's args for each run.
+    associatedtype Parameters: JobParameters
+
+    /// The `kind` column of this kind's jobs (its parameters' `kind`).
     static var kind: String { get }
 
+    /// This kind's runner in a worker with `resources`; nil when the
+    /// worker does not run the kind (its settings are absent).
+    static func make(_ resources: JobKindResources) -> (any JobKindRunner)?
+
     /// Steps whose duration series exist from the start (the kind's own
-    /// step names, as it reports them to `JobMetrics.step`).
+    /// step names, as it reports them to `JobMetrics.measure`).
     var stepNames: [String] { get }
 
     /// One attempt at one job. Record each step as it completes
@@ -26,19 +37,48 @@ public protocol JobKindRunner: Sendable {
     /// the worker's retry policy decides whether it is retried or discarded.
     /// Must stop promptly when cancelled (shutdown, a lost lease, the run's
     /// time limit).
-    func run(_ job: ClaimedJob) async throws -> JobRunOutcome
+    func run(_ job: ClaimedJob, _ parameters: Parameters) async throws -> JobRunOutcome
 
     /// The kind's jobs of one claim, before each runs on its own: a chance to
-    /// do their first step for the whole batch in one statement (the purge's
-    /// built-in step). Returns the jobs left to run, one by one; a job it
-    /// completed, or whose lease it found lost, is left out.
-    func runBatchStep(for jobs: [ClaimedJob]) async -> [ClaimedJob]
+    /// look up what they need and do their first step for the whole batch
+    /// in one statement (a built-in first step, say). Returns the jobs left
+    /// to run, one by one, and those it completed; a job whose lease it
+    /// found lost is in neither.
+    func runBatchStep(for jobs: [ClaimedJob]) async -> BatchStepOutcome
 }
 
 extension JobKindRunner {
+    public static var kind: String { Parameters.kind }
+
     public var stepNames: [String] { [] }
 
-    public func runBatchStep(for jobs: [ClaimedJob]) async -> [ClaimedJob] { jobs }
+    public func runBatchStep(for jobs: [ClaimedJob]) async -> BatchStepOutcome { BatchStepOutcome(left: jobs) }
+
+    /// The job's args as this kind's parameters, then `run`. Args that
+    /// cannot be read fail the job for good: retrying reads the same.
+    func run(decoding job: ClaimedJob) async throws -> JobRunOutcome {
+        let parameters: Parameters
+        do {
+            parameters = try job.parameters(as: Parameters.self)
+        } catch {
+            let text = "the job's args are not a JSON object of its kind's arguments"
+            throw StepFailure(step: nil, detail: "\(text): \(error)", summary: text, permanent: true)
+        }
+        return try await run(job, parameters)
+    }
+}
+
+/// What a kind's batch step did with the jobs of one claim.
+public struct BatchStepOutcome: Sendable {
+    /// To run one by one, in claim order (with the steps it recorded).
+    public var left: [ClaimedJob]
+    /// Completed by the batch step itself.
+    public var completed: [ClaimedJob]
+
+    public init(left: [ClaimedJob], completed: [ClaimedJob] = []) {
+        self.left = left
+        self.completed = completed
+    }
 }
 
 /// A kind whose jobs are claimed by a statement of its own instead of the
@@ -64,8 +104,8 @@ public protocol SelfClaimingJobKindRunner: JobKindRunner {
     func claim(limit: Int, leaseSeconds: Double) async throws -> [ClaimedJob]
 }
 
-/// The job kinds a worker runs, each with its runner.
-public struct JobKinds: Sendable {
+/// The job kinds a worker runs, each with its runner (`JobKinds.runners`).
+public struct JobRunners: Sendable {
     private let runners: [any JobKindRunner]
 
     /// - Precondition: each kind registered once.
@@ -96,22 +136,25 @@ public struct JobKinds: Sendable {
         runners.first { type(of: $0).kind == kind }
     }
 
-    /// Each kind's batch step for its jobs of one claim; returns the jobs
-    /// left to run one by one, in claim order.
-    func runBatchSteps(for jobs: [ClaimedJob]) async -> [ClaimedJob] {
-        guard let first = jobs.first else { return [] }
+    /// Each kind's batch step for its jobs of one claim; the jobs left to
+    /// run one by one come back in claim order.
+    func runBatchSteps(for jobs: [ClaimedJob]) async -> BatchStepOutcome {
+        guard let first = jobs.first else { return BatchStepOutcome(left: []) }
         // The common case, one kind in the claim: no regrouping.
         if jobs.allSatisfy({ $0.kind == first.kind }) {
-            return await runner(for: first.kind)?.runBatchStep(for: jobs) ?? jobs
+            return await runner(for: first.kind)?.runBatchStep(for: jobs) ?? BatchStepOutcome(left: jobs)
         }
         // The jobs as their batch steps return them (with the steps they recorded).
         var left: [Int64: ClaimedJob] = [:]
+        var completed: [ClaimedJob] = []
         for runner in runners {
             let own = jobs.filter { $0.kind == type(of: runner).kind }
             guard !own.isEmpty else { continue }
-            for job in await runner.runBatchStep(for: own) { left[job.id] = job }
+            let outcome = await runner.runBatchStep(for: own)
+            for job in outcome.left { left[job.id] = job }
+            completed += outcome.completed
         }
-        return jobs.compactMap { runner(for: $0.kind) == nil ? $0 : left[$0.id] }
+        return BatchStepOutcome(left: jobs.compactMap { runner(for: $0.kind) == nil ? $0 : left[$0.id] }, completed: completed)
     }
 }
 
@@ -132,10 +175,10 @@ public struct StepFailure: Error, Sendable, CustomStringConvertible {
     public let detail: String
     /// For the audit trail and logs: no server text, which can quote data.
     public let summary: String
-    /// Retrying cannot help (e.g. a job without an Apple sub).
+    /// Retrying cannot help (e.g. a job whose args lack what its kind needs).
     public let permanent: Bool
-    /// The steps a purge's completion claimed without their audit rows
-    /// (SQLSTATE SW001, sql/017): the job is discarded with a
+    /// The steps a completion claimed without their audit rows (SQLSTATE
+    /// SW001, the completion check of sql/017): the job is discarded with a
     /// `job.completion_refused` row naming them. Empty for other failures.
     public var unbackedSteps: [String] = []
 
@@ -148,7 +191,7 @@ public struct StepFailure: Error, Sendable, CustomStringConvertible {
 
     public var description: String { step.map { "step \($0): \(summary)" } ?? summary }
 
-    /// What jobs_check_purge_completion (sql/017) raises.
+    /// What the completion check of sql/017 raises.
     public static let completionRefusedState = "SW001"
 
     /// Any error of a step, described. The error history gets the

@@ -19,23 +19,21 @@ final class JobProducer: Service, Sendable {
 
     let configuration: Configuration
     let queue: JobQueue
-    let kinds: JobKinds
+    let runners: JobRunners
     let executor: JobExecutor
     let running: RunningJobs
     let wakeup: Wakeup
-    let metrics: JobMetrics
     let logger: Logger
     private let stopping = Atomic<Bool>(false)
 
-    init(configuration: Configuration, queue: JobQueue, kinds: JobKinds, executor: JobExecutor, running: RunningJobs,
-         wakeup: Wakeup, metrics: JobMetrics, logger: Logger) {
+    init(configuration: Configuration, queue: JobQueue, runners: JobRunners, executor: JobExecutor, running: RunningJobs,
+         wakeup: Wakeup, logger: Logger) {
         self.configuration = configuration
         self.queue = queue
-        self.kinds = kinds
+        self.runners = runners
         self.executor = executor
         self.running = running
         self.wakeup = wakeup
-        self.metrics = metrics
         self.logger = logger
     }
 
@@ -60,8 +58,10 @@ final class JobProducer: Service, Sendable {
                     let jobs = try await claim(limit: free)
                     if failures > 0 { logger.notice("Database reachable again; claiming jobs") }
                     failures = 0
-                    metrics.claimed(jobs)
-                    for job in await kinds.runBatchSteps(for: jobs) { start(job) }
+                    executor.instrumentation.claimed(jobs)
+                    let batch = await runners.runBatchSteps(for: jobs)
+                    executor.instrumentation.completed(batch.completed)
+                    for job in batch.left { start(job) }
                     logger.trace("Claimed", metadata: ["jobs": "\(jobs.count)", "free": "\(free)"])
                     if jobs.count == free { continue }
                 } catch {
@@ -80,13 +80,13 @@ final class JobProducer: Service, Sendable {
     }
 
     /// The shared claim for the kinds that use it, then each kind with a
-    /// claim of its own in the slots left (registration order: purges
-    /// first, then the app's deliveries). Jobs already claimed when a later
+    /// claim of its own in the slots left (registration order, WorkerAssembly's
+    /// list). Jobs already claimed when a later
     /// claim fails are returned to run; the error is for the next round.
     private func claim(limit: Int) async throws -> [ClaimedJob] {
         let leaseSeconds = configuration.leaseSeconds
-        var jobs = try await queue.claim(limit: limit, kinds: kinds.sharedClaimNames, leaseSeconds: leaseSeconds)
-        for runner in kinds.selfClaiming where jobs.count < limit {
+        var jobs = try await queue.claim(limit: limit, kinds: runners.sharedClaimNames, leaseSeconds: leaseSeconds)
+        for runner in runners.selfClaiming where jobs.count < limit {
             do {
                 jobs += try await runner.claim(limit: limit - jobs.count, leaseSeconds: leaseSeconds)
             } catch where !jobs.isEmpty {

@@ -4,7 +4,7 @@ import PostgresNIO
 import ServiceLifecycle
 
 /// `siwa worker`'s job queue: claims jobs of the registered kinds
-/// (`JobKinds`) and runs them, up to `concurrency` at a time. It is a set of
+/// (`JobRunners`) and runs them, up to `concurrency` at a time. It is a set of
 /// services with one duty each, run by a ServiceGroup of their own (as
 /// swift-jobs' JobService composes its processor and scheduler):
 ///
@@ -14,9 +14,11 @@ import ServiceLifecycle
 /// - `MaintenanceLeader`: on the one worker elected by the maintenance
 ///   lock, runs `JobRescuer` (takes back jobs whose worker died: expired
 ///   leases), `JobCleaner` (prunes finished jobs past their retention) and
-///   the other duties it is given (the audit sealer, token validation);
-/// - `JobProducer`: claims and starts jobs (each run by `JobExecutor`,
-///   failures decided by `RetryPolicy`); drains on shutdown.
+///   the other duties it is given (the audit sealer, token validation,
+///   sign-in code pruning);
+/// - `JobProducer`: claims and starts jobs (each run by `JobExecutor`
+///   inside `JobInstrumentation`, failures decided by `RetryPolicy`);
+///   drains on shutdown.
 ///
 /// The group shuts its services down in reverse order: on SIGTERM the
 /// producer stops claiming, gives running jobs `shutdownGraceSeconds`, then
@@ -64,18 +66,18 @@ public final class JobWorker: Service, Sendable {
     /// In start order; stopped in reverse.
     let services: [any Service]
 
-    public init(client: PostgresClient, queue: JobQueue, kinds: JobKinds, options: Options,
+    public init(client: PostgresClient, queue: JobQueue, runners: JobRunners, options: Options,
                 metrics: JobMetrics = .disabled, maintenance: Maintenance, logger: Logger,
                 prepare: @escaping @Sendable () async throws -> Void = {}) {
         self.queue = queue
         self.options = options
         self.logger = logger
         self.prepare = prepare
-        metrics.expose(kinds: kinds.names, steps: kinds.stepNames)
+        metrics.expose(kinds: runners.names, steps: runners.stepNames)
         let wakeup = Wakeup()
         let running = RunningJobs()
-        let executor = JobExecutor(queue: queue, kinds: kinds, retryPolicy: options.retryPolicy,
-                                   maxRunSeconds: options.maxRunSeconds, metrics: metrics, logger: logger)
+        let executor = JobExecutor(queue: queue, runners: runners, retryPolicy: options.retryPolicy,
+                                   maxRunSeconds: options.maxRunSeconds, instrumentation: JobInstrumentation(metrics: metrics, logger: logger))
         let duties: [any Service] = [
             JobRescuer(configuration: .init(leaseSeconds: options.leaseSeconds), queue: queue,
                        retryPolicy: options.retryPolicy, wakeup: wakeup, metrics: metrics,
@@ -91,8 +93,8 @@ public final class JobWorker: Service, Sendable {
                               metrics: maintenance.metrics, worker: queue.worker, logger: logger),
             JobProducer(configuration: .init(concurrency: options.concurrency, leaseSeconds: options.leaseSeconds,
                                              pollSeconds: options.pollSeconds, shutdownGraceSeconds: options.shutdownGraceSeconds),
-                        queue: queue, kinds: kinds, executor: executor, running: running, wakeup: wakeup,
-                        metrics: metrics, logger: logger),
+                        queue: queue, runners: runners, executor: executor, running: running, wakeup: wakeup,
+                        logger: logger),
         ]
     }
 
