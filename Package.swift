@@ -21,8 +21,11 @@ import PackageDescription
 // header is private to SIWABuildStamp's one C file, so a new commit
 // recompiles that file and relinks; nothing else. The manifest reads no
 // environment on purpose: when it passed the commit as a define, each new
-// commit recompiled dependencies too. A bare `swift build` keeps whatever
-// header is there ("unknown" without one).
+// commit changed the manifest, so SwiftPM planned the build afresh, and a
+// fresh plan of SwiftPM before 6.4 may pass a package's trait defines in
+// another order (swift-package-manager#10525), which recompiles that
+// package whole (hummingbird, swift-protobuf). A bare `swift build` keeps whatever header is there
+// ("unknown" without one).
 
 let package = Package(
     name: "siwa",
