@@ -80,7 +80,7 @@ struct AuditAnchorTests {
                 "\(forged.output)")
 
         // Version 2 of the encoding covers db_user: changing or clearing it breaks the chain.
-        let third = try await database.strings("SELECT seq::text FROM siwa.audit_log ORDER BY seq OFFSET 2 LIMIT 1").first ?? "0"
+        let third = try await database.strings("SELECT seq::text FROM siwa.audit_log ORDER BY audit_log.seq OFFSET 2 LIMIT 1").first ?? "0"
         for edit in ["'someone else'", "NULL"] {
             try await AuditChainTests.asSuperuser(database) {
                 try await AuditChainTests.run($0, "UPDATE siwa.audit_log SET db_user = \(edit) WHERE seq = \(third)")

@@ -43,7 +43,8 @@ struct AuditChainTests {
         // is undone from a copy before the next, and verify is ok again.
         try await Self.asSuperuser(database) { try await Self.run($0, "CREATE TABLE public.log_copy AS SELECT * FROM siwa.audit_log; "
                                                                    + "CREATE TABLE public.chain_copy AS SELECT * FROM siwa.audit_chain") }
-        let seqs = try await database.strings("SELECT seq::text FROM siwa.audit_log ORDER BY seq").compactMap { Int64($0) }
+        // ORDER BY the column, not the text output of the same name ("27" < "270" < "28").
+        let seqs = try await database.strings("SELECT seq::text FROM siwa.audit_log ORDER BY audit_log.seq").compactMap { Int64($0) }
         let middle = seqs[seqs.count / 2], next = seqs[seqs.count / 2 + 1]
 
         try await Self.tamper(database, "UPDATE siwa.audit_log SET details = details || '{\"job_id\": 0}' WHERE seq = \(middle)",
