@@ -5,8 +5,11 @@ import PackageDescription
 //   AppleSignIn        Apple's protocols (JWKS cache, notification and identity-token verification);
 //                      also a library product, for a Swift backend that verifies identity tokens itself
 //   SIWABuildStamp     the git commit the build was made from (C: a generated header, see below)
-//   AccountStore       PostgreSQL (migrations, roles, users, inbox, rejections, job queue, audit)
-//   AccountEvents      the domain (event router, receiver, purge plan, worker loop)
+//   AccountStore       PostgreSQL, a folder per feature (Postgres/ plumbing, Inbox/, Jobs/, Purge/,
+//                      SignIn/, Tokens/, Audit/, APIKeys/, AppEvents/, Users/)
+//   AccountLifecycle   the domain, a folder per feature (Notifications/, SignIn/, Tokens/, Purge/,
+//                      Receipts/, Audit/, AppEvents/), the job engine (Jobs/, Maintenance/: it knows
+//                      no kind) and JobKinds.swift, the one list of kinds
 //   SIWAConfiguration  the SIWA_* settings, declared once (SettingsCatalog), the log lines, the version
 //   SIWAServer         the Hummingbird application (HTTP only)
 //   SIWAWorker         `siwa worker`'s wiring (plan, clients, job worker)
@@ -82,7 +85,7 @@ let package = Package(
             ]
         ),
         .target(
-            name: "AccountEvents",
+            name: "AccountLifecycle",
             dependencies: [
                 "AppleSignIn", "AccountStore",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -97,7 +100,7 @@ let package = Package(
         .target(
             name: "SIWAConfiguration",
             dependencies: [
-                "AppleSignIn", "AccountStore", "AccountEvents", "SIWABuildStamp",
+                "AppleSignIn", "AccountStore", "AccountLifecycle", "SIWABuildStamp",
                 .product(name: "Configuration", package: "swift-configuration"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Metrics", package: "swift-metrics"),
@@ -108,7 +111,7 @@ let package = Package(
         .target(
             name: "SIWAWorker",
             dependencies: [
-                "AccountStore", "AccountEvents", "SIWAConfiguration",
+                "AccountStore", "AccountLifecycle", "SIWAConfiguration",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -118,7 +121,7 @@ let package = Package(
         .target(
             name: "SIWAServer",
             dependencies: [
-                "AppleSignIn", "AccountStore", "AccountEvents", "SIWAConfiguration",
+                "AppleSignIn", "AccountStore", "AccountLifecycle", "SIWAConfiguration",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HummingbirdAuth", package: "hummingbird-auth"),
@@ -149,7 +152,7 @@ let package = Package(
         .executableTarget(
             name: "siwa",
             dependencies: [
-                "AppleSignIn", "AccountStore", "AccountEvents", "SIWAConfiguration", "SIWAServer", "SIWAWorker",
+                "AppleSignIn", "AccountStore", "AccountLifecycle", "SIWAConfiguration", "SIWAServer", "SIWAWorker",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Hummingbird", package: "hummingbird"),
@@ -191,7 +194,7 @@ let package = Package(
         .testTarget(
             name: "SIWATests",
             dependencies: [
-                "AppleSignIn", "AccountStore", "AccountEvents", "SIWAConfiguration", "SIWAServer", "SIWAWorker", "AppleSimulator", "ChildProcesses",
+                "AppleSignIn", "AccountStore", "AccountLifecycle", "SIWAConfiguration", "SIWAServer", "SIWAWorker", "AppleSimulator", "ChildProcesses",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 // Route tests without a socket: app.test(.router) (RouteTests).
                 .product(name: "HummingbirdTesting", package: "hummingbird"),

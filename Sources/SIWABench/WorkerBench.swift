@@ -1,6 +1,6 @@
 import SIWAWorker
 import SIWAConfiguration
-import AccountEvents
+import AccountLifecycle
 import AccountStore
 import Foundation
 import Logging

@@ -1,4 +1,4 @@
-import AccountEvents
+import AccountLifecycle
 import Crypto
 import Foundation
 

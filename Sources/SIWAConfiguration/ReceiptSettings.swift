@@ -1,4 +1,4 @@
-import AccountEvents
+import AccountLifecycle
 import AppleSignIn
 
 /// Deletion receipts: the worker signs one for each completed purge when

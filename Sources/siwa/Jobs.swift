@@ -1,5 +1,5 @@
 import SIWAConfiguration
-import AccountEvents
+import AccountLifecycle
 import AccountStore
 import ArgumentParser
 import Foundation

@@ -1,4 +1,4 @@
-import AccountEvents
+import AccountLifecycle
 import AccountStore
 import ArgumentParser
 import Foundation

@@ -1,4 +1,4 @@
-import AccountEvents
+import AccountLifecycle
 import AccountStore
 import AppleSignIn
 import ChildProcesses

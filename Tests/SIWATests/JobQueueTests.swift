@@ -1,4 +1,4 @@
-import AccountEvents
+import AccountLifecycle
 import AccountStore
 import Foundation
 import PostgresNIO
@@ -147,16 +147,18 @@ struct JobQueueTests {
     }
 
     /// The queue knows no kind: its statements, `ClaimedJob`, the claim and
-    /// the worker's files name no purge, receipt or Apple sub (a kind's
+    /// the worker's engine (`Jobs/`, `Maintenance/`) name no purge, receipt or Apple sub (a kind's
     /// SQL and arguments are its own), and the shared claim reads no table
     /// but the jobs (it writes its audit rows).
     @Test func theQueueKnowsNoKind() throws {
         let root = TestEnvironment.repositoryRoot
-        let worker = root.appendingPathComponent("Sources/AccountEvents/Worker")
-        let files = [root.appendingPathComponent("Sources/AccountStore/JobQueue.swift"),
-                     root.appendingPathComponent("Sources/AccountStore/JobStatements.swift")]
-            + (try FileManager.default.contentsOfDirectory(at: worker, includingPropertiesForKeys: nil))
-        #expect(files.count > 5)
+        let engine = ["Sources/AccountLifecycle/Jobs", "Sources/AccountLifecycle/Maintenance"]
+        let files = [root.appendingPathComponent("Sources/AccountStore/Jobs/JobQueue.swift"),
+                     root.appendingPathComponent("Sources/AccountStore/Jobs/JobStatements.swift")]
+            + (try engine.flatMap {
+                try FileManager.default.contentsOfDirectory(at: root.appendingPathComponent($0), includingPropertiesForKeys: nil)
+            })
+        #expect(files.count > 10)
         for file in files {
             let text = try String(contentsOf: file, encoding: .utf8)
             let found = text.split(separator: "\n").filter { $0.contains(/apple_sub|purge|receipt/) }

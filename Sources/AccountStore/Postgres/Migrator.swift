@@ -70,9 +70,9 @@ public struct Migrator: Sendable {
         let installed = executablePath().deletingLastPathComponent().deletingLastPathComponent()
             .appendingPathComponent("share/siwa/sql")
         if FileManager.default.fileExists(atPath: installed.path) { return installed }
-        // Sources/AccountStore/Migrator.swift -> repository root
+        // Sources/AccountStore/Postgres/Migrator.swift -> repository root
         return URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().appendingPathComponent("sql")
+            .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("sql")
     }
 
     /// The running binary, symlinks resolved. Linux: /proc/self/exe, which is

@@ -61,7 +61,7 @@ public struct SignedReceipt: Sendable, Equatable {
     }
 }
 
-/// Signs a receipt for a completed purge (AccountEvents' DeletionReceiptSigner).
+/// Signs a receipt for a completed purge (AccountLifecycle's DeletionReceiptSigner).
 public protocol ReceiptSigning: Sendable {
     func sign(_ facts: PurgeFacts) throws -> SignedReceipt
 }

@@ -1,4 +1,4 @@
-import AccountEvents
+import AccountLifecycle
 import Foundation
 
 /// Apple's request body, `{"payload": "<JWS>"}`: the HTTP layer reads it and

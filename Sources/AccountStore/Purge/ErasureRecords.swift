@@ -21,7 +21,7 @@ public struct ErasureRecord: Sendable, Equatable {
 }
 
 /// Where the worker appends the erasures a transaction completes, durably,
-/// before that transaction commits (AccountEvents' ErasureLedger). A throw
+/// before that transaction commits (AccountLifecycle's ErasureLedger). A throw
 /// fails the completion: no erasure completes without its ledger line.
 public protocol ErasureLedgerWriting: Sendable {
     func append(_ records: [ErasureRecord]) throws

@@ -3,7 +3,7 @@ import Foundation
 /// A job kind's arguments (`siwa.jobs.args`) as a type of its own, with the
 /// kind's name (swift-jobs' `JobParameters`). The queue stores and claims
 /// them as bytes and reads none of them; each kind decodes its own
-/// (`ClaimedJob.parameters(as:)`). The kinds: AccountEvents' `JobKinds`.
+/// (`ClaimedJob.parameters(as:)`). The kinds: AccountLifecycle's `JobKinds`.
 public protocol JobParameters: Codable, Sendable {
     /// The `kind` column of this kind's jobs.
     static var kind: String { get }
