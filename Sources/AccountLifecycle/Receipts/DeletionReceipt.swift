@@ -117,7 +117,7 @@ public struct DeletionReceipt: Codable, Sendable, Equatable {
 
     /// UTC, milliseconds: `2026-01-02T03:04:05.678Z`.
     public static func time(_ date: Date) -> String {
-        Date.ISO8601FormatStyle(includingFractionalSeconds: true).format(date)
+        UTCTime.text(date)
     }
 
     /// Checks the signature with `keys`, the header's `typ`, the claims'
