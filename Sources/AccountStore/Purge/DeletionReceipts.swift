@@ -81,6 +81,8 @@ public struct DeletionReceipts: Sendable {
     /// `GET /admin/receipts/{sub}` answer (`AnswerJSON`).
     public struct List: Encodable, Sendable {
         public let receipts: [String]
+
+        public init(receipts: [String]) { self.receipts = receipts }
     }
 
     /// The user's receipts (compact JWS), newest first.
