@@ -142,11 +142,9 @@ public struct DeletionReceipt: Codable, Sendable, Equatable {
         return (receipt, verified.keyID)
     }
 
-    /// The claims as people read them: sorted, indented JSON.
+    /// The claims as people read them: sorted, indented JSON (`AnswerJSON`).
     public var prettyJSON: String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes]
-        return (try? encoder.encode(self)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
+        (try? AnswerJSON.pretty(self)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
     }
 }
 
