@@ -12,7 +12,8 @@ public enum JSONText {
 
     /// Appends `text` as a JSON string literal. UTF-8 bytes of 0x80 and up
     /// are valid inside one as they are; only `"`, `\` and control
-    /// characters need escaping.
+    /// characters need escaping, each spelled as JSONEncoder spells it, so
+    /// that a hand-written answer is the bytes `AnswerJSON` would write.
     public static func appendQuoted(_ text: String, to bytes: inout [UInt8]) {
         bytes.append(UInt8(ascii: "\""))
         for byte in text.utf8 {
@@ -22,6 +23,8 @@ public enum JSONText {
             case UInt8(ascii: "\n"): bytes.append(contentsOf: #"\n"#.utf8)
             case UInt8(ascii: "\r"): bytes.append(contentsOf: #"\r"#.utf8)
             case UInt8(ascii: "\t"): bytes.append(contentsOf: #"\t"#.utf8)
+            case 0x08: bytes.append(contentsOf: #"\b"#.utf8)
+            case 0x0C: bytes.append(contentsOf: #"\f"#.utf8)
             case 0..<0x20:
                 bytes.append(contentsOf: #"\u00"#.utf8)
                 bytes.append(hexDigit(byte >> 4))

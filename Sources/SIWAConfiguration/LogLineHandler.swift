@@ -3,6 +3,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import AccountStore
 import AppleSignIn
 import Foundation
 import Logging
@@ -24,7 +25,9 @@ import Synchronization
 ///
 /// Written by hand because it runs once per notification: Foundation's
 /// JSONSerialization and ISO8601DateFormatter (an ICU formatter per call)
-/// cost more CPU than verifying the notification and halved `make bench`;
+/// cost more CPU than verifying the notification and halved `make bench`,
+/// and JSONEncoder (`AnswerJSON`, the answers' encoder) would box each
+/// metadata value in a Codable type and allocate per line;
 /// swift-log's StreamLogHandler (strftime and a flush per line) cost a
 /// fifth more CPU per notification than these lines.
 public struct LogLineHandler: LogHandler {
@@ -169,35 +172,11 @@ public struct LogLineHandler: LogHandler {
         }
     }
 
-    /// Now in UTC as `2026-11-22T12:34:56.789Z`.
+    /// Now in UTC as `2026-11-22T12:34:56.789Z` (`UTCTime`, as every time siwa writes).
     static func appendTimestamp(to line: inout [UInt8]) {
         var now = timespec()
         clock_gettime(CLOCK_REALTIME, &now)
-        var seconds = now.tv_sec
-        var parts = tm()
-        gmtime_r(&seconds, &parts)
-        func digits(_ value: Int, _ count: Int) {
-            var divisor = 1
-            for _ in 1..<count { divisor *= 10 }
-            while divisor > 0 {
-                line.append(UInt8(ascii: "0") + UInt8(value / divisor % 10))
-                divisor /= 10
-            }
-        }
-        digits(Int(parts.tm_year) + 1900, 4)
-        line.append(UInt8(ascii: "-"))
-        digits(Int(parts.tm_mon) + 1, 2)
-        line.append(UInt8(ascii: "-"))
-        digits(Int(parts.tm_mday), 2)
-        line.append(UInt8(ascii: "T"))
-        digits(Int(parts.tm_hour), 2)
-        line.append(UInt8(ascii: ":"))
-        digits(Int(parts.tm_min), 2)
-        line.append(UInt8(ascii: ":"))
-        digits(Int(parts.tm_sec), 2)
-        line.append(UInt8(ascii: "."))
-        digits(Int(now.tv_nsec) / 1_000_000, 3)
-        line.append(UInt8(ascii: "Z"))
+        UTCTime.append(seconds: Int(now.tv_sec), milliseconds: Int(now.tv_nsec) / 1_000_000, to: &line)
     }
 }
 

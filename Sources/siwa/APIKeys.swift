@@ -116,20 +116,16 @@ enum APIKeysDatabase {
 
 enum APIKeysOutput {
     static func json(_ keys: [APIKeySummary]) throws -> String {
-        let encoder = JSONEncoder()
-        encoder.dateEncodingStrategy = .iso8601
-        encoder.keyEncodingStrategy = .convertToSnakeCase
-        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-        return String(decoding: try encoder.encode(keys), as: UTF8.self)
+        String(decoding: try AnswerJSON.pretty(keys), as: UTF8.self)
     }
 
     static func table(_ keys: [APIKeySummary]) -> String {
-        let dates = ISO8601DateFormatter()
+        func time(_ date: Date) -> String { UTCTime.text(date, .seconds) }
         var rows = [["NAME", "SCOPE", "PREFIX", "CREATED", "CREATED BY", "LAST USED", "REVOKED"]]
         for key in keys {
-            let revoked = key.revokedAt.map { "\(dates.string(from: $0)) by \(key.revokedBy ?? "?")" } ?? "-"
-            rows.append([key.name, key.scope.rawValue, key.prefix, dates.string(from: key.createdAt), key.createdBy,
-                         key.lastUsedAt.map(dates.string(from:)) ?? "-", revoked])
+            let revoked = key.revokedAt.map { "\(time($0)) by \(key.revokedBy ?? "?")" } ?? "-"
+            rows.append([key.name, key.scope.rawValue, key.prefix, time(key.createdAt), key.createdBy,
+                         key.lastUsedAt.map(time) ?? "-", revoked])
         }
         let widths = rows[0].indices.map { column in rows.map { $0[column].count }.max() ?? 0 }
         return rows.map { row in

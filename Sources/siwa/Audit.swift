@@ -42,7 +42,7 @@ struct Audit: AsyncParsableCommand {
     /// `--json`, or a table.
     static func emit<T: Encodable>(_ value: T, json: Bool, table: () -> String) throws {
         if json {
-            print(String(decoding: try AuditReports.jsonEncoder().encode(value), as: UTF8.self))
+            print(String(decoding: try AnswerJSON.pretty(value), as: UTF8.self))
         } else {
             print(table())
         }

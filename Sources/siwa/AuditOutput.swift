@@ -54,7 +54,7 @@ enum AuditOutput {
         return lines.joined(separator: "\n")
     }
 
-    static func time(_ date: Date) -> String { AuditReports.utcText(date) }
+    static func time(_ date: Date) -> String { UTCTime.text(date) }
 
     static func seconds(_ value: Double) -> String { String(format: "%.1f", value) }
 

@@ -158,37 +158,30 @@ enum JobsConnection {
 }
 
 enum JobsOutput {
-    /// Jobs as JSON, with `errors` and `steps_done` as JSON values rather
-    /// than strings of JSON.
+    /// Jobs as JSON (`JobSummary`'s encoding: `errors` and `steps_done` as
+    /// JSON values rather than strings of JSON).
     static func json(_ jobs: [JobSummary]) throws -> String {
-        try text(of: try JobSummary.jsonObjects(jobs))
+        String(decoding: try AnswerJSON.pretty(jobs), as: UTF8.self)
     }
 
     static func json(_ job: JobSummary) throws -> String {
-        try text(of: try JobSummary.jsonObjects([job])[0])
-    }
-
-    private static func text(of object: Any) throws -> String {
-        let data = try JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])
-        return String(decoding: data, as: UTF8.self)
+        String(decoding: try AnswerJSON.pretty(job), as: UTF8.self)
     }
 
     static func table(_ jobs: [JobSummary]) -> String {
-        let dates = ISO8601DateFormatter()
         var rows = [["ID", "KIND", "STATE", "ATTEMPT", "APPLE SUB", "EVENT", "RUN AT", "LAST ERROR"]]
         for job in jobs {
             rows.append([String(job.id), job.kind, job.state.rawValue, "\(job.attempt)/\(job.maxAttempts)", job.appleSub ?? "-",
-                         job.eventType ?? "-", dates.string(from: job.runAt), lastError(job.errors)])
+                         job.eventType ?? "-", UTCTime.text(job.runAt, .seconds), lastError(job.errors)])
         }
         return TextTable.render(rows)
     }
 
     /// The newest entry of a job's error history, shortened for a table.
     static func lastError(_ errors: String) -> String {
-        guard let list = try? JSONSerialization.jsonObject(with: Data(errors.utf8)) as? [[String: Any]],
-              let last = list.last else { return "-" }
-        let step = (last["step"] as? String).map { "\($0): " } ?? ""
-        let text = step + ((last["error"] as? String) ?? "?")
+        guard case .array(let list)? = try? JSONValue(parsing: errors), let last = list.last else { return "-" }
+        let step = if case .string(let name)? = last["step"] { "\(name): " } else { "" }
+        let text = if case .string(let error)? = last["error"] { step + error } else { step + "?" }
         return text.count > 60 ? String(text.prefix(57)) + "..." : text
     }
 }

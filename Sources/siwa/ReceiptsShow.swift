@@ -30,7 +30,7 @@ extension Receipts {
                 try await DeletionReceipts(client: client, logger: logger).forUser(sub)
             }
             if json {
-                print(#"{"receipts":["# + receipts.map(JSONText.quoted).joined(separator: ",") + "]}")
+                print(String(decoding: try AnswerJSON.encode(DeletionReceipts.List(receipts: receipts)), as: UTF8.self))
                 return
             }
             guard !receipts.isEmpty else {

@@ -51,11 +51,7 @@ struct Tokens: AsyncParsableCommand {
         /// `k20261123a`: today's date (UTC) and a letter that the current
         /// ring does not use yet.
         static func defaultID() -> String {
-            let formatter = DateFormatter()
-            formatter.locale = Locale(identifier: "en_US_POSIX")
-            formatter.timeZone = TimeZone(identifier: "UTC")
-            formatter.dateFormat = "yyyyMMdd"
-            let stem = "k" + formatter.string(from: Date())
+            let stem = "k" + UTCTime.text(Date(), .seconds).prefix(10).filter { $0 != "-" }
             let taken = ProcessInfo.processInfo.environment[SettingsCatalog.tokenEncryptionKeysFile.name]
                 .flatMap { try? TokenKeyRing.load(path: $0).ring.keyIDs } ?? []
             let letters = "abcdefghijklmnopqrstuvwxyz".map { stem + String($0) }
@@ -177,7 +173,7 @@ struct Tokens: AsyncParsableCommand {
                 print("token validation is not paused: nothing to do")
                 return
             }
-            let since = outcome.1.map { ISO8601DateFormatter().string(from: $0) } ?? "?"
+            let since = outcome.1.map { UTCTime.text($0, .seconds) } ?? "?"
             print("token validation resumed (paused since \(since): \(outcome.2 ?? "no reason recorded"))")
         }
     }

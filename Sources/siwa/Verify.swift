@@ -1,3 +1,4 @@
+import AccountStore
 import AppleSignIn
 import ArgumentParser
 import AsyncHTTPClient
@@ -62,10 +63,8 @@ struct Verify: AsyncParsableCommand {
         try? await keysClient?.shutdown()
 
         do {
-            let claims = try outcome.get()
-            let object = try JSONSerialization.jsonObject(with: claims)
-            let pretty = try JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted, .sortedKeys])
-            print(String(decoding: pretty, as: UTF8.self))
+            let claims = try JSONValue(parsing: String(decoding: try outcome.get(), as: UTF8.self))
+            print(String(decoding: try AnswerJSON.pretty(claims), as: UTF8.self))
         } catch let failure as VerificationFailure {
             print("refused: \(failure.reason): \(failure.detail)")
             throw ExitCode(1)
@@ -81,19 +80,22 @@ struct Verify: AsyncParsableCommand {
         if let ids = ProcessInfo.processInfo.environment["SIWA_APPLE_CLIENT_IDS"], !ids.isEmpty {
             return ids.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
         }
-        guard let claims = unverifiedClaims(token) else { return [] }
-        if let aud = claims["aud"] as? String { return [aud] }
-        return (claims["aud"] as? [String]) ?? []
+        switch unverifiedClaims(token)?["aud"] {
+        case .string(let aud)?: return [aud]
+        case .array(let auds)?:
+            let names = auds.compactMap { if case .string(let aud) = $0 { aud } else { nil } }
+            return names.count == auds.count ? names : []
+        default: return []
+        }
     }
 
     static func looksLikeNotification(_ token: String) -> Bool {
-        guard let claims = unverifiedClaims(token) else { return false }
-        return claims["events"] != nil
+        unverifiedClaims(token)?["events"] != nil
     }
 
-    private static func unverifiedClaims(_ token: String) -> [String: Any]? {
+    private static func unverifiedClaims(_ token: String) -> JSONValue? {
         let parts = token.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 3, let data = Base64URL.decode(parts[1]) else { return nil }
-        return (try? JSONSerialization.jsonObject(with: data)) as? [String: Any]
+        return try? JSONValue(parsing: String(decoding: data, as: UTF8.self))
     }
 }

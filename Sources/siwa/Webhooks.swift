@@ -41,7 +41,7 @@ struct Webhooks: AsyncParsableCommand {
             let id = "test_" + UUID().uuidString.lowercased()
             let now = Date()
             let body = AppEventDelivery.envelope(
-                type: "siwa.test", timestamp: ISO8601DateFormatter().string(from: now),
+                type: "siwa.test", timestamp: UTCTime.text(now, .seconds),
                 data: #"{"message":"a test event from siwa webhooks test: no user is concerned; answer 2xx"}"#)
             print("POST \(settings.redactedURL)")
             print("webhook-id: \(id) (\(settings.keys.count) signature\(settings.keys.count == 1 ? "" : "s"))")

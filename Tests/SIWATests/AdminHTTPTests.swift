@@ -178,7 +178,7 @@ struct AdminHTTPTests {
         let entries = try #require(audit.json["entries"] as? [[String: Any]])
         #expect(entries.map { $0["action"] as? String } == ["job.retry", "job.enqueued"], "newest first: \(entries)")
         #expect(entries.first?["actor"] as? String == "admin_key:ops-alice")
-        let since = try await setup.get("/admin/audit?action=notification.recorded&since=\(AuditReports.utcText(Date().addingTimeInterval(-3600)))",
+        let since = try await setup.get("/admin/audit?action=notification.recorded&since=\(UTCTime.text(Date().addingTimeInterval(-3600)))",
                                         authorization: setup.bearer)
         #expect((since.json["entries"] as? [Any])?.isEmpty == false, "\(since.text)")
 

@@ -95,13 +95,13 @@ struct AuditViewsTests {
             #expect(day.notifications == types.count, "\(day)")
             #expect(day.notificationsByType == Dictionary(types.map { ($0, 1) }, uniquingKeysWith: +), "\(day)")
         }
-        let completedDay = String(AuditReports.utcText(finalized).prefix(10))
+        let completedDay = String(UTCTime.text(finalized).prefix(10))
         let purgeDay = try #require(summary.days.first { $0.day == completedDay })
         #expect(purgeDay.purgesCompleted == 1 && purgeDay.purgesFailed == 0)
         #expect(purgeDay.purgeP50Seconds == purge.seconds && purgeDay.purgeP95Seconds == purge.seconds)
         #expect(summary.days.map(\.rejections).reduce(0, +) == 1)
         #expect(summary.days.flatMap(\.rejectionsByReason.keys).count == 1)
-        #expect(summary.days.count == 2 && summary.days.last?.day == String(AuditReports.utcText(Date()).prefix(10)))
+        #expect(summary.days.count == 2 && summary.days.last?.day == String(UTCTime.text(Date()).prefix(10)))
 
         // `siwa audit`, as a table and as JSON, as the runtime role (granted the views).
         let env = ["SIWA_DATABASE_URL": database.url]

@@ -5,35 +5,21 @@ import Logging
 import Metrics
 import Tracing
 
-/// Why a notification body was refused: the body itself, or its token.
-public enum Rejection: Error, Sendable, Equatable {
-    case emptyBody
-    case malformedBody
-    case missingPayload
-    case bodyTooLarge(limit: Int)
-    case unreadableBody
-    case token(VerificationFailure)
+/// Why a notification was refused, as answered and recorded: a reason code
+/// and a sentence. The domain's own refusals are its token's (`token(_:)`);
+/// the HTTP layer adds those of the body itself (SIWAServer's
+/// BodyRejections.swift), which it reads before any token.
+public struct Rejection: Error, Sendable, Equatable {
+    public let reason: String
+    public let detail: String
 
-    public var reason: String {
-        switch self {
-        case .emptyBody: "empty_body"
-        case .malformedBody: "malformed_body"
-        case .missingPayload: "missing_payload"
-        case .bodyTooLarge: "body_too_large"
-        case .unreadableBody: "unreadable_body"
-        case .token(let failure): failure.reason
-        }
+    public init(reason: String, detail: String) {
+        self.reason = reason
+        self.detail = detail
     }
 
-    public var detail: String {
-        switch self {
-        case .emptyBody: "the request body is empty"
-        case .malformedBody: "the body is not a JSON object"
-        case .missingPayload: "the body has no string field \"payload\""
-        case .bodyTooLarge(let limit): "the body is larger than \(limit) bytes"
-        case .unreadableBody: "the request body could not be read"
-        case .token(let failure): failure.detail
-        }
+    public static func token(_ failure: VerificationFailure) -> Rejection {
+        Rejection(reason: failure.reason, detail: failure.detail)
     }
 }
 

@@ -110,19 +110,19 @@ public struct PurgePlan: Sendable {
     }
 
     public static func parse(_ data: Data, source: String? = nil, environment: [String: String]) throws -> PurgePlan {
-        let json: Any
+        let json: JSONValue
         do {
-            json = try JSONSerialization.jsonObject(with: data)
+            json = try JSONDecoder().decode(JSONValue.self, from: data)
         } catch {
-            throw PurgePlanError("is not valid JSON (\((error as NSError).localizedDescription))")
+            throw PurgePlanError("is not valid JSON (\(Self.parseProblem(error)))")
         }
-        let list: [Any]
-        if let object = json as? [String: Any] {
+        let list: [JSONValue]
+        if case .object(let object) = json {
             let unknown = Set(object.keys).subtracting(["steps"])
             guard unknown.isEmpty else { throw PurgePlanError("unknown top-level key(s): \(unknown.sorted().joined(separator: ", ")) (expected \"steps\")") }
-            guard let steps = object["steps"] as? [Any] else { throw PurgePlanError("\"steps\" must be a list of steps") }
+            guard case .array(let steps)? = object["steps"] else { throw PurgePlanError("\"steps\" must be a list of steps") }
             list = steps
-        } else if let steps = json as? [Any] {
+        } else if case .array(let steps) = json {
             list = steps
         } else {
             throw PurgePlanError("must be {\"steps\": [...]} or a list of steps")
@@ -138,6 +138,13 @@ public struct PurgePlan: Sendable {
         }
         return PurgePlan(steps: steps, source: source)
     }
+
+    /// The parser's own words for where the JSON breaks, without the type
+    /// names of a DecodingError's description.
+    private static func parseProblem(_ error: any Error) -> String {
+        guard case DecodingError.dataCorrupted(let context) = error else { return "\(error)" }
+        return (context.underlyingError as? NSError)?.localizedDescription ?? context.debugDescription
+    }
 }
 
 public struct PurgePlanError: Error, Sendable, CustomStringConvertible {
@@ -149,12 +156,12 @@ public struct PurgePlanError: Error, Sendable, CustomStringConvertible {
 /// One step's JSON, checked field by field.
 private struct StepParser {
     let index: Int
-    let item: Any
+    let item: JSONValue
     let environment: [String: String]
 
     func parse() throws -> PurgePlan.Step {
-        guard let object = item as? [String: Any] else { throw PurgePlanError("step #\(index + 1) is not an object") }
-        guard let name = object["name"] as? String else { throw PurgePlanError("step #\(index + 1) has no \"name\"") }
+        guard case .object(let object) = item else { throw PurgePlanError("step #\(index + 1) is not an object") }
+        guard case .string(let name)? = object["name"] else { throw PurgePlanError("step #\(index + 1) has no \"name\"") }
         guard !name.isEmpty, name.count <= 64,
               name.unicodeScalars.allSatisfy({ CharacterSet.alphanumerics.contains($0) || "._-".unicodeScalars.contains($0) }),
               name.allSatisfy(\.isASCII) else {
@@ -169,10 +176,10 @@ private struct StepParser {
         case (let sql?, nil):
             var timeout = PurgePlan.defaultSQLTimeoutSeconds
             if let value = object["timeout_seconds"] {
-                guard let number = value as? NSNumber, number.doubleValue >= 0.001, number.doubleValue <= 3600 else {
+                guard let number = Self.number(value), number >= 0.001, number <= 3600 else {
                     throw PurgePlanError(step: name, "timeout_seconds must be a number of seconds in [0.001, 3600]")
                 }
-                timeout = number.doubleValue
+                timeout = number
             }
             return PurgePlan.Step(name: name, action: try sqlAction(name: name, sql: sql, databaseEnv: object["database_url_env"]),
                                   timeoutSeconds: timeout)
@@ -190,15 +197,24 @@ private struct StepParser {
         }
     }
 
-    private func sqlAction(name: String, sql: Any, databaseEnv: Any?) throws -> PurgePlan.Action {
-        guard let texts = sql as? [String], !texts.isEmpty else {
+    /// A JSON number (not a boolean, not a string of digits).
+    private static func number(_ value: JSONValue) -> Double? {
+        switch value {
+        case .integer(let whole): Double(whole)
+        case .number(let number): number
+        default: nil
+        }
+    }
+
+    private func sqlAction(name: String, sql: JSONValue, databaseEnv: JSONValue?) throws -> PurgePlan.Action {
+        guard case .array(let items) = sql, !items.isEmpty, let texts = items.allTexts else {
             throw PurgePlanError(step: name, "\"sql\" must be a non-empty list of statements")
         }
         let statements = try texts.enumerated().map { position, text in
             try Self.statement(text, step: name, position: position + 1)
         }
         guard let databaseEnv else { return .sql(statements: statements, database: nil) }
-        guard let variable = databaseEnv as? String, !variable.isEmpty else {
+        guard case .string(let variable) = databaseEnv, !variable.isEmpty else {
             throw PurgePlanError(step: name, "database_url_env must name an environment variable")
         }
         guard let url = environment[variable], !url.trimmingCharacters(in: .whitespaces).isEmpty else {
@@ -293,17 +309,17 @@ private struct StepParser {
         return nil
     }
 
-    private func webhook(name: String, _ value: Any) throws -> PurgePlan.WebhookTarget {
-        guard let object = value as? [String: Any] else { throw PurgePlanError(step: name, "\"http\" must be an object") }
+    private func webhook(name: String, _ value: JSONValue) throws -> PurgePlan.WebhookTarget {
+        guard case .object(let object) = value else { throw PurgePlanError(step: name, "\"http\" must be an object") }
         let unknown = Set(object.keys).subtracting(["url", "secret_env", "timeout_seconds"])
         guard unknown.isEmpty else {
             throw PurgePlanError(step: name, "unknown http key(s) \(unknown.sorted().joined(separator: ", ")) (expected url, secret_env, timeout_seconds)")
         }
-        guard let text = object["url"] as? String, let url = URL(string: text),
+        guard case .string(let text)? = object["url"], let url = URL(string: text),
               let scheme = url.scheme?.lowercased(), ["http", "https"].contains(scheme), url.host?.isEmpty == false else {
             throw PurgePlanError(step: name, "http.url must be an http(s) URL")
         }
-        guard let secretName = object["secret_env"] as? String, !secretName.isEmpty else {
+        guard case .string(let secretName)? = object["secret_env"], !secretName.isEmpty else {
             throw PurgePlanError(step: name, "http.secret_env must name the environment variable holding the signing secret")
         }
         guard let secret = environment[secretName], !secret.isEmpty else {
@@ -320,11 +336,19 @@ private struct StepParser {
         }
         var timeout = PurgePlan.defaultHTTPTimeoutSeconds
         if let value = object["timeout_seconds"] {
-            guard let number = value as? NSNumber, number.doubleValue > 0, number.doubleValue <= 300 else {
+            guard let number = Self.number(value), number > 0, number <= 300 else {
                 throw PurgePlanError(step: name, "http.timeout_seconds must be a number of seconds in (0, 300]")
             }
-            timeout = number.doubleValue
+            timeout = number
         }
         return PurgePlan.WebhookTarget(url: url, key: key, timeoutSeconds: timeout, secretEnvironmentName: secretName)
+    }
+}
+
+private extension [JSONValue] {
+    /// The strings, if every element is one.
+    var allTexts: [String]? {
+        let texts = compactMap { if case .string(let text) = $0 { text } else { nil } }
+        return texts.count == count ? texts : nil
     }
 }

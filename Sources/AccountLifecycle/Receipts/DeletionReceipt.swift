@@ -117,7 +117,7 @@ public struct DeletionReceipt: Codable, Sendable, Equatable {
 
     /// UTC, milliseconds: `2026-01-02T03:04:05.678Z`.
     public static func time(_ date: Date) -> String {
-        Date.ISO8601FormatStyle(includingFractionalSeconds: true).format(date)
+        UTCTime.text(date)
     }
 
     /// Checks the signature with `keys`, the header's `typ`, the claims'
@@ -142,11 +142,9 @@ public struct DeletionReceipt: Codable, Sendable, Equatable {
         return (receipt, verified.keyID)
     }
 
-    /// The claims as people read them: sorted, indented JSON.
+    /// The claims as people read them: sorted, indented JSON (`AnswerJSON`).
     public var prettyJSON: String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes]
-        return (try? encoder.encode(self)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
+        (try? AnswerJSON.pretty(self)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
     }
 }
 

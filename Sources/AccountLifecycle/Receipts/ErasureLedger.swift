@@ -58,7 +58,8 @@ public final class ErasureLedger: ErasureLedgerWriting, Sendable {
             throw ErasureLedgerError("\(directory): cannot create the directory (\(why)); "
                 + "the worker appends every completed erasure there (siwa-worker.service: StateDirectory=siwa/erasures)")
         }
-        let stamp = Date.ISO8601FormatStyle(dateSeparator: .omitted, timeSeparator: .omitted, timeZone: .gmt).format(now)
+        // `20261123T151057Z`: ISO 8601's basic form, no ':' in a file name.
+        let stamp = UTCTime.text(now, .seconds).filter { $0 != "-" && $0 != ":" }
         let name = "erasures-\(stamp)-\(Self.fileNamePart(processName)).jsonl"
         let path = (directory as NSString).appendingPathComponent(name)
         let descriptor = openFile(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)

@@ -5,29 +5,26 @@ import Foundation
 import Logging
 import Metrics
 
-/// What the app's backend sends to `POST /v1/sign-in`: what Apple handed
-/// the app (`user` only at the first authorization).
-public struct SignInRequest: Sendable, Decodable {
-    public struct User: Sendable, Decodable {
-        public struct Name: Sendable, Decodable {
-            public var firstName: String?
-            public var lastName: String?
-        }
-        public var name: Name?
-        public var email: String?
-    }
-
+/// One sign-in: what Apple handed the app (the name only at the first
+/// authorization). The HTTP layer reads it from the request body.
+public struct SignInAttempt: Sendable {
     public var identityToken: String
     public var authorizationCode: String?
     /// The raw nonce the app made; the token's `nonce` claim must be its
     /// SHA-256 in lower-case hex (what the app put in Apple's request).
     public var nonce: String?
     public var redirectURI: String?
-    public var user: User?
+    public var givenName: String?
+    public var familyName: String?
 
-    enum CodingKeys: String, CodingKey {
-        case identityToken = "identity_token", authorizationCode = "authorization_code", nonce
-        case redirectURI = "redirect_uri", user
+    public init(identityToken: String, authorizationCode: String? = nil, nonce: String? = nil, redirectURI: String? = nil,
+                givenName: String? = nil, familyName: String? = nil) {
+        self.identityToken = identityToken
+        self.authorizationCode = authorizationCode
+        self.nonce = nonce
+        self.redirectURI = redirectURI
+        self.givenName = givenName
+        self.familyName = familyName
     }
 }
 
@@ -105,7 +102,7 @@ public struct SignInService: Sendable {
         SHA256.hash(data: Data(raw.utf8)).map { String(format: "%02x", $0) }.joined()
     }
 
-    public func signIn(_ request: SignInRequest, apiKeyName: String) async -> SignInOutcome {
+    public func signIn(_ request: SignInAttempt, apiKeyName: String) async -> SignInOutcome {
         do {
             return try await perform(request, apiKeyName: apiKeyName)
         } catch let failure as VerificationFailure {
@@ -118,7 +115,7 @@ public struct SignInService: Sendable {
         }
     }
 
-    private func perform(_ request: SignInRequest, apiKeyName: String) async throws -> SignInOutcome {
+    private func perform(_ request: SignInAttempt, apiKeyName: String) async throws -> SignInOutcome {
         switch requires {
         case .code where request.authorizationCode == nil:
             return .refused(reason: "authorization_code_required",
@@ -136,7 +133,7 @@ public struct SignInService: Sendable {
         let claims = verified.claims
         var record = SignInRecord(
             appleSub: claims.sub, clientID: verified.audience, email: claims.email, isPrivateEmail: claims.isPrivateEmail,
-            givenName: Self.name(request.user?.name?.firstName), familyName: Self.name(request.user?.name?.lastName),
+            givenName: Self.name(request.givenName), familyName: Self.name(request.familyName),
             realUserStatus: claims.realUserStatus?.rawValue, signedInAt: verified.issuedAt, codeSHA256: nil, apiKeyName: apiKeyName)
 
         guard let code = request.authorizationCode else {

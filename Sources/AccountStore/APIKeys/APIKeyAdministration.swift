@@ -3,7 +3,7 @@ import Logging
 import PostgresNIO
 
 /// An API key as `siwa api-keys list` shows it: never the secret's hash.
-public struct APIKeySummary: Sendable, Codable, Equatable {
+public struct APIKeySummary: Sendable, Encodable, Equatable {
     public let id: Int64
     public let name: String
     public let prefix: String
@@ -21,18 +21,20 @@ public struct APIKeySummary: Sendable, Codable, Equatable {
     }
 
     /// Every field, null when unset (the synthesized encoding leaves unset
-    /// ones out, and `--json` readers should not have to guess).
+    /// ones out, and `--json` readers should not have to guess); times to
+    /// the second, as `siwa api-keys list --json` has always shown them.
     public func encode(to encoder: any Encoder) throws {
+        func time(_ date: Date?) -> String? { date.map { UTCTime.text($0, .seconds) } }
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(id, forKey: .id)
         try container.encode(name, forKey: .name)
         try container.encode(prefix, forKey: .prefix)
         try container.encode(scope, forKey: .scope)
-        try container.encode(createdAt, forKey: .createdAt)
+        try container.encode(time(createdAt), forKey: .createdAt)
         try container.encode(createdBy, forKey: .createdBy)
-        try container.encode(revokedAt, forKey: .revokedAt)
+        try container.encode(time(revokedAt), forKey: .revokedAt)
         try container.encode(revokedBy, forKey: .revokedBy)
-        try container.encode(lastUsedAt, forKey: .lastUsedAt)
+        try container.encode(time(lastUsedAt), forKey: .lastUsedAt)
     }
 }
 

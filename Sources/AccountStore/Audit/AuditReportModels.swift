@@ -2,7 +2,7 @@ import Foundation
 
 // What `AuditReports` answers, one type per question, Codable with the
 // views' snake_case names so `siwa audit --json` and the admin routes
-// print the same JSON (`AuditReports.jsonEncoder()`).
+// print the same JSON (`AnswerJSON.pretty`).
 
 /// One row of `siwa.audit_log`.
 public struct AuditEntry: Sendable, Equatable, Codable {

@@ -129,23 +129,6 @@ public struct AuditReports: Sendable {
             """, logger: logger)
     }
 
-    /// The encoder for these answers: keys sorted, times ISO 8601 in UTC
-    /// with milliseconds.
-    public static func jsonEncoder() -> JSONEncoder {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-        encoder.dateEncodingStrategy = .custom { date, encoder in
-            var container = encoder.singleValueContainer()
-            try container.encode(utcText(date))
-        }
-        return encoder
-    }
-
-    /// `2026-11-23T17:20:17.964Z`.
-    public static func utcText(_ date: Date) -> String {
-        date.formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true))
-    }
-
     private static func counts(_ text: String) throws -> [String: Int] {
         try JSONDecoder().decode([String: Int].self, from: Data(text.utf8))
     }

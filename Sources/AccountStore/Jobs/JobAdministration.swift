@@ -8,7 +8,7 @@ public enum JobState: String, Sendable, CaseIterable, Codable {
 
 /// A job as `siwa jobs` shows it. Args are reduced to the Apple sub and
 /// event type: nothing else belongs in a purge job.
-public struct JobSummary: Sendable, Codable, Equatable {
+public struct JobSummary: Sendable, Equatable {
     public let id: Int64
     public let kind: String
     public let appleSub: String?
@@ -28,24 +28,34 @@ public struct JobSummary: Sendable, Codable, Equatable {
     public let stepsDone: String
 }
 
-extension JobSummary {
-    /// Jobs as JSON values (`siwa jobs --json`, `GET /admin/jobs`): snake
-    /// case keys, ISO 8601 times, and `errors` and `steps_done` as JSON
-    /// values rather than strings of JSON.
-    public static func jsonObjects(_ jobs: [JobSummary]) throws -> [[String: Any]] {
-        let encoder = JSONEncoder()
-        encoder.dateEncodingStrategy = .iso8601
-        encoder.keyEncodingStrategy = .convertToSnakeCase
-        let plain = try JSONSerialization.jsonObject(with: try encoder.encode(jobs)) as? [[String: Any]] ?? []
-        return plain.map { job in
-            var job = job
-            for key in ["errors", "steps_done"] {
-                if let text = job[key] as? String, let value = try? JSONSerialization.jsonObject(with: Data(text.utf8)) {
-                    job[key] = value
-                }
-            }
-            return job
-        }
+/// As `siwa jobs --json` and `GET /admin/jobs` show a job (`AnswerJSON`):
+/// unset fields left out, times to the second, and `errors` and
+/// `steps_done` as JSON values rather than strings of JSON.
+extension JobSummary: Encodable {
+    enum CodingKeys: String, CodingKey {
+        case id, kind, appleSub, eventType, state, attempt, maxAttempts, runAt, createdAt, attemptedAt, finalizedAt
+        case lockedBy, lockedUntil, errors, stepsDone
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        func time(_ date: Date?) -> String? { date.map { UTCTime.text($0, .seconds) } }
+        func json(_ text: String) -> JSONValue { (try? JSONValue(parsing: text)) ?? .string(text) }
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(id, forKey: .id)
+        try container.encode(kind, forKey: .kind)
+        try container.encodeIfPresent(appleSub, forKey: .appleSub)
+        try container.encodeIfPresent(eventType, forKey: .eventType)
+        try container.encode(state, forKey: .state)
+        try container.encode(attempt, forKey: .attempt)
+        try container.encode(maxAttempts, forKey: .maxAttempts)
+        try container.encodeIfPresent(time(runAt), forKey: .runAt)
+        try container.encodeIfPresent(time(createdAt), forKey: .createdAt)
+        try container.encodeIfPresent(time(attemptedAt), forKey: .attemptedAt)
+        try container.encodeIfPresent(time(finalizedAt), forKey: .finalizedAt)
+        try container.encodeIfPresent(lockedBy, forKey: .lockedBy)
+        try container.encodeIfPresent(time(lockedUntil), forKey: .lockedUntil)
+        try container.encode(json(errors), forKey: .errors)
+        try container.encode(json(stepsDone), forKey: .stepsDone)
     }
 }
 

@@ -56,10 +56,8 @@ public enum JSONValue: Sendable, Equatable, Codable {
         return nil
     }
 
-    /// One line, keys sorted: for tables.
+    /// One line, keys sorted (`AnswerJSON`): for tables.
     public var compactText: String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return (try? encoder.encode(self)).map { String(decoding: $0, as: UTF8.self) } ?? "?"
+        (try? AnswerJSON.encode(self)).map { String(decoding: $0, as: UTF8.self) } ?? "?"
     }
 }

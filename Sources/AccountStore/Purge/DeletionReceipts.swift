@@ -77,6 +77,14 @@ public struct DeletionReceipts: Sendable {
         self.logger = logger
     }
 
+    /// `{"receipts": [JWS, ...]}`, as `siwa receipts show --json` and
+    /// `GET /admin/receipts/{sub}` answer (`AnswerJSON`).
+    public struct List: Encodable, Sendable {
+        public let receipts: [String]
+
+        public init(receipts: [String]) { self.receipts = receipts }
+    }
+
     /// The user's receipts (compact JWS), newest first.
     public func forUser(_ appleSub: String) async throws -> [String] {
         try await client.guardedQuery("""

@@ -41,25 +41,7 @@ struct UserRoutes: Sendable {
             return APIResponse.error(.badRequest, "malformed_request",
                                      "the body must be JSON {\"identity_token\", \"authorization_code\"?, \"nonce\"?, \"redirect_uri\"?, \"user\"?} of at most \(maxBodyBytes) bytes")
         }
-        switch await signIn.signIn(body, apiKeyName: apiKey) {
-        case .signedIn(let user):
-            return APIResponse.signedIn(user)
-        case .refused(let reason, let detail):
-            return APIResponse.error(.badRequest, reason, detail)
-        case .deletionInProgress:
-            var response = APIResponse.error(.conflict, "deletion_in_progress", "this user's account is being deleted; sign in again once it is")
-            response.headers[.retryAfter] = "10"
-            return response
-        case .staleIdentityToken:
-            return APIResponse.error(.conflict, "stale_identity_token",
-                                     "this identity token was issued before the user's access was revoked, their account deleted or their session ended; sign in with Apple again")
-        case .appleRejectedClient:
-            return APIResponse.error(.badGateway, "apple_rejected_client", "Apple refused siwa's client credentials; the operator must check them")
-        case .unavailable(let seconds, let detail):
-            var response = APIResponse.error(.serviceUnavailable, "unavailable", "\(detail); retry later")
-            response.headers[.retryAfter] = String(seconds)
-            return response
-        }
+        return SignInAnswer(await signIn.signIn(body.attempt, apiKeyName: apiKey)).response
     }
 
     private func show(_ sub: String) async -> Response {
@@ -68,7 +50,7 @@ struct UserRoutes: Sendable {
             guard let user = try await directory.user(appleSub: sub) else {
                 return APIResponse.error(.notFound, "not_found", "no such user")
             }
-            return APIResponse.json(.ok, APIResponse.fields(of: user))
+            return JSONResponse.encoded(.ok, UserAnswer(user: user))
         } catch {
             return unavailable(error)
         }
@@ -81,18 +63,15 @@ struct UserRoutes: Sendable {
                 return APIResponse.error(.notFound, "not_found", "no such user")
             }
             if scheduled.alreadyPurged {
-                return APIResponse.json(.ok, ["status": "deleted", "job_id": scheduled.jobID, "job_state": scheduled.state])
+                return JSONResponse.encoded(.ok, DeletionAnswer(status: "deleted", jobID: scheduled.jobID, jobState: scheduled.state,
+                                                                appleRevocation: nil, appleRevocationURL: nil))
             }
-            var fields: [String: any Sendable] = ["status": "deletion_scheduled", "job_id": scheduled.jobID, "job_state": scheduled.state]
-            if scheduled.willRevoke {
-                fields["apple_revocation"] = "scheduled"
-            } else {
-                // No token to revoke: Apple still lists the app for the user
-                // until they remove it themselves.
-                fields["apple_revocation"] = "manual"
-                fields["apple_revocation_url"] = Self.manualRevocationURL
-            }
-            return APIResponse.json(.accepted, fields)
+            // No token to revoke: Apple still lists the app for the user
+            // until they remove it themselves.
+            return JSONResponse.encoded(.accepted, DeletionAnswer(
+                status: "deletion_scheduled", jobID: scheduled.jobID, jobState: scheduled.state,
+                appleRevocation: scheduled.willRevoke ? "scheduled" : "manual",
+                appleRevocationURL: scheduled.willRevoke ? nil : Self.manualRevocationURL))
         } catch {
             return unavailable(error)
         }

@@ -37,7 +37,7 @@ struct AdminJobRoutes: Sendable {
                     return text
                 }
                 let limit = try query.integer("limit", in: 1...1000, default: 100)
-                return try AdminResponse.json(["jobs": JobSummary.jsonObjects(try await jobs.list(state: state, kind: kind, limit: limit))])
+                return AdminResponse.json(JobsAnswer(jobs: try await jobs.list(state: state, kind: kind, limit: limit)))
             } catch let invalid as AdminQuery.Invalid {
                 return AdminResponse.badParameter(invalid.detail)
             } catch {
@@ -72,7 +72,7 @@ struct AdminJobRoutes: Sendable {
             if fromPage {
                 return AdminResponse.seeOther("/admin?notice=\(notice ?? (job.state == .cancelled ? "cancelled" : "retried"))&job=\(id)")
             }
-            return try AdminResponse.json(["job": JobSummary.jsonObjects([job])[0]])
+            return AdminResponse.json(JobAnswer(job: job))
         } catch let refused as JobAdministrationError {
             let (status, code): (HTTPResponse.Status, String) = switch refused.kind {
             case .notFound: (.notFound, "not_found")

@@ -33,7 +33,7 @@ struct AdminReportRoutes: Sendable {
         admin.get("receipts/:sub") { request, context in
             await answer {
                 _ = try AdminQuery(request, allowed: [])
-                return AdminResponse.json(["receipts": try await receipts.forUser(try Self.pathSub(context))])
+                return AdminResponse.json(DeletionReceipts.List(receipts: try await receipts.forUser(try Self.pathSub(context))))
             }
         }
         admin.get("summary") { request, _ in
@@ -76,20 +76,14 @@ struct AdminReportRoutes: Sendable {
         return action
     }
 
-    /// `{"ok", "rows", "unsealed", "head": {"seq", "hash"}}`, and where it
-    /// breaks (`broken_at`, `reason`): 200 either way, the verification ran.
+    /// 200 either way: the verification ran (`ChainVerificationAnswer`).
     static func verification(_ report: AuditChainReport) -> Response {
-        var fields: [String: Any] = ["ok": report.failure == nil, "rows": report.sealed, "unsealed": report.unsealed]
-        fields["head"] = report.head.map { ["seq": $0.seq, "hash": $0.hashHex] as [String: Any] } ?? NSNull()
-        if let failure = report.failure {
-            fields["broken_at"] = failure.seq
-            fields["reason"] = failure.reason
-        }
-        return AdminResponse.json(fields)
+        AdminResponse.json(ChainVerificationAnswer(report))
     }
 
+    /// Indented, as `siwa audit --json` prints the same answers.
     static func encode(_ value: some Encodable) throws -> Response {
-        JSONResponse.answer(.ok, ByteBuffer(bytes: try AuditReports.jsonEncoder().encode(value)))
+        JSONResponse.encoded(.ok, value, pretty: true)
     }
 
     private func answer(_ body: () async throws -> Response) async -> Response {

@@ -6,10 +6,8 @@ import Logging
 /// The admin listener's answers: JSON (siwa's error shape,
 /// `{"error", "detail"}`) and the page's HTML, none of them cached.
 enum AdminResponse {
-    static func json(_ object: Any, status: HTTPResponse.Status = .ok) -> Response {
-        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes]))
-            ?? Data("{}".utf8)
-        return JSONResponse.answer(status, ByteBuffer(bytes: data))
+    static func json(_ value: some Encodable, status: HTTPResponse.Status = .ok) -> Response {
+        JSONResponse.encoded(status, value)
     }
 
     static func error(_ status: HTTPResponse.Status, _ reason: String, _ detail: String) -> Response {
@@ -49,8 +47,7 @@ enum AdminResponse {
 
     /// ISO 8601 in UTC, to the second, as the page and the JSON show times.
     static func timestamp(_ date: Date) -> String {
-        date.formatted(.iso8601.year().month().day().dateSeparator(.dash).time(includingFractionalSeconds: false)
-            .timeSeparator(.colon).timeZone(separator: .omitted))
+        UTCTime.text(date, .seconds)
     }
 }
 

@@ -77,20 +77,7 @@ struct NotificationRoutes: Sendable {
             return JSONResponse.error(.badRequest, reason: rejection.reason, detail: rejection.detail)
         }
 
-        switch await receiver.receive(token: token, body: body) {
-        case .accepted(let outcome, let type):
-            let status = switch outcome {
-            case .recorded: "recorded"
-            case .duplicate: "duplicate"
-            }
-            return JSONResponse.make(.ok, ["status": status, "event_type": String(type.prefix(64))])
-        case .rejected(let rejection):
-            return JSONResponse.error(.badRequest, reason: rejection.reason, detail: rejection.detail)
-        case .unavailable(let why):
-            var response = JSONResponse.error(.serviceUnavailable, reason: "unavailable", detail: "\(why); retry later")
-            response.headers[.retryAfter] = "5"
-            return response
-        }
+        return NotificationAnswer(await receiver.receive(token: token, body: body)).response
     }
 
     /// Answered before the body was read whole, so it closes the connection
