@@ -1,5 +1,7 @@
 import Foundation
 import SIWAConfiguration
+import SIWAServer
+import SIWAWorker
 import Testing
 
 /// One declaration per setting (SettingsCatalog): the docs agree with it,
@@ -50,8 +52,8 @@ struct SettingsTests {
     @Test func defaultsBoundsAndOneLineErrors() throws {
         let base = ["SIWA_DATABASE_URL": "postgres://u@h/d", "SIWA_APPLE_CLIENT_IDS": "a, b,,"]
         let settings = try ServerSettings(environment: SettingsReader(base))
-        #expect(settings.port == 8080 && settings.ingestWriters == 4 && settings.clientIDs == ["a", "b"])
-        #expect(settings.onConsentRevoked == .purge && settings.consentRevokedPurgeDelaySeconds == 30 * 86400
+        #expect(settings.http.port == 8080 && settings.inbox.lanes == 4 && settings.appleKeys.audiences == ["a", "b"])
+        #expect(settings.events.onConsentRevoked == .purge && settings.events.consentRevokedPurgeDelaySeconds == 30 * 86400
                 && settings.signInRequires == .code && settings.jobMaxRunSeconds == 900)
         #expect(try ServerSettings(environment: SettingsReader(base.merging(["SIWA_JOB_LEASE_SECONDS": "1200"]) { $1 }))
                     .jobMaxRunSeconds == 1200)
@@ -72,7 +74,7 @@ struct SettingsTests {
         }
         #expect(throws: (any Error).self) { try WorkerSettings(environment: SettingsReader(["SIWA_JOB_RETENTION_DAYS": "1"])) }
         let worker = try WorkerSettings(environment: SettingsReader(["SIWA_DATABASE_URL": "postgres://u@h/d", "SIWA_WORKER_CONCURRENCY": "10"]))
-        #expect(worker.databaseMaxConnections == 14)
+        #expect(worker.database.maxConnections == 14)
     }
 
     @Test func unknownNamesAreReportedWithTheClosestSetting() async throws {
