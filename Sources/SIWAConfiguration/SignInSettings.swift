@@ -1,3 +1,4 @@
+import AccountLifecycle
 import AccountStore
 import AppleSignIn
 import AsyncHTTPClient
