@@ -77,6 +77,42 @@ struct SettingsTests {
         #expect(worker.database.maxConnections == 14)
     }
 
+    /// Each component reads its own settings: whichever value reads one,
+    /// a malformed value of every bounded setting a process reads still
+    /// stops its start-up with one line naming that setting.
+    @Test func everyBoundedSettingOfServeAndWorkerIsRefusedByName() throws {
+        let signIn = ["SIWA_APPLE_TEAM_ID": "ABCDE12345", "SIWA_APPLE_KEY_ID": "XYZ987WVU6",
+                      "SIWA_APPLE_PRIVATE_KEY_FILE": "/k.p8", "SIWA_TOKEN_ENCRYPTION_KEYS_FILE": "/ring"]
+        let serve = signIn.merging(["SIWA_DATABASE_URL": "postgres://u@h/d", "SIWA_APPLE_CLIENT_IDS": "a"]) { $1 }
+        let worker = signIn.merging(["SIWA_DATABASE_URL": "postgres://u@h/d", "SIWA_APP_WEBHOOK_URL": "https://app.internal/x",
+                                     "SIWA_APP_WEBHOOK_SECRET": AppWebhookHarness.newSecret()]) { $1 }
+        #expect(throws: Never.self) { try ServerSettings(environment: SettingsReader(serve)) }
+        #expect(throws: Never.self) { try WorkerSettings(environment: SettingsReader(worker)) }
+        func bad(_ setting: Setting) -> String? {
+            switch setting.kind {
+            case .integer, .seconds, .days: "x"
+            case .choice: "nope"
+            case .url: "ftp://x"
+            default: nil
+            }
+        }
+        let checks: [(Setting.Reader, [String: String], (SettingsReader) throws -> Void)] = [
+            (.serve, serve, { _ = try ServerSettings(environment: $0) }),
+            (.worker, worker, { _ = try WorkerSettings(environment: $0) }),
+        ]
+        for (process, base, read) in checks {
+            for setting in SettingsCatalog.all where setting.readers.contains(process) {
+                guard let value = bad(setting) else { continue }
+                do {
+                    try read(SettingsReader(base.merging([setting.name: value]) { $1 }))
+                    Issue.record("\(process): \(setting.name)=\(value) was accepted")
+                } catch let error as SettingError {
+                    #expect(error.name == setting.name, "\(process): \(setting.name)=\(value): \(error)")
+                }
+            }
+        }
+    }
+
     @Test func unknownNamesAreReportedWithTheClosestSetting() async throws {
         let reader = SettingsReader(["SIWA_HTTP_PROT": "1", "SIWA_DATABASE_URL": "x", "SIWA_TEST_DATABASE_URL": "y",
                                      "SIWA_COMPLETELY_ELSE": "z", "CRM_SECRET": "s", "SIWA_CRM_SECRET": "s"])
