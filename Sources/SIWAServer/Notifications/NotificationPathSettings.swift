@@ -2,9 +2,9 @@ import AccountLifecycle
 import AccountStore
 import SIWAConfiguration
 
-/// The settings of the notification path's components, each read where its
-/// value is defined: the route, the event router, the inbox writer and the
-/// refusals' writer.
+// The settings of the notification path's components, each read where its
+// value is defined: the route, the event router, the inbox writer and the
+// refusals' writer.
 
 /// POST /apple/notifications: the largest body it reads, and how long a
 /// refusal is held during a flood of junk.
