@@ -94,7 +94,9 @@ struct APIKeyCacheTests {
     /// serving it for its whole lifetime (300 s). Short intervals, so the
     /// test is quick.
     @Test func aSilentlyDeadListenTurnsTheCacheOffWithinTheHeartbeatTimeout() async throws {
-        let heartbeat = APIKeyCache.Heartbeat(interval: .milliseconds(200), timeout: .seconds(2))
+        // A timeout a loaded machine keeps (a heartbeat answered late by seconds
+        // would turn the cache off in the first part), short enough to be quick.
+        let heartbeat = APIKeyCache.Heartbeat(interval: .milliseconds(500), timeout: .seconds(5))
         let fixture = try SignInFixture.files()
         let server = try await ServerHarness.start(signIn: fixture) { $0.apiKeyCacheHeartbeat = heartbeat }
         try atTestEnd { await server.stop() }

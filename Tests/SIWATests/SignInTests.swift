@@ -160,7 +160,7 @@ struct SignInTests {
         setup.apple.setTokenEndpointBehaviour(.stall)
         let started = ContinuousClock.now
         let stalled = try await setup.signIn(try setup.appleSignIn(sub: "001.a.0003"))
-        #expect(stalled.status == 503 && ContinuousClock.now - started < .seconds(5), "the 2 s deadline holds")
+        #expect(stalled.status == 503 && ContinuousClock.now - started < .seconds(9), "the 5 s deadline holds")
 
         setup.apple.setTokenEndpointBehaviour(.status(400, error: "invalid_client"))
         let badClient = try await setup.signIn(try setup.appleSignIn(sub: "001.a.0004"))

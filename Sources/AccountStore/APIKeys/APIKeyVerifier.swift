@@ -59,7 +59,7 @@ public struct APIKeyVerifier: Sendable {
             return cached.identity
         }
         let generation = cache?.generation()
-        let rows = try await client.guardedExecute(LiveKey(prefix: key.prefix), logger: logger)
+        let rows = try await client.guardedExecute(LiveKey(prefix: key.prefix), leaseWithin: .requestLease, logger: logger)
         guard let (id, name, scope, stored) = rows.first else { return nil }
         guard key.matches(storedSHA256: stored), let scope = APIKeyScope(rawValue: scope) else { return nil }
         let identity = APIKeyIdentity(id: id, name: name, scope: scope)

@@ -12,6 +12,32 @@ public func safeDescription(_ error: any Error) -> String {
     return "PSQLError \(error.code) sqlstate \(error.serverInfo?[.sqlState] ?? "-")"
 }
 
+/// No connection came from the pool within the wait a request allows
+/// (`withGuardedConnection(leaseWithin:)`): the database is down or every
+/// connection is busy. Nothing was sent.
+public struct NoConnectionWithin: Error, Sendable, CustomStringConvertible {
+    public let limit: Duration
+    public var description: String { "no database connection within \(limit)" }
+}
+
+extension Duration {
+    /// How long a request waits for a database connection before it is
+    /// answered 503: well inside an HTTP client's patience.
+    public static let requestLease: Duration = .seconds(5)
+}
+
+/// Who got there first: the lease (the statement runs) or the deadline (the
+/// caller is told no connection came); never both.
+final class LeaseRace: Sendable {
+    private enum State { case waiting, leased, expired }
+    private let state = Mutex(State.waiting)
+
+    /// The lease came: true if the deadline had not passed.
+    func leased() -> Bool { state.withLock { if $0 == .waiting { $0 = .leased }; return $0 == .leased } }
+    /// The deadline passed: true if no lease had come.
+    func expired() -> Bool { state.withLock { if $0 == .waiting { $0 = .expired }; return $0 == .expired } }
+}
+
 /// The connection closed under a statement (the server restarted or the
 /// network dropped); the statement's effect is unknown unless it committed.
 public struct ConnectionClosed: Error, Sendable, CustomStringConvertible {
@@ -31,18 +57,47 @@ extension PostgresClient {
     /// `body` on a leased connection; fails with `ConnectionClosed` as soon as
     /// the connection closes, even if PostgresNIO never answers `body`'s query.
     /// Consume query results inside `body`.
+    ///
+    /// `leaseWithin` bounds the wait for a connection. A request's statement
+    /// passes `.requestLease`: while the database is down, the pool keeps a
+    /// lease waiting until its circuit breaker trips, a minute after the
+    /// first failed connect, so without it the request would hang that long
+    /// instead of answering 503. (The worker's statements wait: a full pool
+    /// frees up as its jobs finish.)
     public func withGuardedConnection<T: Sendable>(
+        leaseWithin: Duration? = nil,
         _ body: @escaping @Sendable (PostgresConnection) async throws -> T
     ) async throws -> T {
-        try await withConnection { connection in
-            try await Self.guarded(connection, body)
+        guard let leaseWithin else {
+            return try await withConnection { connection in try await Self.guarded(connection, body) }
+        }
+        let lease = LeaseRace()
+        return try await withThrowingTaskGroup(of: T?.self) { group in
+            group.addTask {
+                try await self.withConnection { connection in
+                    guard lease.leased() else { throw NoConnectionWithin(limit: leaseWithin) }
+                    return try await Self.guarded(connection, body)
+                }
+            }
+            group.addTask {
+                try await Task.sleep(for: leaseWithin)
+                if lease.expired() { throw NoConnectionWithin(limit: leaseWithin) }
+                return nil
+            }
+            while let next = try await group.next() {
+                if let value = next {
+                    group.cancelAll()
+                    return value
+                }
+            }
+            throw CancellationError()
         }
     }
 
     /// One statement on a guarded connection, its rows collected.
     @discardableResult
-    public func guardedQuery(_ query: PostgresQuery, logger: Logger) async throws -> [PostgresRow] {
-        try await withGuardedConnection { connection in
+    public func guardedQuery(_ query: PostgresQuery, leaseWithin: Duration? = nil, logger: Logger) async throws -> [PostgresRow] {
+        try await withGuardedConnection(leaseWithin: leaseWithin) { connection in
             try await connection.query(query, logger: logger).collect()
         }
     }
@@ -52,9 +107,10 @@ extension PostgresClient {
     /// name), then each call sends only Bind and Execute: no parse, no
     /// plan lookup and no row description per call. For the statements of
     /// every request (the API key, the sign-in's two calls).
-    public func guardedExecute<Statement: PostgresPreparedStatement>(_ statement: Statement, logger: Logger) async throws
+    public func guardedExecute<Statement: PostgresPreparedStatement>(_ statement: Statement, leaseWithin: Duration? = nil,
+                                                                     logger: Logger) async throws
         -> [Statement.Row] where Statement.Row: Sendable {
-        try await withGuardedConnection { connection in
+        try await withGuardedConnection(leaseWithin: leaseWithin) { connection in
             var rows: [Statement.Row] = []
             for try await row in try await connection.execute(statement, logger: logger) { rows.append(row) }
             return rows
@@ -64,10 +120,11 @@ extension PostgresClient {
     /// BEGIN, `body`, COMMIT on a guarded connection; ROLLBACK on error,
     /// unless the connection is gone (the server rolls back by itself then).
     public func withGuardedTransaction<T: Sendable>(
+        leaseWithin: Duration? = nil,
         logger: Logger,
         _ body: @escaping @Sendable (PostgresConnection) async throws -> T
     ) async throws -> T {
-        try await withGuardedConnection { connection in
+        try await withGuardedConnection(leaseWithin: leaseWithin) { connection in
             try await connection.guardedTransaction(logger: logger) { try await body(connection) }
         }
     }

@@ -185,7 +185,7 @@ public final class SignInStore: Sendable {
         let rows = try await client.guardedQuery("""
             SELECT user_id, apple_sub, is_new_user, refresh_token_stored
             FROM siwa.sign_in_replay(\(codeSHA256), \(Int32(Self.replayWindowSeconds)))
-            """, logger: logger)
+            """, leaseWithin: .requestLease, logger: logger)
         return try rows.first.flatMap { try SignInReplay($0.decode((Int64?, String?, Bool?, Bool?).self)) }
     }
 

@@ -69,7 +69,7 @@ public struct UserDirectory: Sendable {
                                  AND created_at >= u.created_at
                                ORDER BY id DESC LIMIT 1) AS purge ON true
             WHERE u.apple_sub = \(appleSub)
-            """, logger: logger)
+            """, leaseWithin: .requestLease, logger: logger)
         guard let row = rows.first else { return nil }
         let (id, sub, status, email, isPrivate, forwarding, realUserStatus, created, lastSignIn, stored, validated, jobID, state,
              runAt, waiting, staleUntil) =
@@ -85,7 +85,7 @@ public struct UserDirectory: Sendable {
     /// Marks the user deleted and enqueues their purge (merged with a
     /// pending one, as for Apple's deletion events). nil: unknown sub.
     public func scheduleDeletion(appleSub: String, apiKeyName: String) async throws -> DeletionScheduled? {
-        try await client.withGuardedTransaction(logger: logger) { [logger] connection -> DeletionScheduled? in
+        try await client.withGuardedTransaction(leaseWithin: .requestLease, logger: logger) { [logger] connection -> DeletionScheduled? in
             // The lock on its own first (as siwa.sign_in does, sql/006), then a
             // user already purged gets the purge that did it, not another.
             let locked = try await connection.query("""
