@@ -1,7 +1,9 @@
 /// Every `SIWA_*` setting siwa reads. Add a setting here (and to a section
-/// of `sections`), read it with `SettingsReader`, then regenerate README.md's
-/// table (`siwa settings --markdown`) and the deploy/*.env.example files
-/// (`siwa settings --env-file NAME`); a test checks they agree.
+/// of `sections`), read it in the settings value of the component that uses
+/// it (its `init(reader:)`, e.g. `RejectionWriter.Options`; nothing between
+/// carries it), then regenerate README.md's table (`siwa settings
+/// --markdown`) and the deploy/*.env.example files (`siwa settings
+/// --env-file NAME`); a test checks they agree.
 public enum SettingsCatalog {
     // MARK: Database
 

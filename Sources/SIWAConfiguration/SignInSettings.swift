@@ -1,3 +1,4 @@
+import AccountLifecycle
 import AccountStore
 import AppleSignIn
 import AsyncHTTPClient
@@ -53,27 +54,10 @@ public struct SignInSettings: Sendable {
     }
 }
 
-/// The worker's daily check of stored refresh tokens.
-public struct TokenValidationSettings: Sendable {
-    /// Hours between two checks of one token; nil: validation is off.
-    public var periodHours: Int?
-    /// Validation calls to Apple per second (on the worker that leads maintenance); nil: no cap.
-    public var requestsPerSecond: Int?
-    /// Validation pauses past this many `invalid_grant` answers in the last 100.
-    public var invalidGrantPausePercent: Int
-
-    public init(periodHours: Int? = 24, requestsPerSecond: Int? = 20, invalidGrantPausePercent: Int = 20) {
-        self.periodHours = periodHours
-        self.requestsPerSecond = requestsPerSecond
-        self.invalidGrantPausePercent = invalidGrantPausePercent
-    }
-
-    /// For the start-up log.
-    public var describe: String {
-        guard let periodHours else { return "off (SIWA_REFRESH_VALIDATION_HOURS=0)" }
-        return "every \(periodHours) h, at most \(requestsPerSecond.map { "\($0) calls/s" } ?? "uncapped")"
-    }
-
+/// SIWA_REFRESH_VALIDATION_HOURS, SIWA_APPLE_REQUESTS_PER_SECOND and
+/// SIWA_VALIDATION_INVALID_GRANT_PAUSE_PERCENT, read into token
+/// validation's own settings value.
+extension TokenValidationSettings {
     public init(environment env: SettingsReader) throws {
         typealias S = SettingsCatalog
         let hours = try env.integer(S.refreshValidationHours)
@@ -81,10 +65,9 @@ public struct TokenValidationSettings: Sendable {
             throw SettingError(S.refreshValidationHours.name,
                                "expected 0 (off) or at least 24 (Apple asks that a refresh token be validated at most once a day), got '\(hours)'")
         }
-        periodHours = hours == 0 ? nil : hours
         let rate = try env.integer(S.appleRequestsPerSecond)
-        requestsPerSecond = rate == 0 ? nil : rate
-        invalidGrantPausePercent = try env.integer(S.validationInvalidGrantPausePercent)
+        self.init(periodHours: hours == 0 ? nil : hours, requestsPerSecond: rate == 0 ? nil : rate,
+                  invalidGrantPausePercent: try env.integer(S.validationInvalidGrantPausePercent))
     }
 }
 

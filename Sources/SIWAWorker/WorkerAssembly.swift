@@ -27,12 +27,12 @@ public struct WorkerAssembly: Sendable {
         let receipts = try settings.receipts?.signer()
         let ledger: ErasureLedger
         do {
-            ledger = try ErasureLedger.open(directory: settings.erasureLedgerDirectory, signer: try settings.receipts?.ledgerSigner(),
+            ledger = try ErasureLedger.open(directory: settings.purge.ledgerDirectory, signer: try settings.receipts?.ledgerSigner(),
                                             processName: workerName)
         } catch let error as ErasureLedgerError {
             throw SettingError(SettingsCatalog.erasureLedgerDir.name, "\(error)")
         }
-        var configuration = try DatabaseConfiguration(url: settings.databaseURL, maximumConnections: settings.databaseMaxConnections)
+        var configuration = try settings.database.configuration()
         // No claim or step waits for ever on a stuck session's lock: see SessionLimits.runtime.
         configuration.sessionLimits = .runtime
         let database = configuration
@@ -56,28 +56,27 @@ public struct WorkerAssembly: Sendable {
         // The job kinds this worker claims and runs, each with its runner (JobKinds).
         let runners = JobKinds.runners(JobKindResources(
             queue: queue, webhooks: WebhookDelivery(http: webhookClient), metrics: jobMetrics, plan: plan,
-            externalDatabases: external, revoker: revoker, purgeRole: settings.purgeRole,
-            appEvents: appEvents, appWebhook: hook?.target))
+            externalDatabases: external, revoker: revoker, purgeRole: settings.purge.role,
+            appEvents: appEvents, appWebhook: hook))
         var validation: [any Service] = []
         if let access, let hours = settings.tokenValidation.periodHours {
             validation = [TokenValidator(
                 queue: TokenValidationQueue(client: client, periodHours: hours, logger: Logger(label: "siwa.tokens")),
                 apple: access.apple, keyRing: access.keyRing,
-                invalidGrantPausePercent: settings.tokenValidation.invalidGrantPausePercent,
-                requestsPerSecond: settings.tokenValidation.requestsPerSecond, logger: Logger(label: "siwa.tokens"),
+                settings: settings.tokenValidation, logger: Logger(label: "siwa.tokens"),
                 metrics: metrics, maintenance: maintenanceMetrics)]
         } else {
             // Validation is off: never paused (the alert's series exists all the same).
             Gauge(label: "siwa_validation_paused", factory: metrics).record(0)
         }
         let auditChain = AuditChainKeeper(sealer: AuditSealer(client: client, logger: Logger(label: "siwa.audit")),
-                                          headSigner: receipts, headLogInterval: .seconds(60 * settings.auditHeadLogMinutes),
+                                          headSigner: receipts, headLogInterval: settings.maintenance.auditHeadLogInterval,
                                           metrics: maintenanceMetrics, logger: Logger(label: "siwa.audit"))
         // The rescuer, the cleaner, the sealer, the pruning of refused
         // deliveries and of retried sign-in codes, and validation run on one
         // worker at a time, elected by a lock on a connection of its own.
         let rejections = RejectionPruner(
-            retention: RejectionRetention(client: client, retentionDays: settings.rejectionRetentionDays,
+            retention: RejectionRetention(client: client, retentionDays: settings.maintenance.rejectionRetentionDays,
                                           logger: Logger(label: "siwa.rejections")),
             failures: maintenanceMetrics, logger: Logger(label: "siwa.rejections"))
         // Not the queue's: a maintenance service of its own (SignInCodePruner).
@@ -91,7 +90,7 @@ public struct WorkerAssembly: Sendable {
             // Refuse to work against a schema that is behind or was edited.
             if let migrations { try await migrations.checkUpToDate(client: client, logger: logger) }
             try await RuntimeRole.warnIfPrivileged(as: .worker, client: client, logger: logger)
-            if plan.hasOwnDatabaseSQL { try await Self.checkPurgeRole(settings.purgeRole, client: client, logger: logger) }
+            if plan.hasOwnDatabaseSQL { try await Self.checkPurgeRole(settings.purge.role, client: client, logger: logger) }
             for warning in access?.warnings ?? [] { logger.warning("\(warning)") }
             logger.info(access == nil ? "Sign-in settings absent: Apple tokens are neither validated nor revoked"
                                       : "Apple tokens: revoked before each purge; validation \(settings.tokenValidation.describe)")
@@ -131,7 +130,7 @@ public struct WorkerAssembly: Sendable {
     /// whole, and its step deadlines against SIWA_JOB_MAX_RUN_SECONDS.
     static func loadPlan(settings: WorkerSettings, environment: [String: String]) throws -> PurgePlan {
         let plan: PurgePlan
-        if let path = settings.purgePlanPath {
+        if let path = settings.purge.planPath {
             do {
                 plan = try PurgePlan.load(path: path, environment: environment)
             } catch let error as PurgePlanError {
@@ -179,17 +178,17 @@ public struct WorkerAssembly: Sendable {
                                  logger: Logger) async throws -> [PurgePlanCheck.Outcome]? {
         let plan = try loadPlan(settings: settings, environment: environment)
         guard !plan.steps.isEmpty else { return nil }
-        let own = try DatabaseConfiguration(url: settings.databaseURL, maximumConnections: 2)
+        let own = try settings.database.configuration(maximumConnections: 2)
         let external = externalClients(plan)
         let webhookClient = webhookClient()
         let outcomes: [PurgePlanCheck.Outcome]
         do {
             outcomes = try await own.withClient { client -> [PurgePlanCheck.Outcome] in
-                if plan.hasOwnDatabaseSQL { try await Self.checkPurgeRole(settings.purgeRole, client: client, logger: logger) }
+                if plan.hasOwnDatabaseSQL { try await Self.checkPurgeRole(settings.purge.role, client: client, logger: logger) }
                 return await withTaskGroup(of: Void.self) { group in
                     for other in external.values { group.addTask { await other.run() } }
                     let check = PurgePlanCheck(plan: plan, ownDatabase: client, externalDatabases: external,
-                                               webhooks: WebhookDelivery(http: webhookClient), purgeRole: settings.purgeRole, logger: logger)
+                                               webhooks: WebhookDelivery(http: webhookClient), purgeRole: settings.purge.role, logger: logger)
                     let outcomes = await check.run()
                     group.cancelAll()
                     return outcomes

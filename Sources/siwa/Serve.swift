@@ -41,11 +41,11 @@ struct Serve: AsyncParsableCommand {
         let migrator = Startup.settings { try Migrator(directory: Migrator.defaultDirectory()) }
         var app = Startup.settings {
             try ServerAssembly.makeApplication(settings: settings, migrations: migrator, logger: logger) { port in
-                logger.info("Listening", metadata: ["address": "\(settings.host):\(port)"])
+                logger.info("Listening", metadata: ["address": "\(settings.http.host):\(port)"])
             }
         }
         // After every setting is checked: TLS refusing to connect stops start-up here.
-        await Startup.checkTLS(Startup.settings { try DatabaseConfiguration(url: settings.databaseURL) })
+        await Startup.checkTLS(Startup.settings { try settings.database.configuration() })
         // First, so that it stops last: the spans of a draining server are exported.
         if let tracing = TracingSetup.bootstrap(serviceName: "siwa-serve", environment: environment.values) {
             app.services.insert(tracing, at: 0)
@@ -55,7 +55,7 @@ struct Serve: AsyncParsableCommand {
         } catch let error as MigrationError {
             Startup.fail("\(error)")
         } catch let error as PSQLError {
-            Startup.databaseFailure(error, url: settings.databaseURL)
+            Startup.databaseFailure(error, url: settings.database.url)
         }
     }
 }

@@ -37,14 +37,17 @@ extension Tokens {
             guard let signIn = configured else {
                 Startup.fail("sign-in is not configured: set SIWA_APPLE_TEAM_ID, SIWA_APPLE_KEY_ID, SIWA_APPLE_PRIVATE_KEY_FILE and SIWA_TOKEN_ENCRYPTION_KEYS_FILE")
             }
-            let validation = Startup.settings { try TokenValidationSettings(environment: env) }
+            let validation = Startup.settings { () throws -> TokenValidationSettings in
+                var settings = try TokenValidationSettings(environment: env)
+                settings.requestsPerSecond = nil  // one token, on request: no rate to cap
+                return settings
+            }
             let access = Startup.settings { try AppleAccess(signIn) }
             let (sub, force) = (sub, force)
             let results = await CommandDatabase.run(label: "siwa.tokens", refusing: SettingError.self) { client, logger in
                 let queue = TokenValidationQueue(client: client, periodHours: validation.periodHours ?? 24, logger: logger)
                 let validator = TokenValidator(queue: queue, apple: access.apple, keyRing: access.keyRing,
-                                               invalidGrantPausePercent: validation.invalidGrantPausePercent,
-                                               requestsPerSecond: nil, logger: logger, metrics: MetricsSystem.factory)
+                                               settings: validation, logger: logger, metrics: MetricsSystem.factory)
                 var results: [(DueAppleToken, TokenValidationResult)] = []
                 for token in try await queue.claim(appleSub: sub, force: force) {
                     results.append((token, await validator.validate(token)))

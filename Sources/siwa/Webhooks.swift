@@ -34,7 +34,7 @@ struct Webhooks: AsyncParsableCommand {
         func run() async throws {
             let env = SettingsReader()
             Startup.warnUnknownSettings(env)
-            let settings = Startup.settings { try AppWebhookSettings.read(env) }
+            let settings = Startup.settings { try AppWebhookTarget.read(env) }
             guard let settings else {
                 Startup.fail("SIWA_APP_WEBHOOK_URL: is required (e.g. SIWA_APP_WEBHOOK_URL=\(SettingsCatalog.appWebhookURL.example ?? "..."))")
             }

@@ -65,7 +65,7 @@ struct Worker: AsyncParsableCommand {
         }
         Startup.warnUnknownSettings(SettingsReader(environment), also: assembly.plan.environmentNames)
         // After every setting is checked: TLS refusing to connect stops start-up here.
-        await Startup.checkTLS(Startup.settings { try DatabaseConfiguration(url: settings.databaseURL) })
+        await Startup.checkTLS(Startup.settings { try settings.database.configuration() })
         // After the TLS check, whose refusal is the only line start-up prints.
         let listener = Startup.settings { try Self.listener(settings: settings, registry: registry, logger: logger) }
         logger.info("Purge plan", metadata: ["plan": "\(WorkerAssembly.describe(assembly.plan))"])
@@ -81,7 +81,7 @@ struct Worker: AsyncParsableCommand {
         } catch let error as SettingError {
             Startup.fail("\(error)")
         } catch let error as PSQLError {
-            Startup.databaseFailure(error, url: settings.databaseURL)
+            Startup.databaseFailure(error, url: settings.database.url)
         }
     }
 
@@ -93,7 +93,7 @@ struct Worker: AsyncParsableCommand {
             return []
         }
         let listenerLogger = Logger(label: "siwa.worker.metrics")
-        return try WorkerListener.services(host: address.host, port: address.port, databaseURL: settings.databaseURL,
+        return try WorkerListener.services(host: address.host, port: address.port, databaseURL: settings.database.url,
                                            jobMaxRunSeconds: settings.worker.maxRunSeconds, registry: registry,
                                            logger: listenerLogger) { port in
             listenerLogger.info("Metrics listener: /healthz, /readyz, /metrics", metadata: ["address": "\(address.host):\(port)"])

@@ -1,6 +1,7 @@
 import AppleSimulator
 import Foundation
 import SIWAConfiguration
+import SIWAWorker
 import Testing
 
 /// The app events webhook end to end: `siwa serve` in-process records,

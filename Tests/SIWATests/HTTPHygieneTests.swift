@@ -72,9 +72,9 @@ struct HTTPHygieneTests {
     /// start-up with an error naming it.
     @Test func theIdleTimeoutSetting() throws {
         let base = ["SIWA_DATABASE_URL": "postgres://siwa:x@127.0.0.1:5432/siwa", "SIWA_APPLE_CLIENT_IDS": "com.example.app"]
-        #expect(try ServerSettings(environment: SettingsReader(base)).httpIdleTimeout == 60)
+        #expect(try ServerSettings(environment: SettingsReader(base)).http.idleTimeout == .seconds(60))
         #expect(try ServerSettings(environment: SettingsReader(base.merging(["SIWA_HTTP_IDLE_TIMEOUT_SECONDS": "2.5"]) { $1 }))
-            .httpIdleTimeout == 2.5)
+            .http.idleTimeout == .milliseconds(2500))
         for bad in ["0", "-1", "abc", "nan", "inf", "3601"] {
             #expect(throws: SettingError.self, "\(bad)") {
                 try ServerSettings(environment: SettingsReader(base.merging(["SIWA_HTTP_IDLE_TIMEOUT_SECONDS": bad]) { $1 }))

@@ -3,6 +3,7 @@ import AppleSignIn
 import Crypto
 import Foundation
 import SIWAConfiguration
+import SIWAServer
 import Testing
 
 /// The receipt key's life outside the worker: `siwa receipts keygen` and

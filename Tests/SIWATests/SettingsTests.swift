@@ -1,5 +1,7 @@
 import Foundation
 import SIWAConfiguration
+import SIWAServer
+import SIWAWorker
 import Testing
 
 /// One declaration per setting (SettingsCatalog): the docs agree with it,
@@ -50,8 +52,8 @@ struct SettingsTests {
     @Test func defaultsBoundsAndOneLineErrors() throws {
         let base = ["SIWA_DATABASE_URL": "postgres://u@h/d", "SIWA_APPLE_CLIENT_IDS": "a, b,,"]
         let settings = try ServerSettings(environment: SettingsReader(base))
-        #expect(settings.port == 8080 && settings.ingestWriters == 4 && settings.clientIDs == ["a", "b"])
-        #expect(settings.onConsentRevoked == .purge && settings.consentRevokedPurgeDelaySeconds == 30 * 86400
+        #expect(settings.http.port == 8080 && settings.inbox.lanes == 4 && settings.appleKeys.audiences == ["a", "b"])
+        #expect(settings.events.onConsentRevoked == .purge && settings.events.consentRevokedPurgeDelaySeconds == 30 * 86400
                 && settings.signInRequires == .code && settings.jobMaxRunSeconds == 900)
         #expect(try ServerSettings(environment: SettingsReader(base.merging(["SIWA_JOB_LEASE_SECONDS": "1200"]) { $1 }))
                     .jobMaxRunSeconds == 1200)
@@ -72,7 +74,43 @@ struct SettingsTests {
         }
         #expect(throws: (any Error).self) { try WorkerSettings(environment: SettingsReader(["SIWA_JOB_RETENTION_DAYS": "1"])) }
         let worker = try WorkerSettings(environment: SettingsReader(["SIWA_DATABASE_URL": "postgres://u@h/d", "SIWA_WORKER_CONCURRENCY": "10"]))
-        #expect(worker.databaseMaxConnections == 14)
+        #expect(worker.database.maxConnections == 14)
+    }
+
+    /// Each component reads its own settings: whichever value reads one,
+    /// a malformed value of every bounded setting a process reads still
+    /// stops its start-up with one line naming that setting.
+    @Test func everyBoundedSettingOfServeAndWorkerIsRefusedByName() throws {
+        let signIn = ["SIWA_APPLE_TEAM_ID": "ABCDE12345", "SIWA_APPLE_KEY_ID": "XYZ987WVU6",
+                      "SIWA_APPLE_PRIVATE_KEY_FILE": "/k.p8", "SIWA_TOKEN_ENCRYPTION_KEYS_FILE": "/ring"]
+        let serve = signIn.merging(["SIWA_DATABASE_URL": "postgres://u@h/d", "SIWA_APPLE_CLIENT_IDS": "a"]) { $1 }
+        let worker = signIn.merging(["SIWA_DATABASE_URL": "postgres://u@h/d", "SIWA_APP_WEBHOOK_URL": "https://app.internal/x",
+                                     "SIWA_APP_WEBHOOK_SECRET": AppWebhookHarness.newSecret()]) { $1 }
+        #expect(throws: Never.self) { try ServerSettings(environment: SettingsReader(serve)) }
+        #expect(throws: Never.self) { try WorkerSettings(environment: SettingsReader(worker)) }
+        func bad(_ setting: Setting) -> String? {
+            switch setting.kind {
+            case .integer, .seconds, .days: "x"
+            case .choice: "nope"
+            case .url: "ftp://x"
+            default: nil
+            }
+        }
+        let checks: [(Setting.Reader, [String: String], (SettingsReader) throws -> Void)] = [
+            (.serve, serve, { _ = try ServerSettings(environment: $0) }),
+            (.worker, worker, { _ = try WorkerSettings(environment: $0) }),
+        ]
+        for (process, base, read) in checks {
+            for setting in SettingsCatalog.all where setting.readers.contains(process) {
+                guard let value = bad(setting) else { continue }
+                do {
+                    try read(SettingsReader(base.merging([setting.name: value]) { $1 }))
+                    Issue.record("\(process): \(setting.name)=\(value) was accepted")
+                } catch let error as SettingError {
+                    #expect(error.name == setting.name, "\(process): \(setting.name)=\(value): \(error)")
+                }
+            }
+        }
     }
 
     @Test func unknownNamesAreReportedWithTheClosestSetting() async throws {

@@ -2,6 +2,7 @@ import AccountLifecycle
 import AppleSimulator
 import Foundation
 import SIWAConfiguration
+import SIWAWorker
 import Testing
 
 /// What an operator scrapes from `siwa worker` (its own listener:

@@ -51,13 +51,13 @@ public struct TokenValidator: Service {
     static let resumeCheckInterval: Duration = .seconds(5)
 
     public init(queue: TokenValidationQueue, apple: AppleAuthClient, keyRing: TokenKeyRing,
-                invalidGrantPausePercent: Int, requestsPerSecond: Int?, pollInterval: Duration = .seconds(30),
+                settings: TokenValidationSettings, pollInterval: Duration = .seconds(30),
                 logger: Logger, metrics: any MetricsFactory, maintenance: MaintenanceMetrics = .disabled) {
         self.queue = queue
         self.apple = apple
         self.keyRing = keyRing
-        self.invalidGrantPausePercent = invalidGrantPausePercent
-        self.requestsPerSecond = requestsPerSecond
+        invalidGrantPausePercent = settings.invalidGrantPausePercent
+        requestsPerSecond = settings.requestsPerSecond
         self.pollInterval = pollInterval
         self.logger = logger
         self.maintenance = maintenance

@@ -14,27 +14,26 @@ public struct AdminDependencies: Sendable {
     public var receipts: DeletionReceipts
     public var chain: AuditChainVerifier
     public var metrics: any MetricsFactory
-    public var authFailuresPerMinute: Int
 
     /// The database parts on one client (the runtime role's).
-    public init(client: PostgresClient, metrics: any MetricsFactory, authFailuresPerMinute: Int, logger: Logger) {
+    public init(client: PostgresClient, metrics: any MetricsFactory, logger: Logger) {
         apiKeys = APIKeyVerifier(client: client, logger: logger)
         jobs = JobAdministration(client: client, logger: logger)
         reports = AuditReports(client: client, logger: logger)
         receipts = DeletionReceipts(client: client, logger: logger)
         chain = AuditChainVerifier(client: client, logger: logger)
         self.metrics = metrics
-        self.authFailuresPerMinute = authFailuresPerMinute
     }
 }
 
 /// The admin listener's routes: `/admin` and below, each behind
 /// `AdminAuthMiddleware` (admin keys only); `/` sends a browser to `/admin`.
-public func buildAdminRouter(_ dependencies: AdminDependencies, logger: Logger) -> Router<AdminRequestContext> {
+public func buildAdminRouter(_ dependencies: AdminDependencies, settings: AdminListenerSettings,
+                             logger: Logger) -> Router<AdminRequestContext> {
     let router = Router(context: AdminRequestContext.self)
     router.get("/") { _, _ in AdminResponse.seeOther("/admin") }
-    let limiter = AuthFailureLimiter(limit: dependencies.authFailuresPerMinute,
-                                     addressLimit: AuthFailureLimiter.addressLimit(forKeyPrefixLimit: dependencies.authFailuresPerMinute))
+    let limiter = AuthFailureLimiter(limit: settings.authFailuresPerMinute,
+                                     addressLimit: AuthFailureLimiter.addressLimit(forKeyPrefixLimit: settings.authFailuresPerMinute))
     let admin = router.group("admin")
         .add(middleware: AdminAuthMiddleware(verifier: dependencies.apiKeys, limiter: limiter, metrics: dependencies.metrics))
     let csrf = CSRFTokens()
@@ -50,14 +49,14 @@ public func buildAdminRouter(_ dependencies: AdminDependencies, logger: Logger) 
 /// service of `siwa serve`'s ServiceGroup. The public listener, which Apple
 /// reaches, has no `/admin` route at all.
 public func buildAdminApplication(
-    host: String, port: Int, dependencies: AdminDependencies, idleTimeout: Duration = .seconds(60), logger: Logger,
+    settings: AdminListenerSettings, dependencies: AdminDependencies, logger: Logger,
     onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
 ) -> Application<RouterResponder<AdminRequestContext>> {
     Application(
-        router: buildAdminRouter(dependencies, logger: logger),
-        server: .http1(configuration: .init(idleTimeout: TimeAmount(idleTimeout))),
-        configuration: .init(address: .hostname(host, port: port), serverName: "siwa-admin"),
-        onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? port) },
+        router: buildAdminRouter(dependencies, settings: settings, logger: logger),
+        server: .http1(configuration: .init(idleTimeout: TimeAmount(settings.idleTimeout))),
+        configuration: .init(address: .hostname(settings.host, port: settings.port), serverName: "siwa-admin"),
+        onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? settings.port) },
         logger: logger
     )
 }

@@ -70,25 +70,24 @@ public struct SignInDependencies: Sendable {
 /// Postgres client first, then the inbox writer.
 ///
 /// HTTP/1.1 with an idle timeout (a connection with no request, or whose
-/// request's head or body stopped arriving, is closed after `idleTimeout`),
+/// request's head or body stopped arriving, is closed after the listener's `idleTimeout`),
 /// and `CloseAfterResponseHandler`: an answer carrying `Connection: close`
 /// (a 413, or any 4xx given before its request's body has all arrived, which
 /// the handler marks so) closes the connection once it is written, instead
 /// of reading the rest of the body.
 public func buildApplication(
-    host: String, port: Int, dependencies: ServerDependencies, idleTimeout: Duration = .seconds(60),
-    services: [any Service], logger: Logger,
+    listener: HTTPListenerSettings, dependencies: ServerDependencies, services: [any Service], logger: Logger,
     onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
 ) -> Application<RouterResponder<BasicRequestContext>> {
     Application(
         router: buildRouter(dependencies, logger: logger),
         server: .http1(configuration: .init(
             additionalChannelHandlers: [CloseAfterResponseHandler()],
-            idleTimeout: TimeAmount(idleTimeout)
+            idleTimeout: TimeAmount(listener.idleTimeout)
         )),
-        configuration: .init(address: .hostname(host, port: port), serverName: "siwa"),
+        configuration: .init(address: .hostname(listener.host, port: listener.port), serverName: "siwa"),
         services: services,
-        onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? port) },
+        onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? listener.port) },
         logger: logger
     )
 }

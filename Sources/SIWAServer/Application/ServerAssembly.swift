@@ -26,7 +26,7 @@ public enum ServerAssembly {
         // Everything that can refuse a setting first: past this point
         // HTTP clients exist, and each must be shut down, not dropped.
         let appleAccess = try settings.signIn.map(AppleAccess.init)
-        var configuration = try DatabaseConfiguration(url: settings.databaseURL, maximumConnections: settings.databaseMaxConnections)
+        var configuration = try settings.database.configuration()
         // No wait on a stuck session's lock lasts: see SessionLimits.runtime.
         configuration.sessionLimits = .runtime
         let database = configuration
@@ -38,36 +38,29 @@ public enum ServerAssembly {
         // shuts it down after the key refresh has stopped.
         let keysClient = HTTPJWKSSource.makeHTTPClient()
         let keys = AppleKeySet(
-            source: HTTPJWKSSource(url: settings.jwksURL, httpClient: keysClient),
-            refetchCooldown: .milliseconds(Int64(settings.jwksRefetchCooldown * 1000)),
+            source: HTTPJWKSSource(url: settings.appleKeys.jwksURL, httpClient: keysClient),
+            refetchCooldown: settings.appleKeys.refetchCooldown,
             logger: Logger(label: "siwa.apple-keys")
         )
-        let verifier = NotificationVerifier(keys: keys, policy: VerificationPolicy(audiences: settings.clientIDs))
-        var inboxOptions = InboxWriter.Options()
-        inboxOptions.lanes = settings.ingestWriters
-        inboxOptions.maxBatch = settings.ingestMaxBatch
-        inboxOptions.timeout = .milliseconds(Int64(settings.ingestTimeout * 1000))
-        let inbox = InboxWriter(client: client, options: inboxOptions, logger: Logger(label: "siwa.inbox"))
+        let verifier = NotificationVerifier(keys: keys, policy: VerificationPolicy(audiences: settings.appleKeys.audiences))
+        let inbox = InboxWriter(client: client, options: settings.inbox, logger: Logger(label: "siwa.inbox"))
         // Refusals have a small pool of their own: a flood of junk must not
         // take the connections genuine notifications need.
         var rejectionDatabase = database
         rejectionDatabase.maximumConnections = 2
         let rejectionClient = PostgresClient(configuration: rejectionDatabase.postgresClientConfiguration,
                                              backgroundLogger: Logger(label: "siwa.postgres"))
-        var rejectionOptions = RejectionWriter.Options()
-        rejectionOptions.perMinute = settings.rejectionsPerMinute
         let unrecorded = Counter(label: "siwa_rejections_unrecorded_total", factory: metrics)
-        let rejections = RejectionWriter(client: rejectionClient, options: rejectionOptions, logger: Logger(label: "siwa.rejections"),
+        let rejections = RejectionWriter(client: rejectionClient, options: settings.rejections, logger: Logger(label: "siwa.rejections"),
                                          countUnrecorded: { unrecorded.increment(by: $0) })
         let receiver = NotificationReceiver(
-            verifier: verifier, router: EventRouter(onConsentRevoked: settings.onConsentRevoked,
-                                                   consentRevokedPurgeDelaySeconds: settings.consentRevokedPurgeDelaySeconds), inbox: inbox,
+            verifier: verifier, router: settings.events, inbox: inbox,
             rejections: rejections, metrics: metrics, logger: Logger(label: "siwa.notifications")
         )
         var dependencies = ServerDependencies(
             receiver: receiver, keys: keys, queries: AccountQueries(client: client, jobMaxRunSeconds: settings.jobMaxRunSeconds),
-            registry: registry, metrics: metrics, maxBodyBytes: settings.maxBodyBytes,
-            floodDelay: .milliseconds(Int64(settings.floodDelay * 1000))
+            registry: registry, metrics: metrics, maxBodyBytes: settings.notificationRoute.maxBodyBytes,
+            floodDelay: settings.notificationRoute.floodDelay
         )
         dependencies.receiptKeys = settings.receiptKeys
         var signInServices: [any Service] = []
@@ -76,7 +69,7 @@ public enum ServerAssembly {
                                     logger: Logger(label: "siwa.sign-in"))
             let directory = UserDirectory(client: client, logger: Logger(label: "siwa.users"))
             let service = SignInService(
-                verifier: IdentityTokenVerifier(keys: keys, policy: VerificationPolicy(audiences: settings.clientIDs)),
+                verifier: IdentityTokenVerifier(keys: keys, policy: VerificationPolicy(audiences: settings.appleKeys.audiences)),
                 apple: access.apple, keyRing: access.keyRing, store: store, directory: directory,
                 requires: settings.signInRequires, logger: Logger(label: "siwa.sign-in"), metrics: metrics)
             let keyLogger = Logger(label: "siwa.api-keys")
@@ -95,19 +88,16 @@ public enum ServerAssembly {
             let adminClient = PostgresClient(configuration: adminDatabase.postgresClientConfiguration,
                                              backgroundLogger: Logger(label: "siwa.postgres"))
             let adminLogger = Logger(label: "siwa.admin")
-            let dependencies = AdminDependencies(client: adminClient, metrics: metrics,
-                                                 authFailuresPerMinute: admin.authFailuresPerMinute, logger: adminLogger)
+            let dependencies = AdminDependencies(client: adminClient, metrics: metrics, logger: adminLogger)
             adminServices = [adminClient, buildAdminApplication(
-                host: admin.host, port: admin.port, dependencies: dependencies,
-                idleTimeout: .milliseconds(Int64(settings.httpIdleTimeout * 1000)), logger: adminLogger
+                settings: admin, dependencies: dependencies, logger: adminLogger
             ) { port in
                 adminLogger.info("Admin listener", metadata: ["address": "\(admin.host):\(port)"])
                 await onAdminRunning(port)
             }]
         }
         var app = buildApplication(
-            host: settings.host, port: settings.port, dependencies: dependencies,
-            idleTimeout: .milliseconds(Int64(settings.httpIdleTimeout * 1000)),
+            listener: settings.http, dependencies: dependencies,
             services: [
                 client,
                 rejectionClient,
@@ -115,7 +105,7 @@ public enum ServerAssembly {
             ] + (appleAccess.map { [HTTPClientService(client: $0.httpClient)] as [any Service] } ?? []) + [
                 WriterService(writer: inbox),
                 WriterService(writer: rejections),
-                KeyRefreshService(keys: keys, interval: .milliseconds(Int64(settings.jwksRefreshInterval * 1000))),
+                KeyRefreshService(keys: keys, interval: settings.appleKeys.refreshInterval),
             ] + signInServices + adminServices,
             logger: logger,
             onServerRunning: onServerRunning

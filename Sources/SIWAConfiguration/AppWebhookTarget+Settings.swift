@@ -2,19 +2,13 @@ import AccountLifecycle
 import Crypto
 import Foundation
 
-/// The app events webhook: on when SIWA_APP_WEBHOOK_URL is set (with its
-/// secret), off when neither is; a secret without a URL, a URL that is not
-/// http(s) or a secret that is not a Standard Webhooks one stops start-up
-/// with one line naming the setting.
-public struct AppWebhookSettings: Sendable {
-    public var url: URL
-    /// SIWA_APP_WEBHOOK_SECRET's key, then SIWA_APP_WEBHOOK_SECRET_NEXT's.
-    public var keys: [SymmetricKey]
-    public var includeEmail: Bool
-    public var timeoutSeconds: Double
-
+/// The app events webhook's settings are its delivery target: on when
+/// SIWA_APP_WEBHOOK_URL is set (with its secret), off when neither is; a
+/// secret without a URL, a URL that is not http(s) or a secret that is not
+/// a Standard Webhooks one stops start-up with one line naming the setting.
+extension AppWebhookTarget {
     /// nil when the webhook is off.
-    public static func read(_ env: SettingsReader) throws -> AppWebhookSettings? {
+    public static func read(_ env: SettingsReader) throws -> AppWebhookTarget? {
         typealias S = SettingsCatalog
         guard let text = env.string(S.appWebhookURL) else {
             for setting in [S.appWebhookSecret, S.appWebhookSecretNext] where env.string(setting) != nil {
@@ -31,8 +25,8 @@ public struct AppWebhookSettings: Sendable {
         }
         var keys = [try key(secret, S.appWebhookSecret)]
         if let next = env.string(S.appWebhookSecretNext) { keys.append(try key(next, S.appWebhookSecretNext)) }
-        return AppWebhookSettings(url: url, keys: keys, includeEmail: try env.choice(S.appWebhookIncludeEmail) == "true",
-                                  timeoutSeconds: try env.number(S.appWebhookTimeout))
+        let includeEmail = try env.choice(S.appWebhookIncludeEmail) == "true"
+        return AppWebhookTarget(url: url, keys: keys, timeoutSeconds: try env.number(S.appWebhookTimeout), includeEmail: includeEmail)
     }
 
     /// Never quotes the secret back.
@@ -49,9 +43,5 @@ public struct AppWebhookSettings: Sendable {
         components.password = nil
         components.query = nil
         return components.string ?? (url.host ?? "?")
-    }
-
-    public var target: AppWebhookTarget {
-        AppWebhookTarget(url: url, keys: keys, timeoutSeconds: timeoutSeconds, includeEmail: includeEmail)
     }
 }
