@@ -160,6 +160,7 @@ final class JobProducer: Service, Sendable {
             Task {
                 // Cancelled while waiting: shutdown releases it, or its lease was lost.
                 guard await self.slots.acquire() else { return }
+                self.running.running(job.lease)
                 await self.executor.execute(job)
                 self.slots.release()
                 self.running.finished(job.lease)

@@ -52,6 +52,17 @@ final class RunningJobs: Sendable {
         }
     }
 
+    /// The run has its slot and starts now: its time limit (the heartbeat
+    /// renews a run's lease for SIWA_JOB_MAX_RUN_SECONDS) counts from here,
+    /// not from the claim.
+    func running(_ lease: String) {
+        let now = ContinuousClock.now
+        state.withLock { state in
+            guard let held = state.entries[lease] else { return }
+            state.entries[lease] = Entry(id: held.id, started: now, task: held.task, inBatch: held.inBatch)
+        }
+    }
+
     func finished(_ lease: String) {
         _ = state.withLock { $0.entries.removeValue(forKey: lease) }
     }
