@@ -13,8 +13,8 @@ import Synchronization
 /// once.
 ///
 /// How much one claim takes follows what the batch steps did with the last
-/// one. Jobs a batch step completes never take a slot (the purge's built-in
-/// step with no plan: one transaction for the whole claim), so while the
+/// one. Jobs a batch step completes never take a slot (a kind whose first
+/// step is also its last does the whole claim in one transaction), so while the
 /// last claim's batch steps completed every job, a claim takes up to
 /// `batchClaimLimit` and two claims' batch steps may run at once: the
 /// claim's round trips and commits are shared by many jobs, and one
