@@ -9,11 +9,13 @@ import Synchronization
 /// batching concurrent sign-ins (SignInStore, RoundTripBatcher) over a
 /// plain transaction per sign-in? Both in this process on one client (the
 /// serve role, serve's pool size), for new users, at each concurrency:
-/// - batched: the production `SignInStore` (prepare, seal, store);
+/// - batched: the production `SignInStore` (prepare, seal, store), and the
+///   same with 8 store lanes instead of its 2 (more batches in flight,
+///   smaller ones: whether lanes, not batching, are what low concurrency needs);
 /// - plain: the same two SQL functions (`siwa.sign_in_prepare`,
 ///   `siwa.sign_in`), one prepared statement each per sign-in, each its own
 ///   transaction, with the same sealing.
-/// Rounds alternate batched and plain; figures are sign-ins/s, this
+/// Rounds alternate the three; figures are sign-ins/s, this
 /// process's CPU per sign-in (the store's cost: no HTTP, no Apple) and
 /// PostgreSQL's CPU per sign-in.
 enum SignInStoreBench {
@@ -40,45 +42,56 @@ enum SignInStoreBench {
         let configuration = try DatabaseConfiguration(url: database.serveURL, maximumConnections: 20)
         let keyRing = try TokenKeyRing(keys: [(id: "bench1", bytes: Data((0..<32).map { _ in UInt8.random(in: 0...255) }))])
         try await configuration.withClient { client in
+            // The production store, and the same with as many store lanes as
+            // the lower concurrency (more round trips in flight, smaller batches).
             let store = SignInStore(client: client, validationPeriodHours: 24, logger: logger)
+            var wide = SignInStore.defaultBatching
+            wide.lanes = 8
+            let wideStore = SignInStore(client: client, validationPeriodHours: 24, batching: wide, logger: logger)
+            let variants: [(name: String, store: SignInStore?)] = [("batched", store), ("8 lanes", wideStore), ("plain", nil)]
             try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask { await store.run() }
-                defer { store.close() }
+                group.addTask { await wideStore.run() }
+                defer {
+                    store.close()
+                    wideStore.close()
+                }
                 var serial = 0
-                // Warm-up: connections open, statements prepared, on both paths.
-                for plain in [false, true] {
+                // Warm-up: connections open, statements prepared, on each path.
+                for variant in variants {
                     serial += 1
-                    _ = try await round(serial: serial, count: 500, concurrency: 64, plain: plain, store: store, client: client,
+                    _ = try await round(serial: serial, count: 500, concurrency: 64, store: variant.store, client: client,
                                         keyRing: keyRing, database: database, logger: logger)
                 }
                 say("")
-                say("== sign-in store: batched (SignInStore) against a plain transaction per sign-in (same SQL functions), new users, \(perRound) per round, rounds alternating")
+                say("== sign-in store: batched (SignInStore; with 2 store lanes, its default, and with 8) against a plain transaction per sign-in (same SQL functions), new users, \(perRound) per round, rounds alternating")
                 for concurrency in concurrencies {
-                    var batched = Figures()
-                    var plain = Figures()
+                    var figures = Array(repeating: Figures(), count: variants.count)
                     for _ in 0..<rounds {
-                        for isPlain in [false, true] {
+                        for (index, variant) in variants.enumerated() {
                             serial += 1
-                            let (rate, cpu, pg) = try await round(serial: serial, count: perRound, concurrency: concurrency, plain: isPlain,
-                                                                  store: store, client: client, keyRing: keyRing, database: database,
-                                                                  logger: logger)
-                            if isPlain {
-                                plain.rates.append(rate); plain.cpu.append(cpu); plain.postgresCPU.append(pg)
-                            } else {
-                                batched.rates.append(rate); batched.cpu.append(cpu); batched.postgresCPU.append(pg)
-                            }
+                            let (rate, cpu, pg) = try await round(serial: serial, count: perRound, concurrency: concurrency,
+                                                                  store: variant.store, client: client, keyRing: keyRing,
+                                                                  database: database, logger: logger)
+                            figures[index].rates.append(rate)
+                            figures[index].cpu.append(cpu)
+                            figures[index].postgresCPU.append(pg)
                         }
                     }
-                    for (name, figures) in [("batched", batched), ("plain", plain)] {
+                    for (index, variant) in variants.enumerated() {
+                        let f = figures[index]
                         say(String(format: "%d concurrent, %-7@ median %5.0f sign-ins/s   store CPU %4.0f µs   PostgreSQL CPU %4.0f µs per sign-in   (rates: %@; CPU: %@)",
-                                   concurrency, name, median(figures.rates), median(figures.cpu), median(figures.postgresCPU),
-                                   figures.rates.map { String(format: "%.0f", $0) }.joined(separator: ", "),
-                                   figures.cpu.map { String(format: "%.0f", $0) }.joined(separator: ", ")))
+                                   concurrency, variant.name, median(f.rates), median(f.cpu), median(f.postgresCPU),
+                                   f.rates.map { String(format: "%.0f", $0) }.joined(separator: ", "),
+                                   f.cpu.map { String(format: "%.0f", $0) }.joined(separator: ", ")))
                     }
-                    let rateRatios = zip(batched.rates, plain.rates).map { $0 / $1 }
-                    let cpuRatios = zip(batched.cpu, plain.cpu).map { $0 / $1 }
-                    say(String(format: "%d concurrent, batched / plain: rate %.2f, store CPU %.2f (medians of same-round-pair ratios; batching is kept only where it wins by more than 20%%)",
-                               concurrency, median(rateRatios), median(cpuRatios)))
+                    let plain = figures[variants.count - 1]
+                    for (index, variant) in variants.enumerated().dropLast() {
+                        let rateRatios = zip(figures[index].rates, plain.rates).map { $0 / $1 }
+                        let cpuRatios = zip(figures[index].cpu, plain.cpu).map { $0 / $1 }
+                        say(String(format: "%d concurrent, %@ / plain: rate %.2f, store CPU %.2f (medians of same-round ratios; batching is kept only where it wins by more than 20%%)",
+                                   concurrency, variant.name, median(rateRatios), median(cpuRatios)))
+                    }
                 }
             }
         }
@@ -86,7 +99,8 @@ enum SignInStoreBench {
 
     /// One round of `count` new users' sign-ins at `concurrency`; returns
     /// sign-ins/s, this process's CPU µs per sign-in and PostgreSQL's.
-    private static func round(serial: Int, count: Int, concurrency: Int, plain: Bool, store: SignInStore, client: PostgresClient,
+    /// `store` nil: the plain path.
+    private static func round(serial: Int, count: Int, concurrency: Int, store: SignInStore?, client: PostgresClient,
                               keyRing: TokenKeyRing, database: BenchDatabase, logger: Logger) async throws -> (Double, Double, Double) {
         let next = Counter()
         let postgresBefore = try await PostgresCost.read(database)
@@ -98,8 +112,9 @@ enum SignInStoreBench {
                     while let index = next.take(below: count) {
                         let record = Self.record(sub: "store-\(serial)-\(index)")
                         let seal = Self.sealer(keyRing, clientID: record.clientID)
-                        let stored = plain ? try await Self.plainSignIn(record, seal: seal, client: client, logger: logger)
-                                           : try await Self.batchedSignIn(record, seal: seal, store: store)
+                        let stored = if let store { try await Self.batchedSignIn(record, seal: seal, store: store) } else {
+                            try await Self.plainSignIn(record, seal: seal, client: client, logger: logger)
+                        }
                         guard stored else { throw BenchError("a bench sign-in was not stored") }
                     }
                 }
