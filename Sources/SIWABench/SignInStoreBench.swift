@@ -180,10 +180,10 @@ enum SignInStoreBench {
         let sub: String
         let code: Data?
 
-        func makeBindings() throws -> PostgresBindings {
+        func makeBindings() -> PostgresBindings {
             var bindings = PostgresBindings(capacity: 3)
             bindings.append(sub)
-            try bindings.append(code.map { ByteBuffer(bytes: $0) })
+            bindings.append(code.map { ByteBuffer(bytes: $0) })
             bindings.append(Int32(SignInStore.replayWindowSeconds))
             return bindings
         }
@@ -202,27 +202,27 @@ enum SignInStoreBench {
         let forCurrent: SealedTokenPair?
         let forFresh: SealedTokenPair?
 
-        func makeBindings() throws -> PostgresBindings {
+        func makeBindings() -> PostgresBindings {
             func bytes(_ data: Data?) -> ByteBuffer? { data.map { ByteBuffer(bytes: $0) } }
             let sealed = forFresh ?? forCurrent
             var bindings = PostgresBindings(capacity: 19)
             bindings.append(record.appleSub)
-            try bindings.append(currentID)
+            bindings.append(currentID)
             bindings.append(freshID)
             bindings.append(record.clientID)
-            try bindings.append(record.email)
-            try bindings.append(record.isPrivateEmail)
-            try bindings.append(record.givenName)
-            try bindings.append(record.familyName)
-            try bindings.append(record.realUserStatus.map(Int16.init))
+            bindings.append(record.email)
+            bindings.append(record.isPrivateEmail)
+            bindings.append(record.givenName)
+            bindings.append(record.familyName)
+            bindings.append(record.realUserStatus.map(Int16.init))
             bindings.append(Int64((record.signedInAt.timeIntervalSince1970 * 1000).rounded()))
-            try bindings.append(bytes(record.codeSHA256))
+            bindings.append(bytes(record.codeSHA256))
             bindings.append(record.apiKeyName)
-            try bindings.append(sealed?.keyID)
-            try bindings.append(bytes(forCurrent?.refreshToken))
-            try bindings.append(bytes(forCurrent?.accessToken))
-            try bindings.append(bytes(forFresh?.refreshToken))
-            try bindings.append(bytes(forFresh?.accessToken))
+            bindings.append(sealed?.keyID)
+            bindings.append(bytes(forCurrent?.refreshToken))
+            bindings.append(bytes(forCurrent?.accessToken))
+            bindings.append(bytes(forFresh?.refreshToken))
+            bindings.append(bytes(forFresh?.accessToken))
             bindings.append(Int32(clamping: sealed?.accessExpiresIn ?? 0))
             bindings.append(Int32(24))
             return bindings
