@@ -24,11 +24,17 @@ import SIWAServer
 enum WorkerBench {
     struct Report {
         var burnDown: [Double] = []
+        /// µs of this process's CPU (the in-process worker's, and the 20 ms
+        /// completion poll's) and of PostgreSQL's per job burnt down.
+        var burnDownCPU: [Double] = []
+        var burnDownPostgresCPU: [Double] = []
         /// With deletion receipts signed (BENCH_RECEIPTS=1), else empty.
         var burnDownWithReceipts: [Double] = []
         var ceiling: [Double] = []
         /// The plain claim-one-and-complete loop (PlainVersion), jobs/s.
         var plain: [Double] = []
+        /// µs of PostgreSQL's CPU per job of the plain loop.
+        var plainPostgresCPU: [Double] = []
         var wakeLatenciesMS: [Double] = []
     }
 
@@ -45,15 +51,24 @@ enum WorkerBench {
                 try await enqueue(jobs * 2, prefix: "pgb\(round)", client: client, logger: logger)
                 let ceiling = try await pgbenchCeiling(databaseURL: databaseURL, clients: pgbenchClients, seconds: pgbenchSeconds)
                 try await reset(client, logger: logger)
+                let postgresBefore = try await PostgresCost.read(database)
+                let cpuBefore = processCPUSeconds(getpid())
                 let rate = try await burnDown(jobs: jobs, round: round, databaseURL: workerURL, concurrency: concurrency,
                                               client: client, logger: logger)
-                let plain = try await PlainVersion.jobs(on: database, jobs: 200_000, seconds: pgbenchSeconds).rate
+                let cpu = (processCPUSeconds(getpid()) - cpuBefore) / Double(jobs) * 1e6
+                let postgres = postgresBefore.cost(to: try await PostgresCost.read(database), per: jobs).cpuSeconds * 1e6
+                let plainFigures = try await PlainVersion.jobs(on: database, jobs: 200_000, seconds: pgbenchSeconds)
+                let plain = plainFigures.rate
                 _ = try await database.scalar("TRUNCATE plain.jobs")
                 report.burnDown.append(rate)
+                report.burnDownCPU.append(cpu)
+                report.burnDownPostgresCPU.append(postgres)
                 report.ceiling.append(ceiling)
                 report.plain.append(plain)
-                say(String(format: "worker round %d: burn-down %.0f jobs/s | pgbench ceiling %.0f jobs/s | ratio %.2f | plain claim+complete %.0f jobs/s (%d clients) | ratio %.2f",
-                           round, rate, ceiling, rate / ceiling, plain, PlainVersion.workerClients, rate / plain))
+                report.plainPostgresCPU.append(plainFigures.cost.cpuSeconds * 1e6)
+                say(String(format: "worker round %d: burn-down %.0f jobs/s (worker %.0f µs CPU, PostgreSQL %.0f µs per job) | pgbench ceiling %.0f jobs/s | ratio %.2f | plain claim+complete %.0f jobs/s (%d clients, PostgreSQL %.0f µs per job) | ratio %.2f",
+                           round, rate, cpu, postgres, ceiling, rate / ceiling, plain, PlainVersion.workerClients,
+                           plainFigures.cost.cpuSeconds * 1e6, rate / plain))
                 if receipts {
                     try await reset(client, logger: logger)
                     let signed = try await burnDown(jobs: jobs, round: round, databaseURL: workerURL, concurrency: concurrency,
@@ -106,11 +121,13 @@ enum WorkerBench {
         let worker = try startWorker(databaseURL: databaseURL, concurrency: concurrency, pollSeconds: 1, logger: logger,
                                      settings: settings)
         defer { Task { await worker.triggerGracefulShutdown() } }
-        while try await completed(client, logger: logger) < jobs {
+        while try await unfinished(client, logger: logger) {
             try await Task.sleep(for: .milliseconds(20))
         }
         let elapsed = ContinuousClock.now - start
         await worker.triggerGracefulShutdown()
+        let done = try await completed(client, logger: logger)
+        guard done == jobs else { throw BenchError("burn-down: \(done) of \(jobs) jobs completed (the others failed)") }
         return Double(jobs) / (Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
     }
 
@@ -144,6 +161,19 @@ enum WorkerBench {
         }
         await worker.triggerGracefulShutdown()
         return latencies
+    }
+
+    /// Whether a job is still runnable or running: two probes of the queue's
+    /// partial indexes, cheap enough to ask every 20 ms (counting the
+    /// completed jobs scans the table, and so took a core of PostgreSQL's
+    /// two from the worker it measured).
+    static func unfinished(_ client: PostgresClient, logger: Logger) async throws -> Bool {
+        let rows = try await client.query("""
+            SELECT EXISTS (SELECT FROM siwa.jobs WHERE state IN ('available', 'retryable'))
+                OR EXISTS (SELECT FROM siwa.jobs WHERE state = 'running')
+            """, logger: logger)
+        for try await value in rows.decode(Bool.self) { return value }
+        return false
     }
 
     static func completed(_ client: PostgresClient, logger: Logger) async throws -> Int {

@@ -39,8 +39,8 @@ let pgbenchSeconds = setting("BENCH_PGBENCH_SECONDS", 5)
 let offeredRate = setting("BENCH_OFFERED_RATE", 1000)
 let openLoopCount = offeredRate * setting("BENCH_OPEN_LOOP_SECONDS", 5)
 let preloadUsers = setting("BENCH_PRELOAD_USERS", 1_000_000)
-// BENCH_ONLY=ingest, worker, signin or webhook (or a comma list) runs only those parts.
-let allParts = ["ingest", "worker", "signin", "webhook"]
+// BENCH_ONLY=ingest, worker, signin, signin-store or webhook (or a comma list) runs only those parts.
+let allParts = ["ingest", "worker", "signin", "signin-store", "webhook"]
 let parts = (ProcessInfo.processInfo.environment["BENCH_ONLY"] ?? "").split(separator: ",").map(String.init)
 if let unknown = parts.first(where: { !allParts.contains($0) }) {
     fail("BENCH_ONLY: unknown part '\(unknown)' (parts: \(allParts.joined(separator: ", ")))", status: 2)
@@ -148,6 +148,10 @@ if runs("worker") {
     say("== siwa worker benchmark (release build, \(ProcessInfo.processInfo.activeProcessorCount) cores, trivial plan: the built-in step)")
     say(String(format: "burn-down of %d jobs         median %.0f jobs/s   (rounds: %@; worker concurrency %d)", jobs, median(report.burnDown),
                report.burnDown.map { String(format: "%.0f", $0) }.joined(separator: ", "), workerConcurrency))
+    say(String(format: "worker CPU per job           median %.0f µs   (siwa-bench's process: the in-process worker and the completion poll; rounds: %@)",
+               median(report.burnDownCPU), report.burnDownCPU.map { String(format: "%.0f", $0) }.joined(separator: ", ")))
+    say(String(format: "PostgreSQL CPU per job       median %.0f µs   (the plain loop's: %.0f µs)", median(report.burnDownPostgresCPU),
+               median(report.plainPostgresCPU)))
     say(String(format: "ceiling: pgbench, same SQL   median %.0f jobs/s   (claim + step-and-complete, one job per transaction, %d clients)",
                median(report.ceiling), pgbenchClients))
     say(String(format: "ratio worker / ceiling       median %.2f   (target >= 0.8; rounds: %@)", median(ratios),
@@ -182,6 +186,16 @@ if runs("signin") {
     }
     _ = try? await http.shutdown().get()
     SignInSummary.print(report, options: options)
+}
+
+if runs("signin-store") {
+    // The sign-in store alone, batched against a transaction per sign-in (issue 20 §5).
+    do {
+        try await SignInStoreBench.run(serverURL: serverURL, concurrencies: [8, 64], rounds: rounds,
+                                       perRound: setting("BENCH_STORE_SIGNINS", 4000), logger: logger)
+    } catch {
+        fail("\(error)")
+    }
 }
 
 if runs("webhook") {

@@ -51,6 +51,14 @@ struct SignInTests {
         }
     }
 
+    /// The nonce's hash as the app puts it in Apple's request: SHA-256 in
+    /// lower-case hex (FIPS 180-2's "abc" vector; the other tests make
+    /// their tokens with hashedNonce itself, so only this checks its digits).
+    @Test func theNonceIsHashedAsTheAppHashesIt() {
+        #expect(SignInService.hashedNonce("abc") == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
+        #expect(SignInService.hashedNonce("") == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855")
+    }
+
     @Test func aNewUserThenAReturningUser() async throws {
         let setup = try await Setup.start()
         try atTestEnd { await setup.server.stop() }

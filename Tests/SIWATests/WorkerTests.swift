@@ -239,6 +239,28 @@ struct WorkerTests {
         #expect(await worker.terminate() == 0)
     }
 
+    /// With no plan steps the batch step completes each claim whole, taking
+    /// no slot: once it has, a claim takes more jobs than the worker's one
+    /// slot (jobs claimed together share the claim's `attempted_at`), and
+    /// every job is still claimed once and completed.
+    @Test func claimsOutgrowTheSlotsWhileTheBatchStepCompletesThem() async throws {
+        let harness = try await WorkerHarness.start(planSteps: { _ in [] }, settings: ["SIWA_WORKER_CONCURRENCY": "1"])
+        try atTestEnd { await harness.stop() }
+        let subs = (0..<300).map { "burn.\($0)" }
+        try await harness.enqueue(subs: subs)
+        let worker = try harness.startWorker()
+        let done = try await harness.wait { try await harness.count(state: "completed") == subs.count }
+        #expect(done, "\(worker.log.suffix(2000))")
+        let db = harness.database
+        #expect(try await db.scalar("SELECT max(n) FROM (SELECT count(*) AS n FROM siwa.jobs GROUP BY attempted_at) AS claims") > 1)
+        #expect(try await db.scalar("""
+            SELECT count(*) FROM (SELECT details->>'job_id' FROM siwa.audit_log WHERE action = 'job.claimed'
+                                  GROUP BY 1 HAVING count(*) <> 1) AS twice
+            """) == 0)
+        #expect(try await db.scalar("SELECT count(*) FROM siwa.jobs WHERE attempt <> 1") == 0)
+        #expect(await worker.terminate() == 0)
+    }
+
     /// SIGTERM: running jobs finish within the grace period; nothing new is claimed.
     @Test func sigtermLetsRunningJobsFinish() async throws {
         let harness = try await WorkerHarness.start(settings: ["SIWA_WORKER_CONCURRENCY": "2", "SIWA_WORKER_SHUTDOWN_GRACE_SECONDS": "10"])
