@@ -99,16 +99,7 @@ public struct SignInService: Sendable {
     /// The SHA-256 of a raw nonce, in lower-case hex: what the app puts in
     /// Apple's request, and Apple's token then carries.
     public static func hashedNonce(_ raw: String) -> String {
-        // Two digits a byte from a table: String(format:) goes through
-        // Foundation's formatter for each byte, on every sign-in.
-        let digits = Array("0123456789abcdef".utf8)
-        var hex: [UInt8] = []
-        hex.reserveCapacity(2 * SHA256.byteCount)
-        for byte in SHA256.hash(data: Data(raw.utf8)) {
-            hex.append(digits[Int(byte >> 4)])
-            hex.append(digits[Int(byte & 0x0f)])
-        }
-        return String(decoding: hex, as: UTF8.self)
+        SHA256.hash(data: Data(raw.utf8)).hexLowercased
     }
 
     public func signIn(_ request: SignInAttempt, apiKeyName: String) async -> SignInOutcome {

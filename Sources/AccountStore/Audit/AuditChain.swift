@@ -125,6 +125,6 @@ public struct AuditChainLink: Sendable, Equatable, CustomStringConvertible {
         self.init(seq: seq, hash: bytes)
     }
 
-    public var hashHex: String { hash.map { String(format: "%02x", $0) }.joined() }
+    public var hashHex: String { hash.hexLowercased }
     public var description: String { "\(seq):\(hashHex)" }
 }

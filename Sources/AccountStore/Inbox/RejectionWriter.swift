@@ -100,7 +100,7 @@ public final class RejectionWriter: Sendable {
         // Hashed outside the lock; queued after (a row may land a few
         // microseconds out of order, which received_at does not promise).
         let row = Row(at: at, reason: Self.printable(reason, limit: 64), detail: detail.map { Self.printable($0, limit: 200) },
-                      bodySHA256: SHA256.hash(data: Data(body)).map { String(format: "%02x", $0) }.joined(),
+                      bodySHA256: SHA256.hash(data: Data(body)).hexLowercased,
                       bodyBytes: byteCount ?? Int64(body.count))
         state.withLock { $0.queue.append(row) }
         return true

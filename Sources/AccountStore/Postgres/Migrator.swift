@@ -8,7 +8,7 @@ public struct Migration: Sendable, Equatable {
     public let version: Int
     public let name: String
     public let sql: String
-    public var checksum: String { SHA256.hash(data: Data(sql.utf8)).map { String(format: "%02x", $0) }.joined() }
+    public var checksum: String { SHA256.hash(data: Data(sql.utf8)).hexLowercased }
 }
 
 public enum MigrationError: Error, CustomStringConvertible, Sendable {

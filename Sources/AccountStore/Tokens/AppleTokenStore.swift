@@ -77,7 +77,7 @@ public struct AppleTokenStore: Sendable {
                     DELETE FROM siwa.apple_tokens AS t
                     USING unnest(\(revoked.map(\.userID))::bigint[], \(revoked.map(\.clientID))::text[],
                                  -- bytea travels as hex (PostgresNIO binds no bytea[])
-                                 \(revoked.map { $0.refreshToken.map { String(format: "%02x", $0) }.joined() })::text[],
+                                 \(revoked.map { $0.refreshToken.hexLowercased })::text[],
                                  \(revoked.map { Int32($0.appleStatus) })::integer[]) AS r(user_id, client_id, token, status)
                     WHERE t.user_id = r.user_id AND t.client_id = r.client_id AND t.refresh_token = decode(r.token, 'hex')
                     RETURNING t.user_id, t.client_id, r.status

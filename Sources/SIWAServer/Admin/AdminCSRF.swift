@@ -39,6 +39,6 @@ public struct CSRFTokens: Sendable {
 
     private func mac(key: APIKeyIdentity, time: Int64) -> String {
         let code = HMAC<SHA256>.authenticationCode(for: Data("\(key.id)|\(time)".utf8), using: secret)
-        return code.map { String(format: "%02x", $0) }.joined()
+        return code.hexLowercased
     }
 }
