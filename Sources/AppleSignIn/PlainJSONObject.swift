@@ -110,9 +110,10 @@ struct PlainJSONObject {
             let start = index
             var magnitude: Int64 = 0
             while index < bytes.count, case let byte = bytes[index], byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9") {
+                // A 19th digit could overflow: such a number is JSONDecoder's.
+                guard index - start < 18 else { return nil }
                 magnitude = magnitude * 10 + Int64(byte - UInt8(ascii: "0"))
                 index += 1
-                guard index - start <= 18 else { return nil }
             }
             let digits = index - start
             guard digits > 0, !(digits > 1 && bytes[start] == UInt8(ascii: "0")), !(negative && magnitude == 0) else { return nil }

@@ -77,7 +77,11 @@ struct PlainJSONTests {
             #"{"iss":"https://appleid.apple.com","aud":"com.example.app","iat":1764100000,"exp":1764186400,"jti":"\u006a1","events":"#
                 + Self.events(Self.event) + "}",
             #"{"iss":"https://appleid.apple.com","aud":"com.example.app","iat":1764100000,"exp":1764186400,"jti":"j1","jti":"j2"}"#,
-            #"{"iss":"https://appleid.apple.com","aud":"com.example.app","iat":1764100000,"exp":1764186400,"jti":"j1",}"#,
+            #"{"iss":"https://appleid.apple.com","aud":"com.example.app","iat":1764100000,"exp":1764186400,"jti" "j1"}"#,
+            // Numbers past what an Int64 holds, and at its edge.
+            #"{"iss":"https://appleid.apple.com","aud":"com.example.app","iat":123456789012345678901234,"exp":1764186400,"jti":"j1"}"#,
+            #"{"iss":"https://appleid.apple.com","aud":"com.example.app","iat":9223372036854775808,"exp":-999999999999999999,"jti":"j1"}"#,
+            #"{"iss":"https://appleid.apple.com","aud":"com.example.app","iat":1764100000,"exp":999999999999999999,"jti":"j1"}"#,
             #"{"iss":"https://appleid.apple.com","aud":"com.example.app","iat":1764100000,"exp":1764186400,"jti":"j1"} x"#,
             #"{"iss":"https://appleid.apple.com","aud":"com.example.app","iat":1764100000,"exp":1764186400,"jti":"j\1"}"#,
             #"{"iss":"https://appleid.apple.com","aud":"com.example.app","iat":1764100000,"exp":1764186400,"jti":"é","events":"#
@@ -109,6 +113,7 @@ struct PlainJSONTests {
             #"{"type":"email-enabled","sub":"001.a","event_time":1764100000000,"email":7}"#,
             #"{"type":"email-enabled","sub":"\#(String(repeating: "s", count: 256))","event_time":1764100000000}"#,
             #"{"type":"email-enabled","sub":"001.a","event_time":999}"#,
+            #"{"type":"email-enabled","sub":"001.a","event_time":99999999999999999999999}"#,
             #"{"type":"email-enabled","sub":"001.a","event_time":1764100000000,"type":"x"}"#,
         ]
         for event in events {
