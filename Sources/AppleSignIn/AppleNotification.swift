@@ -59,6 +59,28 @@ public struct AppleEvent: Sendable, Equatable, Codable {
     }
 }
 
+extension AppleEvent {
+    /// As `init(from:)` decodes it, from events of plain members; nil where
+    /// that would throw, or read a float (JSONDecoder then decides).
+    init?(plain object: PlainJSONObject) {
+        guard case .string(let type)? = object["type"], !type.isEmpty,
+              case .string(let sub)? = object["sub"], !sub.isEmpty, sub.utf8.count <= 255,
+              case .integer(let eventTime)? = object["event_time"],
+              case let email? = object.optionalString("email")
+        else { return nil }
+        let isPrivateEmail: Bool?
+        switch object["is_private_email"] {
+        case nil, .null?: isPrivateEmail = nil
+        case .bool(let value)?: isPrivateEmail = value
+        case .string(let text)?:
+            guard let value = Bool(text.lowercased()) else { return nil }
+            isPrivateEmail = value
+        case .integer?: return nil
+        }
+        self.init(type: type, sub: sub, eventTime: eventTime, email: email, isPrivateEmail: isPrivateEmail)
+    }
+}
+
 /// A server-to-server notification whose signature and claims were verified.
 public struct AppleNotification: Sendable {
     public let jti: String
@@ -66,8 +88,40 @@ public struct AppleNotification: Sendable {
     public let issuedAt: Date
     public let expiresAt: Date
     public let event: AppleEvent
+    /// `iat` and `exp` as the token wrote them (JSON numbers).
+    let issuedAtClaim: Double
+    let expiresAtClaim: Double
+
     /// The verified claims as JSON, `events` decoded into an object.
-    public let claimsJSON: Data
+    public var claimsJSON: Data {
+        NotificationVerifier.storedClaims(audience: audience, issuedAt: issuedAtClaim, expiresAt: expiresAtClaim, jti: jti, event: event)
+    }
+
+    /// What the inbox keeps in `siwa.notifications.claims`: the verified
+    /// claims its columns do not hold (`exp`, and an email event's address
+    /// and relay flag), `{"exp":…,"events":{"email":…,"is_private_email":…}}`.
+    /// The rest is in the row already (`jti`, `audience`, `issued_at`,
+    /// `event_type`, `apple_sub`, `event_time`; `iss` is always Apple's):
+    /// every notification is written to the log once more, so each byte
+    /// kept twice is paid twice.
+    public var inboxClaimsJSON: String {
+        var json: [UInt8] = []
+        json.reserveCapacity(128)
+        json.append(contentsOf: "{\"exp\":\(JSONText.number(expiresAtClaim))".utf8)
+        if event.email != nil || event.isPrivateEmail != nil {
+            json.append(contentsOf: #","events":{"#.utf8)
+            if let email = event.email {
+                json.append(contentsOf: #""email":"#.utf8)
+                JSONText.appendQuoted(email, to: &json)
+            }
+            if let isPrivate = event.isPrivateEmail {
+                json.append(contentsOf: ((event.email == nil ? "" : ",") + "\"is_private_email\":\(isPrivate)").utf8)
+            }
+            json.append(UInt8(ascii: "}"))
+        }
+        json.append(UInt8(ascii: "}"))
+        return String(decoding: json, as: UTF8.self)
+    }
 }
 
 /// Verifies Apple's signed server-to-server notifications.
@@ -93,8 +147,12 @@ public struct NotificationVerifier: Sendable {
         case .invalid(let reason): throw VerificationFailure.malformedEvents(reason)
         case .object(let object): event = object
         case .text(let text):
-            do { event = try JSONDecoder().decode(AppleEvent.self, from: Data(text.utf8)) } catch {
-                throw VerificationFailure.malformedEvents(AppleTokenVerifier.describe(error))
+            if let plain = PlainJSONObject(text).flatMap(AppleEvent.init(plain:)) {
+                event = plain
+            } else {
+                do { event = try JSONDecoder().decode(AppleEvent.self, from: Data(text.utf8)) } catch {
+                    throw VerificationFailure.malformedEvents(AppleTokenVerifier.describe(error))
+                }
             }
         }
         // event_time (ms) is stored and compared as a bigint; keep it a sane
@@ -107,11 +165,9 @@ public struct NotificationVerifier: Sendable {
         guard eventTime >= earliest, eventTime <= latest else {
             throw VerificationFailure.malformedEvents("event_time is out of range")
         }
-        let claimsJSON = Self.storedClaims(audience: verified.audience, issuedAt: verified.claims.iat ?? 0,
-                                           expiresAt: verified.claims.exp ?? 0, jti: jti, event: event)
         return AppleNotification(
-            jti: jti, audience: verified.audience, issuedAt: verified.issuedAt,
-            expiresAt: verified.expiresAt, event: event, claimsJSON: claimsJSON
+            jti: jti, audience: verified.audience, issuedAt: verified.issuedAt, expiresAt: verified.expiresAt, event: event,
+            issuedAtClaim: verified.claims.iat ?? 0, expiresAtClaim: verified.claims.exp ?? 0
         )
     }
 }

@@ -48,6 +48,20 @@ private struct BothClaims<More: Decodable>: Decodable {
     let registered: RegisteredClaims
     let more: Result<More, any Error>
 
+    init(registered: RegisteredClaims, more: Result<More, any Error>) {
+        self.registered = registered
+        self.more = more
+    }
+
+    /// Claims of plain members with nothing more to decode (a
+    /// notification's), read without JSONDecoder; nil: ask it.
+    init?(plain payload: Data) {
+        guard let nothingMore = NoMoreClaims() as? More,
+              let registered = payload.withUnsafeBytes({ PlainJSONObject($0) }).flatMap(RegisteredClaims.init(plain:))
+        else { return nil }
+        self.init(registered: registered, more: .success(nothingMore))
+    }
+
     init(from decoder: any Decoder) throws {
         registered = try RegisteredClaims(from: decoder)
         more = Result { try More(from: decoder) }
@@ -96,8 +110,12 @@ struct AppleTokenVerifier: Sendable {
         }
 
         let both: BothClaims<Claims>
-        do { both = try JSONDecoder().decode(BothClaims<Claims>.self, from: jws.payload) } catch {
-            throw VerificationFailure.malformedClaims(Self.describe(error))
+        if let plain = BothClaims<Claims>(plain: jws.payload) {
+            both = plain
+        } else {
+            do { both = try JSONDecoder().decode(BothClaims<Claims>.self, from: jws.payload) } catch {
+                throw VerificationFailure.malformedClaims(Self.describe(error))
+            }
         }
         let claims = both.registered
         guard claims.iss == VerificationPolicy.appleIssuer else { throw VerificationFailure.wrongIssuer }

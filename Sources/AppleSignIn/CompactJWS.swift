@@ -20,6 +20,17 @@ struct CompactJWS: Sendable {
             case critical = "crit"
         }
 
+        /// As `init(from:)` decodes it, from a header of plain members;
+        /// nil for one that names `crit` (JSONDecoder judges it).
+        init?(plain object: PlainJSONObject) {
+            guard object["crit"] == nil, case let alg? = object.optionalString("alg"), case let kid? = object.optionalString("kid")
+            else { return nil }
+            self.alg = alg
+            self.kid = kid
+            if case .string(let typ)? = object["typ"] { self.typ = typ } else { typ = nil }
+            critical = nil
+        }
+
         init(from decoder: any Decoder) throws {
             let container = try decoder.container(keyedBy: CodingKeys.self)
             alg = try container.decodeIfPresent(String.self, forKey: .alg)
@@ -80,12 +91,16 @@ struct CompactJWS: Sendable {
         guard let headerData = Base64URL.decode(bytes: headerBytes) else { throw .malformedToken("header is not base64url") }
         guard let payload = Base64URL.decode(bytes: payloadBytes), !payload.isEmpty else { throw .malformedToken("payload is not base64url") }
         guard let signature = Base64URL.decode(bytes: signatureBytes) else { throw .malformedToken("signature is not base64url") }
-        do {
-            self.header = try JSONDecoder().decode(Header.self, from: headerData)
-        } catch is CritError {
-            throw .malformedHeader("crit is not a non-empty list of strings")
-        } catch {
-            throw .malformedHeader("not a JSON object with string alg/kid")
+        if let header = headerData.withUnsafeBytes({ PlainJSONObject($0) }).flatMap(Header.init(plain:)) {
+            self.header = header
+        } else {
+            do {
+                self.header = try JSONDecoder().decode(Header.self, from: headerData)
+            } catch is CritError {
+                throw .malformedHeader("crit is not a non-empty list of strings")
+            } catch {
+                throw .malformedHeader("not a JSON object with string alg/kid")
+            }
         }
         self.payload = payload
         self.signingInput = Data(UnsafeBufferPointer(rebasing: trimmed[..<dots[1]]))

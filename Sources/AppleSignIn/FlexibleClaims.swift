@@ -20,6 +20,8 @@ public struct FlexibleBool: Decodable, Sendable, Equatable {
 /// `aud` is a string, or (by RFC 7519) an array of strings.
 struct AudienceClaim: Decodable, Sendable {
     let values: [String]
+
+    init(values: [String]) { self.values = values }
     init(from decoder: any Decoder) throws {
         let container = try decoder.singleValueContainer()
         if let one = try? container.decode(String.self) {
@@ -42,4 +44,19 @@ struct RegisteredClaims: Decodable, Sendable {
     /// A notification's `events`, taken in the same pass over the payload;
     /// judged only after the registered claims (see `EventsClaim`).
     let events: EventsClaim?
+}
+
+extension RegisteredClaims {
+    /// As the synthesized `init(from:)` decodes them, from claims of plain
+    /// members; nil where a member's type would make it throw, or `events`
+    /// is not a string (JSONDecoder then decides).
+    init?(plain object: PlainJSONObject) {
+        guard case let iss? = object.optionalString("iss"), case let aud? = object.optionalString("aud"),
+              case let exp? = object.optionalNumber("exp"), case let iat? = object.optionalNumber("iat"),
+              case let sub? = object.optionalString("sub"), case let jti? = object.optionalString("jti"),
+              case let events? = object.optionalString("events")
+        else { return nil }
+        self.init(iss: iss, aud: aud.map { AudienceClaim(values: [$0]) }, exp: exp, iat: iat, sub: sub, jti: jti,
+                  events: events.map(EventsClaim.text))
+    }
 }

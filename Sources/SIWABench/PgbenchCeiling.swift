@@ -22,7 +22,8 @@ enum PgbenchCeiling {
             ("$4", "(:ms)"),
             ("$5", "'com.example.siwa.bench'"),
             ("$6", "now()"),
-            ("$7", #"'{"iss":"https://appleid.apple.com","aud":"com.example.siwa.bench","events":{"type":"email-enabled"}}'"#),
+            // What siwa stores for the bench's notifications (AppleNotification.inboxClaimsJSON).
+            ("$7", #"'{"exp":1800086400,"events":{"email":"bench@privaterelay.appleid.com"}}'"#),
             ("$8", "(CASE WHEN :e = 1 THEN 'true' ELSE 'false' END)"),
             ("$9", "'bench@privaterelay.appleid.com'"),
         ]

@@ -57,10 +57,20 @@ public struct LogLineHandler: LogHandler {
     }
 
     public func log(event: LogEvent) {
-        var merged = metadata
-        if let provided = metadataProvider?.get(), !provided.isEmpty { merged.merge(provided) { $1 } }
-        if let explicit = event.metadata { merged.merge(explicit) { $1 } }
-        let fields = merged.sorted(by: { $0.key < $1.key })
+        // A handful of keys: collected into one array (a later source's key
+        // replaces an earlier one's) rather than merged dictionaries, which
+        // cost a hash table per source and per line.
+        var fields: [(key: String, value: Logger.MetadataValue)] = []
+        fields.reserveCapacity(metadata.count + 4)
+        func add(_ source: Logger.Metadata) {
+            for (key, value) in source {
+                if let index = fields.firstIndex(where: { $0.key == key }) { fields[index].value = value } else { fields.append((key, value)) }
+            }
+        }
+        add(metadata)
+        if let provided = metadataProvider?.get() { add(provided) }
+        if let explicit = event.metadata { add(explicit) }
+        fields.sort { $0.key < $1.key }
         var line: [UInt8] = []
         line.reserveCapacity(256)
         if priorityPrefix { Self.appendPriority(event.level, to: &line) }

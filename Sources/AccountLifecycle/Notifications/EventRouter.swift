@@ -59,7 +59,7 @@ public struct EventRouter: Sendable {
             eventTime: notification.event.eventTime,
             audience: notification.audience,
             issuedAt: notification.issuedAt,
-            claimsJSON: String(decoding: notification.claimsJSON, as: UTF8.self),
+            claimsJSON: notification.inboxClaimsJSON,
             effect: effect(of: notification.event)
         )
     }

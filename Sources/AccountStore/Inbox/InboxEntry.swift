@@ -44,7 +44,8 @@ public struct InboxEntry: Sendable {
     public var eventTime: Int64
     public var audience: String
     public var issuedAt: Date
-    /// The verified claims (JSON text).
+    /// The verified claims the row's columns do not hold, as JSON text
+    /// (`AppleNotification.inboxClaimsJSON`).
     public var claimsJSON: String
     public var effect: UserEffect
 

@@ -28,7 +28,7 @@ import PostgresNIO
 /// `siwa-bench` (`make bench`) runs this same text under pgbench, one
 /// notification per transaction, to measure the ceiling.
 public struct RecordNotificationStatement: PostgresPreparedStatement {
-    public static let name = "siwa_record_notifications_v9"
+    public static let name = "siwa_record_notifications_v10"
 
     public static let sql = """
         WITH input AS (
@@ -133,7 +133,7 @@ public struct RecordNotificationStatement: PostgresPreparedStatement {
             -- `purge_after`: a consent revocation's purge waits out the
             -- grace delay (SIWA_CONSENT_REVOKED_PURGE_DELAY_DAYS; sql/015).
             SELECT fresh.ord, fresh.jti, fresh.event_type, fresh.apple_sub, fresh.event_time, fresh.notification_id,
-                   fresh.purge AND NOT late AS purge, fresh.sign_out AND NOT late AS sign_out, fresh.stale OR late AS stale,
+                   fresh.revocation, fresh.purge AND NOT late AS purge, fresh.sign_out AND NOT late AS sign_out, fresh.stale OR late AS stale,
                    coalesce(fresh.revocation AND account.status = 'consent_revoked', false) AS revoked,
                    CASE WHEN fresh.purge AND fresh.purge_delay > 0
                         THEN siwa.utc_iso(now() + make_interval(secs => fresh.purge_delay)) END AS purge_after
@@ -152,14 +152,21 @@ public struct RecordNotificationStatement: PostgresPreparedStatement {
             WHERE effect.purge OR effect.sign_out
         ), audit AS (
             INSERT INTO siwa.audit_log (actor, action, apple_sub, details)
+            -- Only what applies is written (a key per byte of the row, in
+            -- the log once more): the job ids a purge or sign-out has, and
+            -- `older_than_sign_in` and `consent_revoked` for a consent
+            -- revocation, the only event either can be true for
+            -- (siwa.app_event_payload, sql/021, says false for the others).
             SELECT 'apple', 'notification.recorded', effect.apple_sub,
-                   jsonb_build_object('jti', effect.jti, 'event_type', effect.event_type, 'notification_id', effect.notification_id,
-                                      'event_time', effect.event_time, 'purge', effect.purge,
-                                      'purge_job_id', CASE WHEN jobs.inserted AND effect.purge THEN jobs.id END,
-                                      'purge_merged_into_job_id', CASE WHEN NOT jobs.inserted AND effect.purge THEN jobs.id END,
-                                      'sign_out_job_id', CASE WHEN effect.sign_out THEN jobs.id END,
-                                      'older_than_sign_in', effect.stale, 'consent_revoked', effect.revoked)
-                   || jsonb_strip_nulls(jsonb_build_object('purge_after', effect.purge_after))
+                   jsonb_strip_nulls(jsonb_build_object(
+                       'jti', effect.jti, 'event_type', effect.event_type, 'notification_id', effect.notification_id,
+                       'event_time', effect.event_time, 'purge', effect.purge,
+                       'purge_job_id', CASE WHEN jobs.inserted AND effect.purge THEN jobs.id END,
+                       'purge_merged_into_job_id', CASE WHEN NOT jobs.inserted AND effect.purge THEN jobs.id END,
+                       'sign_out_job_id', CASE WHEN effect.sign_out THEN jobs.id END,
+                       'older_than_sign_in', CASE WHEN effect.revocation THEN effect.stale END,
+                       'consent_revoked', CASE WHEN effect.revocation THEN effect.revoked END,
+                       'purge_after', effect.purge_after))
             FROM effect LEFT JOIN jobs USING (apple_sub) ORDER BY effect.ord
             RETURNING seq, apple_sub, details
         ), deliveries AS (

@@ -211,10 +211,10 @@ extension PostgresConnection {
     /// ROLLBACK failed may still hold the open transaction: it is closed (the
     /// server rolls back), so the pool never hands it to the next caller.
     func guardedTransaction<T>(logger: Logger, _ body: () async throws -> T) async throws -> T {
-        try await query("BEGIN", logger: logger)
+        try await control(BeginStatement(), logger: logger)
         do {
             let value = try await body()
-            try await query("COMMIT", logger: logger)
+            try await control(CommitStatement(), logger: logger)
             return value
         } catch {
             if !isClosed {
@@ -225,6 +225,32 @@ extension PostgresConnection {
             throw error
         }
     }
+}
+
+extension PostgresConnection {
+    /// A statement that answers no rows, prepared once per connection.
+    fileprivate func control<Statement: PostgresPreparedStatement>(_ statement: Statement, logger: Logger) async throws {
+        for try await _ in try await execute(statement, logger: logger) {}
+    }
+}
+
+/// BEGIN and COMMIT, prepared once per connection: then each is a Bind and
+/// an Execute, where a plain query is parsed and described again, on both
+/// sides, for every transaction (and the inbox commits one per batch).
+private struct BeginStatement: PostgresPreparedStatement {
+    static let name = "siwa_begin"
+    static let sql = "BEGIN"
+    typealias Row = Int
+    func makeBindings() throws -> PostgresBindings { PostgresBindings() }
+    func decodeRow(_ row: PostgresRow) throws -> Int { try row.decode(Int.self) }
+}
+
+private struct CommitStatement: PostgresPreparedStatement {
+    static let name = "siwa_commit"
+    static let sql = "COMMIT"
+    typealias Row = Int
+    func makeBindings() throws -> PostgresBindings { PostgresBindings() }
+    func decodeRow(_ row: PostgresRow) throws -> Int { try row.decode(Int.self) }
 }
 
 extension PostgresClient {

@@ -6,8 +6,8 @@ import Foundation
 enum NotificationBody {
     /// The `payload` field, or why the body is refused.
     static func payload(of body: Data) -> Result<String, Rejection> {
+        if let token = body.withUnsafeBytes(compactPayload(of:)) { return .success(token) }
         guard body.contains(where: { !($0 == 0x20 || $0 == 0x0A || $0 == 0x0D || $0 == 0x09) }) else { return .failure(.emptyBody) }
-        if let token = compactPayload(of: body) { return .success(token) }
         guard let decoded = try? JSONDecoder().decode(Parsed.self, from: body) else { return .failure(.malformedBody) }
         guard let payload = decoded.payload, !payload.isEmpty else { return .failure(.missingPayload) }
         return .success(payload)
@@ -17,13 +17,14 @@ enum NotificationBody {
     /// and a token of base64url characters and dots, taken without a JSON
     /// parser (JSONDecoder cost 2% of a notification). Such a string holds
     /// no quote or escape, so this reads it exactly as the parser would;
-    /// any other spelling goes to the parser.
-    static func compactPayload(of body: Data) -> String? {
+    /// any other spelling goes to the parser. (Over the raw bytes: Data's
+    /// own iterator costs more per byte than the check.)
+    static func compactPayload(of body: UnsafeRawBufferPointer) -> String? {
         let prefix = #"{"payload":""#.utf8
         let suffix = #""}"#.utf8
         guard body.count > prefix.count + suffix.count, body.starts(with: prefix), body.suffix(suffix.count).elementsEqual(suffix)
         else { return nil }
-        let token = body.dropFirst(prefix.count).dropLast(suffix.count)
+        let token = UnsafeRawBufferPointer(rebasing: body[prefix.count..<(body.count - suffix.count)])
         let isTokenByte: (UInt8) -> Bool = { byte in
             switch byte {
             case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
