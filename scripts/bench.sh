@@ -22,4 +22,12 @@ fi
 # worked as siwa_worker.
 export SIWA_BENCH_SERVER_URL="${SIWA_BENCH_SERVER_URL:-$(scripts/testdb.sh start bench)}"
 command -v pgbench >/dev/null || { echo "bench: pgbench not found (apt-get install postgresql-contrib)" >&2; exit 1; }
+# Figures of an older build would be reported as this tree's.
+for binary in .build/release/siwa .build/release/siwa-bench; do
+    [[ -x $binary ]] || { echo "bench: $binary missing; run make bench (it builds the release first)" >&2; exit 1; }
+    skip=()
+    [[ $binary == */siwa ]] && skip=(-path Sources/SIWABench -prune -o)
+    newer=$(find Sources sql Package.swift "${skip[@]}" -newer "$binary" -type f -print -quit)
+    [[ -z $newer ]] || { echo "bench: $binary is older than $newer; run make bench (it builds the release first)" >&2; exit 1; }
+done
 exec .build/release/siwa-bench "$@"

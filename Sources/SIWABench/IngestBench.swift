@@ -30,6 +30,8 @@ struct IngestReport {
     var siwaRates: [Double] = []
     var pgbenchRates: [Double] = []
     var bareRates: [Double] = []
+    /// This process's CPU (µs) per request while wrk drove the bare route.
+    var bareCPU: [Double] = []
     var p50: [Double] = []
     var p99: [Double] = []
     var cpu: [Double] = []
@@ -41,6 +43,9 @@ struct IngestReport {
     var plainPostgresCPU: [Double] = []
     var plainWAL: [Double] = []
     var open: LoadGenerator.Result?
+    /// The same open loop against the bare HTTP route (the bench process's
+    /// own Hummingbird server): the generator's and the stack's floor.
+    var openFloor: LoadGenerator.Result?
     var flood: FloodReport?
     var recorded = ""
     var sent = 0
@@ -208,7 +213,11 @@ enum IngestBench {
             report.plainRates.append(plain.rate)
             report.plainPostgresCPU.append(plain.cost.cpuSeconds * 1e6)
             report.plainWAL.append(plain.cost.walBytes)
+            // The bare route is served by this process: its CPU over the run
+            // is the HTTP stack's own per request, siwa's floor.
+            let bareCPUBefore = processCPUSeconds(getpid())
             let bare = try await Wrk.run(url: bareURL, bodiesFile: file, count: roundBodies.count, connections: concurrency)
+            report.bareCPU.append((processCPUSeconds(getpid()) - bareCPUBefore) / Double(roundBodies.count) * 1e6)
             report.siwaRates.append(result.rate)
             report.pgbenchRates.append(ceiling)
             report.bareRates.append(bare.rate)
@@ -226,6 +235,7 @@ enum IngestBench {
         let load = LoadGenerator(url: siwaURL, client: http)
         report.open = await load.openLoop(bodies: bodies.openLoop, rate: Double(offeredRate))
         report.sent += bodies.openLoop.count
+        report.openFloor = await LoadGenerator(url: bareURL, client: http).openLoop(bodies: bodies.openLoop, rate: Double(offeredRate))
 
         if scenario.junkFlood {
             // Junk at wrk's full rate for as long as the genuine open loop runs.
