@@ -118,6 +118,10 @@ public struct IdentityTokenVerifier: Sendable {
         base = AppleTokenVerifier(keys: keys, policy: policy)
     }
 
+    /// Whether `clientID` is one of the policy's client ids: a code-only
+    /// sign-in names its client, checked before Apple is asked.
+    public func accepts(audience clientID: String) -> Bool { base.policy.audiences.contains(clientID) }
+
     /// Verifies one identity token.
     ///
     /// - Parameters:

@@ -2,11 +2,18 @@ import Foundation
 import Hummingbird
 
 extension AppleSimulator {
-    /// `POST /simulator/authorize?sub=SUB&client_id=ID[&email=E][&nonce=N]`:
+    /// `POST /simulator/authorize?sub=SUB&client_id=ID[&email=E][&nonce=N][&redirect_uri=URI][&response_type=code]`:
     /// what Apple hands an app when a user signs in, for trying siwa with
-    /// curl (`make try`). The answer is `{"identity_token", "authorization_code"}`,
-    /// a body `POST /v1/sign-in` takes as it is. Not an Apple endpoint: the
-    /// simulator's own, for people and scripts playing the app.
+    /// curl (`make try`). The answer is a body `POST /v1/sign-in` takes as
+    /// it is: `{"identity_token", "authorization_code"}` (a native app,
+    /// `response_type=code id_token`, the default), or, with
+    /// `response_type=code` (a web client, Sign in with Apple JS),
+    /// `{"authorization_code", "client_id", "redirect_uri"}` and no identity
+    /// token. A code issued with a `redirect_uri` is exchanged at
+    /// `/auth/token` only with that same `redirect_uri`, as Apple's is; a
+    /// code-only grant requires one, as Apple's authorization request does.
+    /// Not an Apple endpoint: the simulator's own, for people and scripts
+    /// playing the app.
     func addAuthorizeRoute(to router: Router<SimulatorRequestContext>) {
         router.post("/simulator/authorize") { request, _ -> Response in
             let query = request.uri.queryParameters
@@ -16,12 +23,27 @@ extension AppleSimulator {
             }
             let email = query["email"].map(String.init)
             let nonce = query["nonce"].map(String.init)
+            let redirectURI = query["redirect_uri"].map(String.init).flatMap { $0.isEmpty ? nil : $0 }
+            let codeOnly: Bool
+            switch query["response_type"].map(String.init) ?? "code id_token" {
+            case "code": codeOnly = true
+            case "code id_token", "code+id_token": codeOnly = false
+            default: return Self.json(.badRequest, ["error": "response_type must be code or code id_token"])
+            }
+            if codeOnly && redirectURI == nil {
+                return Self.json(.badRequest, ["error": "redirect_uri is required with response_type=code (a web client's)"])
+            }
+            let code = self.issueAuthorizationCode(sub: sub, clientID: clientID, email: email,
+                                                   isPrivateEmail: email.map { $0.hasSuffix("privaterelay.appleid.com") },
+                                                   nonce: nonce, redirectURI: redirectURI)
+            if codeOnly, let redirectURI {
+                return Self.json(.ok, ["authorization_code": code, "client_id": clientID, "redirect_uri": redirectURI])
+            }
             do {
                 let token = try self.identityToken(sub: sub, audience: clientID, email: email, nonce: nonce)
-                let code = self.issueAuthorizationCode(sub: sub, clientID: clientID, email: email,
-                                                       isPrivateEmail: email.map { $0.hasSuffix("privaterelay.appleid.com") },
-                                                       nonce: nonce)
-                return Self.json(.ok, ["identity_token": token, "authorization_code": code])
+                var answer = ["identity_token": token, "authorization_code": code]
+                if let redirectURI { answer["redirect_uri"] = redirectURI }
+                return Self.json(.ok, answer)
             } catch {
                 return Self.json(.internalServerError, ["error": "could not sign: \(error)"])
             }

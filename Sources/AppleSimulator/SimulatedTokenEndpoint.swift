@@ -44,7 +44,9 @@ extension AppleSimulator {
             switch form["grant_type"] {
             case "authorization_code":
                 guard let code = form["code"] else { return .refuse("invalid_request") }
-                // Unknown, used, expired, another client's, or another redirect_uri: all invalid_grant.
+                // Unknown, used, expired, another client's, or another redirect_uri: all
+                // invalid_grant. A code issued with a redirect_uri (the web flow) is
+                // exchanged only with that one; Apple's native codes have none.
                 guard let issued = state.codes[code], !issued.used,
                       now.timeIntervalSince(issued.issuedAt) < TokenEndpointState.codeLifetime,
                       issued.grant.clientID == clientID, issued.redirectURI == nil || issued.redirectURI == form["redirect_uri"]
@@ -83,7 +85,7 @@ extension AppleSimulator {
     /// The id_token Apple returns with tokens: RS256 with the current key.
     func signIDToken(_ grant: TokenEndpointState.Grant, nonce: String?, issuedAt: Date) throws -> String {
         let claims = TokenSigner.identityClaims(
-            sub: grant.idTokenSub ?? grant.sub, audience: grant.clientID, issuedAt: issuedAt, email: grant.email,
+            sub: grant.idTokenSub ?? grant.sub, audience: grant.idTokenAudience ?? grant.clientID, issuedAt: issuedAt, email: grant.email,
             nonce: nonce, realUserStatus: grant.realUserStatus, isPrivateEmail: grant.isPrivateEmail)
         let key = currentKey
         return try signer.sign(header: ["kid": key.kid, "alg": "RS256"], claims: claims, key: key)

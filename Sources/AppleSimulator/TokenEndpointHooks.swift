@@ -20,8 +20,9 @@ extension AppleSimulator {
 
     /// A new authorization code for `sub` at `clientID`, as the app gets at
     /// sign-in: single-use, valid five minutes, bound to the client (and to
-    /// `redirectURI` when given). `idTokenSub` makes the id_token carry
-    /// another `sub` (Apple misbehaving, for tests).
+    /// `redirectURI` when given: Apple's web flow). `idTokenSub` and
+    /// `idTokenAudience` make the id_token carry another `sub` or `aud`
+    /// (Apple misbehaving, for tests).
     /// - Parameter presignIDToken: sign the `id_token` the exchange will
     ///   return now, not when the code is exchanged (its `iat` is then the
     ///   code's issue time, within Apple's five minutes). For the benchmark:
@@ -30,11 +31,12 @@ extension AppleSimulator {
     ///   simulator on the same machine.
     public func issueAuthorizationCode(
         sub: String, clientID: String, email: String? = nil, isPrivateEmail: Bool? = nil, nonce: String? = nil,
-        realUserStatus: Int? = 2, idTokenSub: String? = nil, redirectURI: String? = nil, presignIDToken: Bool = false
+        realUserStatus: Int? = 2, idTokenSub: String? = nil, idTokenAudience: String? = nil, redirectURI: String? = nil,
+        presignIDToken: Bool = false
     ) -> String {
         let code = Self.randomToken(prefix: "c")
         let grant = TokenEndpointState.Grant(sub: sub, clientID: clientID, email: email, isPrivateEmail: isPrivateEmail,
-                                             realUserStatus: realUserStatus, idTokenSub: idTokenSub)
+                                             realUserStatus: realUserStatus, idTokenSub: idTokenSub, idTokenAudience: idTokenAudience)
         let issuedAt = tokenState.withLock { $0.now() }
         // Unsigned now (it cannot fail with the simulator's own key): signed at the exchange.
         let idToken = presignIDToken ? try? signIDToken(grant, nonce: nonce, issuedAt: issuedAt) : nil

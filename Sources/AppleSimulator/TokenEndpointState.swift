@@ -52,6 +52,8 @@ struct TokenEndpointState {
         let realUserStatus: Int?
         /// The `sub` the id_token carries, when a test wants it to differ.
         let idTokenSub: String?
+        /// The `aud` the id_token carries, when a test wants it to differ.
+        var idTokenAudience: String? = nil
     }
 
     struct IssuedCode {

@@ -110,6 +110,20 @@ public enum SettingsCatalog {
             every notification is refused (`wrong_aud`). Sign-in accepts identity tokens \
             issued to any of them.
             """)
+    public static let appleWebClientIDs = Setting(
+        "SIWA_APPLE_WEB_CLIENT_IDS", .list, example: "com.example.web=https://example.com/auth/apple/callback",
+        readers: [.serve], files: [.serve],
+        help: "comma list of the client ids of SIWA_APPLE_CLIENT_IDS that are web clients (Services IDs), each as `ID` or `ID=RETURN_URL` (repeat the id for each Return URL)",
+        details: """
+            A web client (Sign in with Apple JS, or an Android app) sends POST /v1/sign-in \
+            its authorization code with the redirect_uri of its authorization request, \
+            which Apple requires for its code. For a client id listed here, a sign-in \
+            without redirect_uri is refused before Apple is called (400 \
+            redirect_uri_required); with Return URLs listed (the https URLs registered for \
+            the Services ID at Apple), so is a redirect_uri that is none of them. Each id \
+            must also be in SIWA_APPLE_CLIENT_IDS. Unset: no client id is taken for a web \
+            client, and Apple alone judges a code's redirect_uri.
+            """)
     public static let httpHost = Setting(
         "SIWA_HTTP_HOST", .text, default: "127.0.0.1", readers: [.serve], files: [.serve],
         help: "listen address; keep loopback behind a TLS reverse proxy",
@@ -566,7 +580,7 @@ public enum SettingsCatalog {
         ("admin listener", [adminHTTPHost, adminHTTPPort, adminAuthFailuresPerMinute]),
         ("sign-in and Apple's tokens", [appleTeamID, appleKeyID, applePrivateKeyFile, tokenEncryptionKeysFile,
                                         appleBaseURL, clientSecretTTL, appleRequestTimeout, signInRequires,
-                                        refreshValidationHours, appleRequestsPerSecond,
+                                        appleWebClientIDs, refreshValidationHours, appleRequestsPerSecond,
                                         validationInvalidGrantPausePercent]),
         ("purge jobs", [purgePlan, workerConcurrency, jobLease, jobMaxRun, jobRetryBase, jobMaxAttempts,
                         jobRetentionDays, workerPoll, workerShutdownGrace]),

@@ -32,9 +32,9 @@ struct Demo {
         let signIn = try DemoSignIn.Files(apple: apple, appleBaseURL: appleServer.baseURL)
         defer { signIn.remove() }
         let serve = try spawnServe(port: servePort, environment: [
-            "SIWA_DATABASE_URL": database.serveURL, "SIWA_APPLE_CLIENT_IDS": clientID,
+            "SIWA_DATABASE_URL": database.serveURL,
             "SIWA_APPLE_JWKS_URL": "\(appleServer.baseURL)/auth/keys", "SIWA_LOG_LEVEL": "warning",
-        ].merging(signIn.settings) { $1 })
+        ].merging(signIn.settings) { $1 }.merging(DemoSignIn.clientSettings(native: clientID)) { $1 })
         defer { if serve.isRunning { serve.signal(SIGTERM) } }
         let base = "http://127.0.0.1:\(servePort)"
         try await Self.waitUntilReady(base)

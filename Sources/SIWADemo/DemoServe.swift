@@ -20,6 +20,7 @@ struct DemoServe {
         let apple = try AppleSimulator()
         let appleServer = try await apple.start(logger: quiet)
         let clientID = "com.example.siwa.demo"
+        let (webClientID, returnURL) = (DemoSignIn.webClientID, DemoSignIn.returnURL)
         let port = demo.port == 0 ? try freeLoopbackPort() : demo.port
         let files = try DemoSignIn.Files(apple: apple, appleBaseURL: appleServer.baseURL)
         defer { files.remove() }
@@ -29,8 +30,8 @@ struct DemoServe {
         let shared = ["SIWA_LOG_LEVEL": "notice"].merging(files.settings) { $1 }
         let serve = try demo.spawnServe(port: port, environment: shared.merging([
             "SIWA_DATABASE_URL": demo.database.serveURL,
-            "SIWA_APPLE_CLIENT_IDS": clientID, "SIWA_APPLE_JWKS_URL": "\(appleServer.baseURL)/auth/keys",
-        ]) { $1 })
+            "SIWA_APPLE_JWKS_URL": "\(appleServer.baseURL)/auth/keys",
+        ].merging(DemoSignIn.clientSettings(native: clientID)) { $1 }) { $1 })
         defer { if serve.isRunning { serve.signal(SIGTERM) } }
         try await Demo.waitUntilReady(base)
         let worker = try demo.spawn("worker", environment: shared.merging(["SIWA_DATABASE_URL": demo.database.workerURL]) { $1 })
@@ -48,6 +49,14 @@ struct DemoServe {
               # The app's backend signs the user in:
               curl -s -H "Authorization: Bearer $KEY" -H 'Content-Type: application/json' -d @apple.json "$SIWA/v1/sign-in"
               curl -s -H "Authorization: Bearer $KEY" "$SIWA/v1/users/001.curl.0001"
+              # The same on the web (Sign in with Apple JS, response_type=code): no identity
+              # token, the code is bound to the redirect URI; siwa exchanges it at Apple's
+              # /auth/token and verifies the id_token of Apple's answer:
+              curl -s -X POST "$APPLE/simulator/authorize?sub=001.curl.0002&client_id=\(webClientID)&response_type=code&redirect_uri=\(returnURL)" > web.json
+              curl -s -H "Authorization: Bearer $KEY" -H 'Content-Type: application/json' -d @web.json "$SIWA/v1/sign-in"
+              # Without its redirect_uri, refused before Apple is called (redirect_uri_required):
+              curl -s -H "Authorization: Bearer $KEY" -H 'Content-Type: application/json' \\
+                -d '{"authorization_code": "c1", "client_id": "\(webClientID)"}' "$SIWA/v1/sign-in"
               # The user deletes their account in the app:
               curl -s -X DELETE -H "Authorization: Bearer $KEY" "$SIWA/v1/users/001.curl.0001"
               curl -s -H "Authorization: Bearer $KEY" "$SIWA/v1/users/001.curl.0001"   # purge completed

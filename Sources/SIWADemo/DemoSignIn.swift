@@ -21,6 +21,15 @@ struct DemoSignIn {
     let base: String
     let clientID: String
 
+    /// A web client (a Services ID) and its Return URL: nothing is ever sent
+    /// there here, Apple only binds the code to it.
+    static let webClientID = "com.example.siwa.web"
+    static let returnURL = "https://app.example.com/auth/apple/callback"
+    /// The serve settings that make `webClientID` an accepted web client.
+    static func clientSettings(native clientID: String) -> [String: String] {
+        ["SIWA_APPLE_CLIENT_IDS": "\(clientID),\(webClientID)", "SIWA_APPLE_WEB_CLIENT_IDS": "\(webClientID)=\(returnURL)"]
+    }
+
     /// The team key (`.p8`, registered with the simulator) and the token key
     /// ring, in a temporary directory, mode 0600; and the settings that
     /// turn sign-in on against the simulator.
@@ -53,6 +62,7 @@ struct DemoSignIn {
         print("  -> \(try await send(.POST, "/v1/sign-in", key: key, body: body))")
         print("curl -H 'Authorization: Bearer $KEY' \(base)/v1/users/\(sub)")
         print("  -> \(try await send(.GET, "/v1/users/\(sub)", key: key))")
+        try await signInOnTheWeb(sub: sub + ".web", key: key)
         print("curl -X DELETE -H 'Authorization: Bearer $KEY' \(base)/v1/users/\(sub)")
         print("  -> \(try await send(.DELETE, "/v1/users/\(sub)", key: key))")
 
@@ -68,6 +78,21 @@ struct DemoSignIn {
         print("Apple simulator /auth/revoke received \(revoked.count) token(s): \(revoked.map { String($0.prefix(10)) + "…" }.joined(separator: ", "))"
               + (revoked.allSatisfy { !apple.isRefreshTokenLive($0) } ? " (now revoked)" : ""))
         try await Demo.printReports(Self.reports(sub: sub), client: client)
+    }
+
+    /// The web flow (Sign in with Apple JS, `response_type=code`): the
+    /// backend has a code bound to the redirect URI, no identity token;
+    /// siwa exchanges the code and verifies the id_token of Apple's answer.
+    private func signInOnTheWeb(sub: String, key: String) async throws {
+        let code = apple.issueAuthorizationCode(sub: sub, clientID: Self.webClientID, email: "web@privaterelay.appleid.com",
+                                                isPrivateEmail: true, redirectURI: Self.returnURL)
+        let body = try JSONSerialization.data(withJSONObject: [
+            "authorization_code": code, "client_id": Self.webClientID, "redirect_uri": Self.returnURL,
+            "user": ["name": ["firstName": "Web", "lastName": "User"]],
+        ] as [String: Any])
+        print("\nOn the web (no identity token; the code is bound to the redirect URI):")
+        print("curl -H 'Authorization: Bearer $KEY' -d '{\"authorization_code\": …, \"client_id\": \"\(Self.webClientID)\", \"redirect_uri\": \"\(Self.returnURL)\", \"user\": …}' \(base)/v1/sign-in")
+        print("  -> \(try await send(.POST, "/v1/sign-in", key: key, body: body))")
     }
 
     /// `siwa api-keys create` as the owner (an admin would use their own role).

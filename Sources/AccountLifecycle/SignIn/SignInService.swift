@@ -6,10 +6,16 @@ import Logging
 import Metrics
 
 /// One sign-in: what Apple handed the app (the name only at the first
-/// authorization). The HTTP layer reads it from the request body.
+/// authorization). The HTTP layer reads it from the request body. A native
+/// app has an identity token (and a code); a web client that asked Apple
+/// for `response_type=code` has only the code, its `clientID` and
+/// `redirectURI`, and siwa takes the identity token from Apple's answer to it.
 public struct SignInAttempt: Sendable {
-    public var identityToken: String
+    public var identityToken: String?
     public var authorizationCode: String?
+    /// The client id the code was issued to (required without an identity
+    /// token; with one, it must be the token's `aud`).
+    public var clientID: String?
     /// The raw nonce the app made; the token's `nonce` claim must be its
     /// SHA-256 in lower-case hex (what the app put in Apple's request).
     public var nonce: String?
@@ -17,10 +23,11 @@ public struct SignInAttempt: Sendable {
     public var givenName: String?
     public var familyName: String?
 
-    public init(identityToken: String, authorizationCode: String? = nil, nonce: String? = nil, redirectURI: String? = nil,
-                givenName: String? = nil, familyName: String? = nil) {
+    public init(identityToken: String?, authorizationCode: String? = nil, clientID: String? = nil, nonce: String? = nil,
+                redirectURI: String? = nil, givenName: String? = nil, familyName: String? = nil) {
         self.identityToken = identityToken
         self.authorizationCode = authorizationCode
+        self.clientID = clientID
         self.nonce = nonce
         self.redirectURI = redirectURI
         self.givenName = givenName
@@ -55,7 +62,8 @@ public struct SignedInUser: Sendable, Equatable {
 
 public enum SignInOutcome: Sendable {
     case signedIn(SignedInUser)
-    /// 400 with a reason code (the verifier's, `invalid_grant`, `token_mismatch`).
+    /// 400 with a reason code (the verifier's, `invalid_grant`, `token_mismatch`,
+    /// `redirect_uri_required`, `identity_token_or_code_required`, ...).
     case refused(reason: String, detail: String)
     /// 409: the user's purge is pending.
     case deletionInProgress
@@ -70,8 +78,14 @@ public enum SignInOutcome: Sendable {
 
 /// `POST /v1/sign-in`: verify the identity token, exchange the
 /// authorization code with Apple, store the tokens encrypted, upsert the user.
+/// A code-only (web) sign-in exchanges the code first and verifies the
+/// identity token of Apple's answer as the app's would be.
 public struct SignInService: Sendable {
+    /// Apple's refusal of a code (`invalid_grant`), in words that help.
+    static let invalidGrantDetail = "Apple refused the authorization code: the code was used, expired, or issued for another client or redirect URI"
+
     let verifier: IdentityTokenVerifier
+    let webClients: WebClients
     let apple: AppleAuthClient
     let keyRing: TokenKeyRing
     let store: SignInStore
@@ -83,9 +97,10 @@ public struct SignInService: Sendable {
     let unknownOutcomes: UnknownSignInOutcomes
 
     public init(verifier: IdentityTokenVerifier, apple: AppleAuthClient, keyRing: TokenKeyRing, store: SignInStore,
-                directory: UserDirectory, requires: SignInRequirement = .code, unknownOutcomes: UnknownSignInOutcomes? = nil,
-                logger: Logger, metrics: any MetricsFactory) {
+                directory: UserDirectory, requires: SignInRequirement = .code, webClients: WebClients = WebClients(),
+                unknownOutcomes: UnknownSignInOutcomes? = nil, logger: Logger, metrics: any MetricsFactory) {
         self.verifier = verifier
+        self.webClients = webClients
         self.apple = apple
         self.keyRing = keyRing
         self.store = store
@@ -116,6 +131,19 @@ public struct SignInService: Sendable {
     }
 
     private func perform(_ request: SignInAttempt, apiKeyName: String) async throws -> SignInOutcome {
+        if let nonce = request.nonce, nonce.isEmpty || nonce.utf8.count > 256 {
+            return .refused(reason: "malformed_request", detail: "nonce must be 1 to 256 bytes: the raw value the app made")
+        }
+        if let redirectURI = request.redirectURI, redirectURI.isEmpty || redirectURI.utf8.count > 2048 {
+            return .refused(reason: "malformed_request", detail: "redirect_uri must be 1 to 2048 bytes")
+        }
+        guard let identityToken = request.identityToken else {
+            guard let code = request.authorizationCode else {
+                return .refused(reason: "identity_token_or_code_required",
+                                detail: "send the identity_token Apple handed the app, or (a web client) the authorization_code with client_id and redirect_uri")
+            }
+            return try await signIn(code: code, request, apiKeyName: apiKeyName)
+        }
         switch requires {
         case .code where request.authorizationCode == nil:
             return .refused(reason: "authorization_code_required",
@@ -126,46 +154,28 @@ public struct SignInService: Sendable {
         default:
             break
         }
-        if let nonce = request.nonce, nonce.isEmpty || nonce.utf8.count > 256 {
-            return .refused(reason: "malformed_request", detail: "nonce must be 1 to 256 bytes: the raw value the app made")
+        let verified = try await verifier.verify(identityToken, expectedNonce: request.nonce.map(Self.hashedNonce))
+        if let clientID = request.clientID, clientID != verified.audience {
+            return .refused(reason: "wrong_aud", detail: "client_id is not the identity token's aud")
         }
-        let verified = try await verifier.verify(request.identityToken, expectedNonce: request.nonce.map(Self.hashedNonce))
         let claims = verified.claims
-        var record = SignInRecord(
-            appleSub: claims.sub, clientID: verified.audience, email: claims.email, isPrivateEmail: claims.isPrivateEmail,
-            givenName: Self.name(request.givenName), familyName: Self.name(request.familyName),
-            realUserStatus: claims.realUserStatus?.rawValue, signedInAt: verified.issuedAt, codeSHA256: nil, apiKeyName: apiKeyName)
+        var record = record(request, verified, apiKeyName: apiKeyName)
 
         guard let code = request.authorizationCode else {
             return try await store(record, seal: nil)
         }
+        if let refusal = webClients.refusal(clientID: verified.audience, redirectURI: request.redirectURI) { return refusal }
         let codeHash = Data(SHA256.hash(data: Data(code.utf8)))
         record.codeSHA256 = codeHash
         let prepared = try await store.prepare(appleSub: claims.sub, codeSHA256: codeHash)
         if let earlier = prepared.replay { return try await answer(replaying: earlier, sub: claims.sub, signedInAt: verified.issuedAt) }
 
         let tokens: AppleTokenResponse
-        switch await apple.exchange(code: code, clientID: verified.audience, redirectURI: request.redirectURI) {
-        case .success(let response):
-            tokens = response
-        case .invalidGrant:
-            // A retry racing the first request: the first may have stored
-            // the code by now, and its answer is the one to give.
-            if let earlier = try await store.replay(codeSHA256: codeHash) {
-                return try await answer(replaying: earlier, sub: claims.sub, signedInAt: verified.issuedAt)
-            }
-            return .refused(reason: "invalid_grant", detail: "Apple refused the authorization code (used, expired, or for another client)")
-        case .invalidClient:
-            appleRejectedClient.increment()
-            logger.error("Apple refused siwa's client credentials (invalid_client): check SIWA_APPLE_TEAM_ID, SIWA_APPLE_KEY_ID, the .p8 key and that the client id belongs to the team",
-                         metadata: ["client_id": "\(verified.audience)"])
-            return .appleRejectedClient
-        case .rejected(let status, let error):
-            return .refused(reason: "invalid_request", detail: "Apple refused the exchange (HTTP \(status)\(error.map { ", \($0)" } ?? ""))")
-        case .unavailable(let retryAfter, let reason):
-            logger.warning("Apple's token endpoint is unavailable", metadata: ["reason": "\(reason)"])
-            return .unavailable(retryAfterSeconds: retryAfter.map { max(1, Int($0.components.seconds)) } ?? 5,
-                                detail: "Apple's token endpoint is unavailable")
+        switch try await exchange(code: code, clientID: verified.audience, redirectURI: request.redirectURI, codeHash: codeHash, replaying: {
+            try await answer(replaying: $0, sub: claims.sub, signedInAt: verified.issuedAt)
+        }) {
+        case .tokens(let response): tokens = response
+        case .answered(let outcome): return outcome
         }
         guard let refreshToken = tokens.refreshToken else {
             return .refused(reason: "token_mismatch", detail: "Apple's answer to the code has no refresh token")
@@ -185,6 +195,115 @@ public struct SignInService: Sendable {
             revokeUnstored(refreshToken, clientID: clientID)
             return .refused(reason: "token_mismatch", detail: "Apple's id_token for this code is missing or names another user")
         }
+        return try await keep(tokens, refreshToken: refreshToken, record: record, prepared: prepared, codeHash: codeHash)
+    }
+
+    /// A web client's sign-in with the authorization code only (Sign in
+    /// with Apple JS with `response_type=code`): what can be refused is
+    /// refused before Apple is called; then the code is exchanged and the
+    /// `id_token` of Apple's answer verified as an identity token is, its
+    /// `aud` the request's `client_id`, its nonce the request's.
+    private func signIn(code: String, _ request: SignInAttempt, apiKeyName: String) async throws -> SignInOutcome {
+        guard let clientID = request.clientID, !clientID.isEmpty else {
+            return .refused(reason: "client_id_required",
+                            detail: "an authorization_code without identity_token must come with the client_id it was issued to (the Services ID)")
+        }
+        guard verifier.accepts(audience: clientID) else {
+            return .refused(reason: "wrong_aud", detail: "client_id is not one of the configured client ids (SIWA_APPLE_CLIENT_IDS)")
+        }
+        if let refusal = webClients.refusal(clientID: clientID, redirectURI: request.redirectURI) { return refusal }
+        let codeHash = Data(SHA256.hash(data: Data(code.utf8)))
+        let tokens: AppleTokenResponse
+        switch try await exchange(code: code, clientID: clientID, redirectURI: request.redirectURI, codeHash: codeHash, replaying: { earlier in
+            // A retry of a stored sign-in. Without the app's token its first
+            // answer's time is unknown: taken as the earliest it can be (the
+            // replay window's start), so that a revocation or an ended
+            // session since then makes the retry stale rather than signed in.
+            let earliest = Date().addingTimeInterval(-Double(SignInStore.replayWindowSeconds))
+            return try await answer(replaying: earlier, sub: earlier.appleSub, signedInAt: earliest)
+        }) {
+        case .tokens(let response): tokens = response
+        case .answered(let outcome): return outcome
+        }
+        guard let refreshToken = tokens.refreshToken else {
+            return .refused(reason: "token_mismatch", detail: "Apple's answer to the code has no refresh token")
+        }
+        guard let idToken = tokens.idToken else {
+            revokeUnstored(refreshToken, clientID: clientID)
+            return .refused(reason: "token_mismatch", detail: "Apple's answer to the code has no id_token")
+        }
+        let verified: VerifiedIdentityToken
+        do {
+            verified = try await verifier.verify(idToken, expectedNonce: request.nonce.map(Self.hashedNonce))
+        } catch {
+            revokeUnstored(refreshToken, clientID: clientID)
+            throw error
+        }
+        guard verified.audience == clientID else {
+            revokeUnstored(refreshToken, clientID: clientID)
+            return .refused(reason: "wrong_aud", detail: "the aud of Apple's id_token for this code is not client_id")
+        }
+        var record = record(request, verified, apiKeyName: apiKeyName)
+        record.codeSHA256 = codeHash
+        let prepared: SignInStore.Prepared
+        do { prepared = try await store.prepare(appleSub: verified.claims.sub, codeSHA256: codeHash) } catch {
+            revokeUnstored(refreshToken, clientID: clientID)
+            throw error
+        }
+        if let earlier = prepared.replay {
+            // Apple honoured a code siwa had stored: keep the first answer.
+            revokeUnstored(refreshToken, clientID: clientID)
+            return try await answer(replaying: earlier, sub: verified.claims.sub, signedInAt: verified.issuedAt)
+        }
+        return try await keep(tokens, refreshToken: refreshToken, record: record, prepared: prepared, codeHash: codeHash)
+    }
+
+    /// The user's row as the identity token and the app's `user` object give it.
+    private func record(_ request: SignInAttempt, _ verified: VerifiedIdentityToken, apiKeyName: String) -> SignInRecord {
+        let claims = verified.claims
+        return SignInRecord(
+            appleSub: claims.sub, clientID: verified.audience, email: claims.email, isPrivateEmail: claims.isPrivateEmail,
+            givenName: Self.name(request.givenName), familyName: Self.name(request.familyName),
+            realUserStatus: claims.realUserStatus?.rawValue, signedInAt: verified.issuedAt, codeSHA256: nil, apiKeyName: apiKeyName)
+    }
+
+    private enum Exchanged {
+        case tokens(AppleTokenResponse)
+        /// Apple gave no tokens: this is the answer.
+        case answered(SignInOutcome)
+    }
+
+    /// The code exchanged at Apple's `/auth/token`. `replaying` answers a
+    /// code Apple refused that siwa has stored (a retry racing the first).
+    private func exchange(code: String, clientID: String, redirectURI: String?, codeHash: Data,
+                          replaying: (SignInReplay) async throws -> SignInOutcome) async throws -> Exchanged {
+        switch await apple.exchange(code: code, clientID: clientID, redirectURI: redirectURI) {
+        case .success(let response):
+            return .tokens(response)
+        case .invalidGrant:
+            // A retry racing the first request: the first may have stored
+            // the code by now, and its answer is the one to give.
+            if let earlier = try await store.replay(codeSHA256: codeHash) { return .answered(try await replaying(earlier)) }
+            return .answered(.refused(reason: "invalid_grant", detail: Self.invalidGrantDetail))
+        case .invalidClient:
+            appleRejectedClient.increment()
+            // Apple's ErrorResponse also names "mismatched or invalid redirect URI" under invalid_client.
+            logger.error("Apple refused siwa's client credentials (invalid_client): check SIWA_APPLE_TEAM_ID, SIWA_APPLE_KEY_ID, the .p8 key and that the client id belongs to the team\(redirectURI == nil ? "" : "; and that the redirect_uri is a Return URL of the client")",
+                         metadata: ["client_id": "\(clientID)"])
+            return .answered(.appleRejectedClient)
+        case .rejected(let status, let error):
+            return .answered(.refused(reason: "invalid_request", detail: "Apple refused the exchange (HTTP \(status)\(error.map { ", \($0)" } ?? ""))"))
+        case .unavailable(let retryAfter, let reason):
+            logger.warning("Apple's token endpoint is unavailable", metadata: ["reason": "\(reason)"])
+            return .answered(.unavailable(retryAfterSeconds: retryAfter.map { max(1, Int($0.components.seconds)) } ?? 5,
+                                          detail: "Apple's token endpoint is unavailable"))
+        }
+    }
+
+    /// Stores the user with Apple's tokens sealed, and answers.
+    private func keep(_ tokens: AppleTokenResponse, refreshToken: String, record: SignInRecord, prepared: SignInStore.Prepared,
+                      codeHash: Data) async throws -> SignInOutcome {
+        let clientID = record.clientID
         let outcome: SignInStoreOutcome
         do {
             let keyRing = self.keyRing
@@ -205,7 +324,7 @@ public struct SignInService: Sendable {
             throw error
         }
         if outcome == .deletionInProgress || outcome == .staleIdentityToken { revokeUnstored(refreshToken, clientID: clientID) }
-        return answer(outcome, sub: claims.sub, tokensStored: true)
+        return answer(outcome, sub: record.appleSub, tokensStored: true)
     }
 
     /// Stores the sign-in (prepare, then one transaction), again if the

@@ -39,7 +39,7 @@ struct UserRoutes: Sendable {
             body = try JSONDecoder().decode(SignInRequest.self, from: Data(buffer.readableBytesView))
         } catch {
             return APIResponse.error(.badRequest, "malformed_request",
-                                     "the body must be JSON {\"identity_token\", \"authorization_code\"?, \"nonce\"?, \"redirect_uri\"?, \"user\"?} of at most \(maxBodyBytes) bytes")
+                                     "the body must be JSON {\"identity_token\"?, \"authorization_code\"?, \"client_id\"?, \"nonce\"?, \"redirect_uri\"?, \"user\"?} of at most \(maxBodyBytes) bytes")
         }
         return SignInAnswer(await signIn.signIn(body.attempt, apiKeyName: apiKey)).response
     }

@@ -71,7 +71,7 @@ public enum ServerAssembly {
             let service = SignInService(
                 verifier: IdentityTokenVerifier(keys: keys, policy: VerificationPolicy(audiences: settings.appleKeys.audiences)),
                 apple: access.apple, keyRing: access.keyRing, store: store, directory: directory,
-                requires: settings.signInRequires, logger: Logger(label: "siwa.sign-in"), metrics: metrics)
+                requires: settings.signInRequires, webClients: settings.webClients, logger: Logger(label: "siwa.sign-in"), metrics: metrics)
             let keyLogger = Logger(label: "siwa.api-keys")
             let keyCache = APIKeyCache(heartbeat: settings.apiKeyCacheHeartbeat)
             dependencies.signIn = SignInDependencies(service: service, directory: directory,

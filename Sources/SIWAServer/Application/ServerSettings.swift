@@ -27,6 +27,8 @@ public struct ServerSettings: Sendable {
     public var signIn: SignInSettings?
     /// What POST /v1/sign-in needs beside the identity token.
     public var signInRequires: SignInRequirement
+    /// The client ids that are web clients, and their Return URLs.
+    public var webClients: WebClients
     /// When a stored refresh token is first due for validation.
     public var tokenValidation: TokenValidationSettings
     /// The worker's SIWA_JOB_MAX_RUN_SECONDS: `/metrics` counts running jobs
@@ -53,6 +55,7 @@ public struct ServerSettings: Sendable {
         inbox = try .ingest(reader: reader)
         events = try EventRouter(reader: reader)
         signInRequires = try SignInRequirement(reader: reader)
+        webClients = try WebClients(reader: reader, audiences: appleKeys.audiences)
         rejections = try RejectionWriter.Options(reader: reader)
         jobMaxRunSeconds = try JobWorker.Options.maxRunSeconds(reader, leaseSeconds: try reader.number(S.jobLease))
         log = try LogSettings(environment: reader)
