@@ -41,7 +41,7 @@ extension AppleSimulator {
             }
             do {
                 let token = try self.identityToken(sub: sub, audience: clientID, email: email, nonce: nonce)
-                var answer = ["identity_token": token, "authorization_code": code]
+                var answer: [String: any Sendable] = ["identity_token": token, "authorization_code": code]
                 if let redirectURI { answer["redirect_uri"] = redirectURI }
                 return Self.json(.ok, answer)
             } catch {

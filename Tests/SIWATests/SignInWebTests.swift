@@ -1,7 +1,6 @@
 import AccountLifecycle
 import AppleSimulator
 import Foundation
-import PostgresNIO
 import SIWAConfiguration
 import SIWAServer
 import Testing
@@ -122,9 +121,7 @@ struct SignInWebTests {
         // A code used long ago (its first answer is past the replay window).
         let used = Self.webSignIn(setup, sub: "001.used.0001")
         #expect(try await setup.signIn(used).status == 200)
-        try await setup.server.database.withClient { client in
-            _ = try await client.query("UPDATE siwa.sign_in_codes SET created_at = created_at - interval '1 hour'", logger: TestEnvironment.logger)
-        }
+        try await setup.server.database.execute("UPDATE siwa.sign_in_codes SET created_at = created_at - interval '1 hour'")
         let refused = try await setup.signIn(used)
         #expect(refused.status == 400 && refused.reason == "invalid_grant", "\(refused.text)")
         #expect((refused.json["detail"] as? String)?.contains("the code was used, expired, or issued for another client or redirect URI") == true)

@@ -159,7 +159,7 @@ public struct SignInService: Sendable {
             return .refused(reason: "wrong_aud", detail: "client_id is not the identity token's aud")
         }
         let claims = verified.claims
-        var record = record(request, verified, apiKeyName: apiKeyName)
+        var record = makeRecord(request, verified, apiKeyName: apiKeyName)
 
         guard let code = request.authorizationCode else {
             return try await store(record, seal: nil)
@@ -243,7 +243,7 @@ public struct SignInService: Sendable {
             revokeUnstored(refreshToken, clientID: clientID)
             return .refused(reason: "wrong_aud", detail: "the aud of Apple's id_token for this code is not client_id")
         }
-        var record = record(request, verified, apiKeyName: apiKeyName)
+        var record = makeRecord(request, verified, apiKeyName: apiKeyName)
         record.codeSHA256 = codeHash
         let prepared: SignInStore.Prepared
         do { prepared = try await store.prepare(appleSub: verified.claims.sub, codeSHA256: codeHash) } catch {
@@ -259,7 +259,7 @@ public struct SignInService: Sendable {
     }
 
     /// The user's row as the identity token and the app's `user` object give it.
-    private func record(_ request: SignInAttempt, _ verified: VerifiedIdentityToken, apiKeyName: String) -> SignInRecord {
+    private func makeRecord(_ request: SignInAttempt, _ verified: VerifiedIdentityToken, apiKeyName: String) -> SignInRecord {
         let claims = verified.claims
         return SignInRecord(
             appleSub: claims.sub, clientID: verified.audience, email: claims.email, isPrivateEmail: claims.isPrivateEmail,
