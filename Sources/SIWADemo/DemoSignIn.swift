@@ -62,9 +62,9 @@ struct DemoSignIn {
         print("  -> \(try await send(.POST, "/v1/sign-in", key: key, body: body))")
         print("curl -H 'Authorization: Bearer $KEY' \(base)/v1/users/\(sub)")
         print("  -> \(try await send(.GET, "/v1/users/\(sub)", key: key))")
-        try await signInOnTheWeb(sub: sub + ".web", key: key)
         print("curl -X DELETE -H 'Authorization: Bearer $KEY' \(base)/v1/users/\(sub)")
         print("  -> \(try await send(.DELETE, "/v1/users/\(sub)", key: key))")
+        try await signInOnTheWeb(sub: sub + ".web", key: key)
 
         print("\nsiwa worker: revoking the token at Apple, then purging…")
         let worker = try demo.spawn("worker", environment: [

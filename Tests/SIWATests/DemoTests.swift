@@ -55,15 +55,17 @@ struct DemoTests {
         #expect(result.output.contains("granted the worker privileges to siwa_worker"), "\(result.output.prefix(3000))")
         #expect(result.output.contains("GRANT SELECT, DELETE ON demo_app.profiles TO siwa_purge"), "\(result.output.prefix(3000))")
         #expect(result.output.contains("signature valid"))
-        // The token lifecycle part: sign-in, lookup, in-app deletion, the
-        // revoke reaching the simulator, and the purge that followed.
+        // The token lifecycle part: sign-in, lookup, in-app deletion, a web
+        // sign-in, the revoke reaching the simulator, and the purge that followed.
         let lines = result.output.split(separator: "\n").map(String.init)
         let answers = lines.filter { $0.hasPrefix("  -> ") }
-        #expect(answers.count >= 3, "\(result.output.suffix(3000))")
-        if answers.count >= 3 {
+        #expect(answers.count >= 4, "\(result.output.suffix(3000))")
+        if answers.count >= 4 {
             #expect(answers[0].hasPrefix("  -> 200 ") && answers[0].contains(#""refresh_token_stored":true"#), "\(answers[0])")
             #expect(answers[1].hasPrefix("  -> 200 ") && answers[1].contains(#""status":"active""#), "\(answers[1])")
             #expect(answers[2].hasPrefix("  -> 202 ") && answers[2].contains(#""deletion_scheduled""#), "\(answers[2])")
+            // The web flow: the code alone, exchanged with its redirect URI.
+            #expect(answers[3].hasPrefix("  -> 200 ") && answers[3].contains(#""refresh_token_stored":true"#), "\(answers[3])")
         }
         #expect(lines.contains { $0.hasPrefix("Apple simulator /auth/revoke received 1 token(s): ") && $0.hasSuffix("(now revoked)") },
                 "\(result.output.suffix(3000))")
