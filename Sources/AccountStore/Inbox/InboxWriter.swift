@@ -31,17 +31,10 @@ public final class InboxWriter: Sendable {
 
     public init(client: PostgresClient, options: Options = .init(), logger: Logger) {
         batcher = RoundTripBatcher(options: options, logger: logger, laneKey: \.appleSub) { entries in
-            let rounds = RecordNotificationStatement.rounds(of: entries)
-            return try await client.withGuardedConnection { connection in
-                // One statement is a transaction of its own: no BEGIN and
-                // COMMIT, two round trips fewer (the usual batch: a sub or a
-                // jti twice in one batch is rare). Several are wrapped in one.
-                guard rounds.count == 1 else {
-                    return try await connection.guardedTransaction(logger: logger) {
-                        try await Self.record(entries, in: rounds, on: connection, logger: logger)
-                    }
-                }
-                return try await Self.record(entries, in: rounds, on: connection, logger: logger)
+            // A transaction even for one statement: Apple's 200 waits for
+            // COMMIT (see `guardedCommittedExecute`).
+            try await client.withGuardedTransaction(logger: logger) { connection in
+                try await Self.record(entries, on: connection, logger: logger)
             }
         }
     }
@@ -69,17 +62,8 @@ public final class InboxWriter: Sendable {
     /// Records `entries` in one transaction (the caller's), one statement
     /// per round; returns their outcomes in order.
     public static func record(_ entries: [InboxEntry], on connection: PostgresConnection, logger: Logger) async throws -> [InboxOutcome] {
-        try await record(entries, in: RecordNotificationStatement.rounds(of: entries), on: connection, logger: logger)
-    }
-
-    /// One statement per round of `rounds` (`RecordNotificationStatement.rounds(of:)`).
-    /// A statement that answers a row short throws after it ran: outside a
-    /// transaction its rows are committed, and each entry, run again alone
-    /// by the batcher (or redelivered by Apple), finds its own as a duplicate.
-    static func record(_ entries: [InboxEntry], in rounds: [[Int]], on connection: PostgresConnection,
-                       logger: Logger) async throws -> [InboxOutcome] {
         var outcomes = [InboxOutcome](repeating: .duplicate, count: entries.count)
-        for round in rounds {
+        for round in RecordNotificationStatement.rounds(of: entries) {
             let statement = RecordNotificationStatement(entries: round.map { entries[$0] })
             var answered = 0
             for try await row in try await connection.execute(statement, logger: logger) {

@@ -117,6 +117,22 @@ extension PostgresClient {
         }
     }
 
+    /// `guardedExecute` between BEGIN and COMMIT: for a write whose rows are
+    /// answered to someone outside (Apple's 200, a sign-in's user id).
+    /// PostgresNIO ends a statement's rows at CommandComplete, before the
+    /// commit of an implicit transaction (at Sync) is known to have
+    /// happened: a statement run alone can hand back its rows and then be
+    /// rolled back (a database shutdown in between does it). COMMIT's own
+    /// completion is the commit.
+    public func guardedCommittedExecute<Statement: PostgresPreparedStatement>(_ statement: Statement, logger: Logger) async throws
+        -> [Statement.Row] where Statement.Row: Sendable {
+        try await withGuardedTransaction(logger: logger) { connection in
+            var rows: [Statement.Row] = []
+            for try await row in try await connection.execute(statement, logger: logger) { rows.append(row) }
+            return rows
+        }
+    }
+
     /// BEGIN, `body`, COMMIT on a guarded connection; ROLLBACK on error,
     /// unless the connection is gone (the server rolls back by itself then).
     public func withGuardedTransaction<T: Sendable>(

@@ -139,11 +139,12 @@ public final class SignInStore: Sendable {
         // A batch PostgreSQL answered with an error rolled back, and its
         // sign-ins may each be stored alone. Any other failure (the
         // connection closed, a batch answered wrongly) may follow a COMMIT:
-        // then each caller is told its outcome is unknown.
+        // then each caller is told its outcome is unknown. The answer waits
+        // for COMMIT (see `guardedCommittedExecute`).
         storing = RoundTripBatcher(options: batching, logger: logger, laneKey: \.record.appleSub,
                                    retryAlone: Self.rolledBack) { inputs in
             let statement = SignInStatement(inputs: inputs, validationPeriodHours: validationPeriodHours)
-            let rows = try await client.guardedExecute(statement, logger: logger)
+            let rows = try await client.guardedCommittedExecute(statement, logger: logger)
             return try Self.inOrder(rows, count: inputs.count, ordinal: \.0) { row in
                 try Self.outcome(row.1, userID: row.2, isNew: row.3, email: row.4, isPrivate: row.5, realUserStatus: row.6)
             }
