@@ -15,11 +15,13 @@ extension AppleSimulator {
                   let clientID = query["client_id"].map(String.init), !clientID.isEmpty else {
                 return Self.json(.badRequest, ["error": "sub and client_id are required query parameters"])
             }
+            let email: String? = query["email"].map(String.init)
+            let nonce: String? = query["nonce"].map(String.init)
+            let givenName: String? = query["given_name"].map(String.init)
+            let familyName: String? = query["family_name"].map(String.init)
             do {
-                let signIn = try self.signIn(sub: sub, clientID: clientID, email: query["email"].map(String.init),
-                                             nonce: query["nonce"].map(String.init),
-                                             givenName: query["given_name"].map(String.init),
-                                             familyName: query["family_name"].map(String.init))
+                let signIn = try self.signIn(sub: sub, clientID: clientID, email: email, nonce: nonce,
+                                             givenName: givenName, familyName: familyName)
                 return Self.json(.ok, signIn.signInBody)
             } catch {
                 return Self.json(.internalServerError, ["error": "could not sign: \(error)"])
