@@ -34,12 +34,14 @@ struct SimulatorBehaviourTests {
 
             // A web client (a redirect URI): never.
             let web = try h.apple.signIn(sub: "001.web", clientID: Self.clientID, redirectURI: "https://example.com/callback")
-            #expect(web.firstAuthorization && (try Self.claims(web.identityToken))["real_user_status"] == nil)
+            let webClaims = try Self.claims(web.identityToken)
+            #expect(web.firstAuthorization && webClaims["real_user_status"] == nil)
 
             // Revoked: the next sign-in is a first authorization again.
             #expect(await h.client.revoke(token: refreshToken, clientID: Self.clientID) == .success)
             let back = try h.apple.signIn(sub: "001.rus", clientID: Self.clientID, givenName: "Ada", familyName: "King")
-            #expect(back.firstAuthorization && (try Self.claims(back.identityToken))["real_user_status"] as? Int == 2)
+            let backClaims = try Self.claims(back.identityToken)
+            #expect(back.firstAuthorization && backClaims["real_user_status"] as? Int == 2)
             let name = back.user?["name"] as? [String: any Sendable]
             #expect(name?["firstName"] as? String == "Ada" && name?["lastName"] as? String == "King")
         }
