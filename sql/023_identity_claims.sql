@@ -6,8 +6,8 @@
 --   same, so an unverified address is marked so).
 -- * `org_id` (an Apple Business account's organization) and the
 --   `transfer_sub` of the latest token that carried one (an app transfer
---   between teams, TN3159) are kept for later: neither is personal data,
---   the purge leaves them.
+--   between teams, TN3159) are kept for later; the purge erases them
+--   with the rest (a tombstone keeps the sub and its final status).
 -- * Names: Apple sends the user's name again on the first authorization
 --   after the user revoked the app. A sign-in that reconnects (the user's
 --   consent was revoked, or their last sign-in is older than their last
