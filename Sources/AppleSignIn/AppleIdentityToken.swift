@@ -8,6 +8,12 @@ public enum RealUserStatus: Int, Sendable, Codable {
     case unknown = 1
     /// Apple thinks this is very likely a real person.
     case likelyReal = 2
+
+    /// A `real_user_status` claim's value: one outside 0–2 (Apple may add
+    /// values) is `unknown`, never a refusal.
+    public init(claim value: Int) {
+        self = RealUserStatus(rawValue: value) ?? .unknown
+    }
 }
 
 /// The claims of an identity token (the `id_token` a client gets at
@@ -23,7 +29,9 @@ public struct AppleIdentityToken: Sendable, Decodable {
     /// The user's email address, or their private relay address; Apple
     /// includes it in the first sign-in and, for newer tokens, in later ones.
     public let email: String?
-    /// Whether Apple verified `email` (always true when present, in practice).
+    /// Whether Apple verified `email`. Apple's documents say "always true";
+    /// siwa keeps what the token says all the same, so an address that came
+    /// unverified (a managed account's, say) is marked so.
     public let emailVerified: Bool?
     /// Whether `email` is a private relay address (`@privaterelay.appleid.com`).
     public let isPrivateEmail: Bool?
@@ -31,8 +39,18 @@ public struct AppleIdentityToken: Sendable, Decodable {
     public let nonce: String?
     /// `false` on a platform that cannot carry a nonce.
     public let nonceSupported: Bool?
-    /// How confident Apple is that the user is a real person.
-    public let realUserStatus: RealUserStatus?
+    /// How confident Apple is that the user is a real person: a value
+    /// outside 0–2 (one Apple may add) reads as ``RealUserStatus/unknown``;
+    /// ``realUserStatusValue`` keeps it as sent.
+    public var realUserStatus: RealUserStatus? { realUserStatusValue.map(RealUserStatus.init(claim:)) }
+    /// `real_user_status` as Apple sent it, any integer (Apple sends it on
+    /// the first sign-in of a native app only).
+    public let realUserStatusValue: Int?
+    /// `org_id`: the organization of an Apple Business (managed) account.
+    public let orgID: String?
+    /// `transfer_sub`: the user's identifier for a team the app is being
+    /// transferred to (TN3159), in tokens issued during a transfer.
+    public let transferSub: String?
     /// When the user authenticated, in seconds since 1970.
     public let authTime: Double?
     /// The authorization code's hash, when Apple sends one.
@@ -49,21 +67,39 @@ public struct AppleIdentityToken: Sendable, Decodable {
         case authTime = "auth_time"
         case cHash = "c_hash"
         case atHash = "at_hash"
+        case orgID = "org_id"
+        case transferSub = "transfer_sub"
     }
 
     /// Decodes Apple's claim names (`email_verified`, `real_user_status`, ...).
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         sub = try c.decode(String.self, forKey: .sub)
-        email = try c.decodeIfPresent(String.self, forKey: .email)
+        // Apple School Manager accounts may carry an empty `email`: no address.
+        email = try c.decodeIfPresent(String.self, forKey: .email).flatMap { $0.isEmpty ? nil : $0 }
         emailVerified = try c.decodeIfPresent(FlexibleBool.self, forKey: .emailVerified)?.value
         isPrivateEmail = try c.decodeIfPresent(FlexibleBool.self, forKey: .isPrivateEmail)?.value
         nonce = try c.decodeIfPresent(String.self, forKey: .nonce)
         nonceSupported = try c.decodeIfPresent(FlexibleBool.self, forKey: .nonceSupported)?.value
-        realUserStatus = try c.decodeIfPresent(RealUserStatus.self, forKey: .realUserStatus)
+        realUserStatusValue = try c.decodeIfPresent(Int.self, forKey: .realUserStatus)
         authTime = try c.decodeIfPresent(Double.self, forKey: .authTime)
         cHash = try c.decodeIfPresent(String.self, forKey: .cHash)
         atHash = try c.decodeIfPresent(String.self, forKey: .atHash)
+        orgID = try c.decodeIfPresent(String.self, forKey: .orgID).flatMap { $0.isEmpty ? nil : $0 }
+        transferSub = try c.decodeIfPresent(String.self, forKey: .transferSub).flatMap { $0.isEmpty ? nil : $0 }
+    }
+
+    /// Whether `email` is a private relay address: `is_private_email` when
+    /// Apple sends it, else the address's domain (Apple omits the claim in
+    /// some tokens whose address is a relay one); nil without an address.
+    public var emailIsPrivate: Bool? {
+        guard let email else { return nil }
+        return isPrivateEmail ?? Self.isRelayAddress(email)
+    }
+
+    /// An address at Apple's private email relay, `@privaterelay.appleid.com`.
+    public static func isRelayAddress(_ email: String) -> Bool {
+        email.lowercased().hasSuffix("@privaterelay.appleid.com")
     }
 }
 

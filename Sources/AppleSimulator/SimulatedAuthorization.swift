@@ -2,10 +2,11 @@ import Foundation
 import Hummingbird
 
 extension AppleSimulator {
-    /// `POST /simulator/authorize?sub=SUB&client_id=ID[&email=E][&nonce=N][&redirect_uri=URI][&response_type=code]`:
-    /// what Apple hands an app when a user signs in, for trying siwa with
-    /// curl (`make try`). The answer is a body `POST /v1/sign-in` takes as
-    /// it is: `{"identity_token", "authorization_code"}` (a native app,
+    /// `POST /simulator/authorize?sub=SUB&client_id=ID[&email=E][&nonce=N][&given_name=G][&family_name=F][&redirect_uri=URI][&response_type=code]`:
+    /// what Apple hands an app when a user signs in (`signIn`), for trying
+    /// siwa with curl (`make try`). The answer is a body `POST /v1/sign-in`
+    /// takes as it is, with `"user"` at the first authorization:
+    /// `{"identity_token", "authorization_code"}` (a native app,
     /// `response_type=code id_token`, the default), or, with
     /// `response_type=code` (a web client, Sign in with Apple JS),
     /// `{"authorization_code", "client_id", "redirect_uri"}` and no identity
@@ -21,8 +22,10 @@ extension AppleSimulator {
                   let clientID = query["client_id"].map(String.init), !clientID.isEmpty else {
                 return Self.json(.badRequest, ["error": "sub and client_id are required query parameters"])
             }
-            let email = query["email"].map(String.init)
-            let nonce = query["nonce"].map(String.init)
+            let email: String? = query["email"].map(String.init)
+            let nonce: String? = query["nonce"].map(String.init)
+            let givenName: String? = query["given_name"].map(String.init)
+            let familyName: String? = query["family_name"].map(String.init)
             let redirectURI = query["redirect_uri"].map(String.init).flatMap { $0.isEmpty ? nil : $0 }
             let codeOnly: Bool
             switch query["response_type"].map(String.init) ?? "code id_token" {
@@ -33,16 +36,15 @@ extension AppleSimulator {
             if codeOnly && redirectURI == nil {
                 return Self.json(.badRequest, ["error": "redirect_uri is required with response_type=code (a web client's)"])
             }
-            let code = self.issueAuthorizationCode(sub: sub, clientID: clientID, email: email,
-                                                   isPrivateEmail: email.map { $0.hasSuffix("privaterelay.appleid.com") },
-                                                   nonce: nonce, redirectURI: redirectURI)
-            if codeOnly, let redirectURI {
-                return Self.json(.ok, ["authorization_code": code, "client_id": clientID, "redirect_uri": redirectURI])
-            }
             do {
-                let token = try self.identityToken(sub: sub, audience: clientID, email: email, nonce: nonce)
-                var answer: [String: any Sendable] = ["identity_token": token, "authorization_code": code]
+                let signIn = try self.signIn(sub: sub, clientID: clientID, email: email, nonce: nonce, redirectURI: redirectURI,
+                                             givenName: givenName, familyName: familyName)
+                var answer = signIn.signInBody
                 if let redirectURI { answer["redirect_uri"] = redirectURI }
+                if codeOnly {
+                    answer["identity_token"] = nil
+                    answer["client_id"] = clientID
+                }
                 return Self.json(.ok, answer)
             } catch {
                 return Self.json(.internalServerError, ["error": "could not sign: \(error)"])

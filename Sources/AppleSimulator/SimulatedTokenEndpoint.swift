@@ -62,10 +62,19 @@ extension AppleSimulator {
                 guard let live = state.refreshTokens[token], !live.revoked, live.grant.clientID == clientID else {
                     return .refuse("invalid_grant")
                 }
+                // Strict: Apple's once-a-day guidance enforced (the token lives on).
+                if state.strictRefresh, let last = live.lastRefreshedAt, now.timeIntervalSince(last) < 86_400 {
+                    return .refuse("invalid_grant")
+                }
+                state.refreshTokens[token]?.lastRefreshedAt = now
                 let access = Self.randomToken(prefix: "a")
                 state.accessTokens[access] = token
-                // As Apple: a new access token and id_token, no new refresh token.
-                return .issue(live.grant, nonce: nil, refreshToken: nil, accessToken: access, now: now, idToken: nil)
+                // As Apple: a new access token and id_token, no new refresh
+                // token; real_user_status comes with the first sign-in only.
+                let grant = TokenEndpointState.Grant(sub: live.grant.sub, clientID: live.grant.clientID, email: live.grant.email,
+                                                     isPrivateEmail: live.grant.isPrivateEmail, realUserStatus: nil,
+                                                     idTokenSub: live.grant.idTokenSub)
+                return .issue(grant, nonce: nil, refreshToken: nil, accessToken: access, now: now, idToken: nil)
             case nil: return .refuse("invalid_request")
             default: return .refuse("unsupported_grant_type")
             }
@@ -86,9 +95,17 @@ extension AppleSimulator {
     func signIDToken(_ grant: TokenEndpointState.Grant, nonce: String?, issuedAt: Date) throws -> String {
         let claims = TokenSigner.identityClaims(
             sub: grant.idTokenSub ?? grant.sub, audience: grant.idTokenAudience ?? grant.clientID, issuedAt: issuedAt, email: grant.email,
-            nonce: nonce, realUserStatus: grant.realUserStatus, isPrivateEmail: grant.isPrivateEmail)
+            nonce: nonce, realUserStatus: grant.realUserStatus, isPrivateEmail: grant.isPrivateEmail,
+            omitsPrivateEmail: omitsPrivateEmail(email: grant.email, asked: grant.isPrivateEmail))
         let key = currentKey
         return try signer.sign(header: ["kid": key.kid, "alg": "RS256"], claims: claims, key: key)
+    }
+
+    /// Whether a token for `email` leaves `is_private_email` out: only for
+    /// a relay address with no flag asked for, as `PrivateEmailClaim` says.
+    func omitsPrivateEmail(email: String?, asked: Bool?) -> Bool {
+        guard asked == nil, let email, email.lowercased().hasSuffix("@privaterelay.appleid.com") else { return false }
+        return tokenState.withLock { !$0.sendsPrivateEmailClaim() }
     }
 
     private enum RevokeDecision {
@@ -121,6 +138,8 @@ extension AppleSimulator {
                   let live = state.refreshTokens[refresh], !live.revoked, live.grant.clientID == clientID
             else { return .revoked(nil, endpoint: nil, logger: state.logger) }
             state.refreshTokens[refresh]?.revoked = true
+            // The next sign-in is a first authorization again (names, real_user_status).
+            state.authorized.remove(.init(sub: live.grant.sub, clientID: live.grant.clientID))
             return .revoked(live.grant, endpoint: state.notificationEndpoint, logger: state.logger)
         }
         switch decision {

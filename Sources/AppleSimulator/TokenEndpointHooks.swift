@@ -34,9 +34,22 @@ extension AppleSimulator {
         realUserStatus: Int? = 2, idTokenSub: String? = nil, idTokenAudience: String? = nil, redirectURI: String? = nil,
         presignIDToken: Bool = false
     ) -> String {
-        let code = Self.randomToken(prefix: "c")
+        // As Apple: real_user_status on a native app's first authorization only.
+        let first = authorizeOnce(sub: sub, clientID: clientID)
         let grant = TokenEndpointState.Grant(sub: sub, clientID: clientID, email: email, isPrivateEmail: isPrivateEmail,
-                                             realUserStatus: realUserStatus, idTokenSub: idTokenSub, idTokenAudience: idTokenAudience)
+                                             realUserStatus: first && redirectURI == nil ? realUserStatus : nil,
+                                             idTokenSub: idTokenSub, idTokenAudience: idTokenAudience)
+        return issueCode(grant, nonce: nonce, redirectURI: redirectURI, presignIDToken: presignIDToken)
+    }
+
+    /// Records that the user authorized the app; true the first time (and
+    /// the first time after a revocation).
+    func authorizeOnce(sub: String, clientID: String) -> Bool {
+        tokenState.withLock { $0.authorized.insert(.init(sub: sub, clientID: clientID)).inserted }
+    }
+
+    func issueCode(_ grant: TokenEndpointState.Grant, nonce: String?, redirectURI: String?, presignIDToken: Bool = false) -> String {
+        let code = Self.randomToken(prefix: "c")
         let issuedAt = tokenState.withLock { $0.now() }
         // Unsigned now (it cannot fail with the simulator's own key): signed at the exchange.
         let idToken = presignIDToken ? try? signIDToken(grant, nonce: nonce, issuedAt: issuedAt) : nil
@@ -65,12 +78,28 @@ extension AppleSimulator {
         tokenState.withLock { $0.revokeBehaviour = behaviour }
     }
 
-    /// The user revokes the app at appleid.apple.com: the refresh token dies.
-    /// (Apple sends a notification then too; this sends none, so a test
-    /// can tell the two paths apart.)
+    /// The user revokes the app at appleid.apple.com: the refresh token dies,
+    /// and the next sign-in is a first authorization again. (Apple sends a
+    /// notification then too; this sends none, so a test can tell the two
+    /// paths apart.)
     public func revokeRefreshToken(_ token: String) {
-        tokenState.withLock { _ = $0.refreshTokens[token]?.revoked = true }
+        tokenState.withLock { state in
+            guard let grant = state.refreshTokens[token]?.grant else { return }
+            state.refreshTokens[token]?.revoked = true
+            state.authorized.remove(.init(sub: grant.sub, clientID: grant.clientID))
+        }
     }
+
+    /// How identity tokens carry `is_private_email` for a relay address
+    /// (`.sometimes`, the default: every second one omits it, as some of
+    /// Apple's genuine tokens do).
+    public func setPrivateEmailClaim(_ claim: PrivateEmailClaim) { tokenState.withLock { $0.privateEmailClaim = claim } }
+
+    /// Strict: a refresh of a token refreshed less than a day before (on
+    /// the token clock) is answered `invalid_grant`, where Apple's
+    /// documents say it "may throttle your call if you attempt to verify a
+    /// user's Apple Account more than once a day". Off by default.
+    public func setStrictRefresh(_ strict: Bool) { tokenState.withLock { $0.strictRefresh = strict } }
 
     // MARK: Observations
 

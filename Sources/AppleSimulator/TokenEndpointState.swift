@@ -22,6 +22,16 @@ public enum SimulatedEndpointBehaviour: Sendable, Equatable {
     case stallAfterProcessing
 }
 
+/// How the simulator's identity tokens carry `is_private_email` for a
+/// relay address when no flag was asked for. Apple's genuine tokens do both:
+/// some omit it for a `@privaterelay.appleid.com` address.
+public enum PrivateEmailClaim: Sendable, Equatable {
+    case always
+    /// Every second such token omits it (the default).
+    case sometimes
+    case never
+}
+
 /// The request context of the simulator's routes: Hummingbird's basic one
 /// plus the channel, so a route can close its connection or notice that
 /// the client has gone.
@@ -69,6 +79,26 @@ struct TokenEndpointState {
     struct RefreshToken {
         let grant: Grant
         var revoked = false
+        /// When a refresh last succeeded (the token clock), for the strict
+        /// once-a-day check.
+        var lastRefreshedAt: Date?
+    }
+
+    struct AuthorizedPair: Hashable {
+        let sub: String
+        let clientID: String
+    }
+
+    /// Whether the next token with a relay address (and no flag asked
+    /// for) carries `is_private_email`.
+    mutating func sendsPrivateEmailClaim() -> Bool {
+        switch privateEmailClaim {
+        case .always: return true
+        case .never: return false
+        case .sometimes:
+            relayTokensSigned += 1
+            return relayTokensSigned % 2 == 1
+        }
     }
 
     /// Apple's codes live five minutes.
@@ -94,6 +124,15 @@ struct TokenEndpointState {
     var lastTokenForm: [String: String]?
     var lastRevokeForm: [String: String]?
 
+    /// The (sub, client id) pairs the user has authorized and not revoked:
+    /// Apple's first authorization (names, `real_user_status`) happens once.
+    var authorized: Set<AuthorizedPair> = []
+    /// How identity tokens carry `is_private_email`, and how many relay
+    /// addresses were signed for (`.sometimes` drops it from every second).
+    var privateEmailClaim = PrivateEmailClaim.sometimes
+    var relayTokensSigned = 0
+    /// Refuse a refresh of a token refreshed less than a day before.
+    var strictRefresh = false
     var notificationEndpoint: URL?
     var now: @Sendable () -> Date = { Date() }
     var logger = Logger(label: "apple-simulator")

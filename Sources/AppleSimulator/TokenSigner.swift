@@ -53,10 +53,11 @@ public struct TokenSigner: Sendable {
     }
 
     /// The claims of an identity token (current shape: JSON booleans).
-    /// `is_private_email` follows the email's domain unless `isPrivateEmail` says.
+    /// `is_private_email` follows the email's domain unless `isPrivateEmail`
+    /// says; `omitsPrivateEmail` leaves it out, as some of Apple's tokens do.
     public static func identityClaims(
         sub: String, audience: String, issuedAt: Date = Date(), email: String? = nil,
-        nonce: String? = nil, realUserStatus: Int? = 2, isPrivateEmail: Bool? = nil
+        nonce: String? = nil, realUserStatus: Int? = 2, isPrivateEmail: Bool? = nil, omitsPrivateEmail: Bool = false
     ) -> [String: any Sendable] {
         let iat = Int64(issuedAt.timeIntervalSince1970)
         var claims: [String: any Sendable] = [
@@ -66,7 +67,7 @@ public struct TokenSigner: Sendable {
         if let email {
             claims["email"] = email
             claims["email_verified"] = true
-            claims["is_private_email"] = isPrivateEmail ?? email.hasSuffix("privaterelay.appleid.com")
+            if !omitsPrivateEmail { claims["is_private_email"] = isPrivateEmail ?? email.hasSuffix("privaterelay.appleid.com") }
         }
         if let nonce {
             claims["nonce"] = nonce

@@ -32,7 +32,16 @@ struct AnswerBytesTests {
         for text in Self.awkward {
             users.append(SignedInAnswer(userID: 1, appleSub: text, status: text, email: text, isPrivateEmail: true, realUserStatus: 2,
                                         isNewUser: true, refreshTokenStored: false))
+            users.append(SignedInAnswer(userID: 2, appleSub: "001.n", status: "active", email: text, emailVerified: false,
+                                        isPrivateEmail: false, givenName: text, familyName: text, realUserStatus: 1,
+                                        isNewUser: false, refreshTokenStored: true))
         }
+        // A real_user_status Apple may add is answered 1 (unknown), as the encoder is given it.
+        let added = SignedInAnswer(SignedInUser(userID: 3, appleSub: "001.c", status: "active", email: nil, emailVerified: nil,
+                                                isPrivateEmail: nil, givenName: "Ada", familyName: nil, realUserStatus: 7,
+                                                isNewUser: true, refreshTokenStored: false))
+        #expect(added.realUserStatus == 1 && added.json.contains(#""real_user_status":1,"#))
+        users.append(added)
         users.append(SignedInAnswer(userID: Int64.max, appleSub: "001.a", status: "active", email: nil, isPrivateEmail: nil,
                                     realUserStatus: nil, isNewUser: false, refreshTokenStored: true))
         users.append(SignedInAnswer(userID: 0, appleSub: "001.b", status: "revoked", email: "x@privaterelay.appleid.com",

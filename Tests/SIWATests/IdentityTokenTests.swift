@@ -51,7 +51,7 @@ struct IdentityTokenTests {
 
     @Test func badClaimTypesAreRefused() async throws {
         var claims = TokenSigner.identityClaims(sub: "s", audience: "com.example.app")
-        claims["real_user_status"] = 7
+        claims["real_user_status"] = "2"
         let token = try apple.signer.sign(header: ["kid": apple.currentKey.kid, "alg": "RS256"], claims: claims, key: apple.currentKey)
         await #expect(throws: VerificationFailure.self) { try await verifier.verify(token) }
         claims = TokenSigner.identityClaims(sub: "", audience: "com.example.app")
@@ -61,6 +61,35 @@ struct IdentityTokenTests {
 }
 
 extension IdentityTokenTests {
+    /// Apple may add real_user_status values: one outside 0–2 is kept as
+    /// sent and read as unknown, never refused.
+    @Test func aRealUserStatusAppleMayAddIsUnknown() async throws {
+        var claims = TokenSigner.identityClaims(sub: "s", audience: "com.example.app")
+        claims["real_user_status"] = 7
+        let token = try apple.signer.sign(header: ["kid": apple.currentKey.kid, "alg": "RS256"], claims: claims, key: apple.currentKey)
+        let verified = try await verifier.verify(token)
+        #expect(verified.claims.realUserStatusValue == 7 && verified.claims.realUserStatus == .unknown)
+    }
+
+    /// An empty email (Apple School Manager) is none; `is_private_email`
+    /// left out reads from the address; org_id and transfer_sub are read.
+    @Test func emailClaimsAsAppleSendsThem() async throws {
+        func verified(_ change: (inout [String: any Sendable]) -> Void) async throws -> AppleIdentityToken {
+            var claims = TokenSigner.identityClaims(sub: "s", audience: "com.example.app", email: "x@privaterelay.appleid.com")
+            change(&claims)
+            let token = try apple.signer.sign(header: ["kid": apple.currentKey.kid, "alg": "RS256"], claims: claims, key: apple.currentKey)
+            return try await verifier.verify(token).claims
+        }
+        let empty = try await verified { $0["email"] = ""; $0["email_verified"] = "false" }
+        #expect(empty.email == nil && empty.emailIsPrivate == nil)
+        let relay = try await verified { $0["is_private_email"] = nil; $0["email"] = "X@PrivateRelay.AppleID.com" }
+        #expect(relay.isPrivateEmail == nil && relay.emailIsPrivate == true)
+        let plain = try await verified { $0["is_private_email"] = nil; $0["email"] = "ada@example.com"; $0["email_verified"] = false }
+        #expect(plain.emailIsPrivate == false && plain.emailVerified == false)
+        let business = try await verified { $0["org_id"] = "org.123"; $0["transfer_sub"] = "000.t.1" }
+        #expect(business.orgID == "org.123" && business.transferSub == "000.t.1")
+    }
+
     /// README's "AppleSignIn in a Swift backend", as written there, with the
     /// simulator's URL for Apple's: the keys are fetched over HTTP by the
     /// first verification (no reload first), then held.

@@ -64,13 +64,13 @@ struct SignInStoreTests {
         // Batched for real (some batch held more than one), and no batch failed.
         #expect(batches.failed == 0 && batches.signIns == count && batches.sent < count, "\(batches)")
         for index in 0..<count {
-            guard case .stored(let userID, let isNew, let email, let isPrivate, _)? = outcomes["batch-\(index)"] else {
+            guard case .stored(let userID, let isNew, let profile)? = outcomes["batch-\(index)"] else {
                 Issue.record("batch-\(index): \(String(describing: outcomes["batch-\(index)"]))")
                 continue
             }
             #expect(isNew)
-            #expect(email == (index % 2 == 0 ? "u\(index)@privaterelay.appleid.com" : nil))
-            #expect(isPrivate == (index % 2 == 0 ? true : nil))
+            #expect(profile.email == (index % 2 == 0 ? "u\(index)@privaterelay.appleid.com" : nil))
+            #expect(profile.isPrivateEmail == (index % 2 == 0 ? true : nil))
             // The answer is this user's row, and its token was sealed for it.
             #expect(try await db.strings("""
                 SELECT u.apple_sub || '/' || convert_from(t.refresh_token, 'UTF8') FROM siwa.users u
@@ -127,7 +127,7 @@ struct SignInStoreTests {
                 ])
                 let stored = twins.compactMap { try? $0.get() }
                 #expect(stored.count == 3, "\(twins)")
-                #expect(stored.filter { if case .stored(_, true, _, _, _) = $0 { true } else { false } }.count == 2)  // a twin and other
+                #expect(stored.filter { if case .stored(_, true, _) = $0 { true } else { false } }.count == 2)  // a twin and other
                 #expect(stored.filter { $0 == SignInStoreOutcome.again }.count == 1)
                 #expect(store.storeBatches.failed == 0 && store.storeBatches.sent == 2, "\(store.storeBatches)")  // holder's, then the three
 
@@ -139,7 +139,7 @@ struct SignInStoreTests {
                     ("good", try await store.prepare(appleSub: "good", codeSHA256: nil)), ("bad", bad),
                 ])
                 #expect(store.storeBatches.failed == 1 && store.storeBatches.sent == 4, "\(store.storeBatches)")
-                if case .success(.stored(_, true, _, _, _)) = mixed[0] {} else { Issue.record("good: \(mixed[0])") }
+                if case .success(.stored(_, true, _)) = mixed[0] {} else { Issue.record("good: \(mixed[0])") }
                 guard case .failure(let error) = mixed[1], error is SignInNotStored else {
                     Issue.record("bad: \(mixed[1])")
                     return

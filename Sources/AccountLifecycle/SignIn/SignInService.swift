@@ -54,10 +54,29 @@ public struct SignedInUser: Sendable, Equatable {
     public let appleSub: String
     public let status: String
     public let email: String?
+    public let emailVerified: Bool?
     public let isPrivateEmail: Bool?
+    public let givenName: String?
+    public let familyName: String?
+    /// As Apple sent it (the answer reads one outside 0–2 as unknown).
     public let realUserStatus: Int?
     public let isNewUser: Bool
     public let refreshTokenStored: Bool
+
+    public init(userID: Int64, appleSub: String, status: String, email: String?, emailVerified: Bool?, isPrivateEmail: Bool?,
+                givenName: String?, familyName: String?, realUserStatus: Int?, isNewUser: Bool, refreshTokenStored: Bool) {
+        self.userID = userID
+        self.appleSub = appleSub
+        self.status = status
+        self.email = email
+        self.emailVerified = emailVerified
+        self.isPrivateEmail = isPrivateEmail
+        self.givenName = givenName
+        self.familyName = familyName
+        self.realUserStatus = realUserStatus
+        self.isNewUser = isNewUser
+        self.refreshTokenStored = refreshTokenStored
+    }
 }
 
 public enum SignInOutcome: Sendable {
@@ -260,11 +279,7 @@ public struct SignInService: Sendable {
 
     /// The user's row as the identity token and the app's `user` object give it.
     private func makeRecord(_ request: SignInAttempt, _ verified: VerifiedIdentityToken, apiKeyName: String) -> SignInRecord {
-        let claims = verified.claims
-        return SignInRecord(
-            appleSub: claims.sub, clientID: verified.audience, email: claims.email, isPrivateEmail: claims.isPrivateEmail,
-            givenName: Self.name(request.givenName), familyName: Self.name(request.familyName),
-            realUserStatus: claims.realUserStatus?.rawValue, signedInAt: verified.issuedAt, codeSHA256: nil, apiKeyName: apiKeyName)
+        Self.record(of: verified, givenName: request.givenName, familyName: request.familyName, apiKeyName: apiKeyName)
     }
 
     private enum Exchanged {
@@ -380,7 +395,8 @@ public struct SignInService: Sendable {
             return .staleIdentityToken
         }
         return .signedIn(SignedInUser(userID: user.userID, appleSub: sub, status: user.status, email: user.email,
-                                      isPrivateEmail: user.isPrivateEmail, realUserStatus: user.realUserStatus,
+                                      emailVerified: user.emailVerified, isPrivateEmail: user.isPrivateEmail,
+                                      givenName: user.givenName, familyName: user.familyName, realUserStatus: user.realUserStatus,
                                       isNewUser: earlier.isNewUser, refreshTokenStored: earlier.refreshTokenStored))
     }
 
@@ -390,10 +406,26 @@ public struct SignInService: Sendable {
             return .deletionInProgress
         case .staleIdentityToken:
             return .staleIdentityToken
-        case .stored(let userID, let isNew, let email, let isPrivate, let realUserStatus):
-            return .signedIn(SignedInUser(userID: userID, appleSub: sub, status: "active", email: email, isPrivateEmail: isPrivate,
-                                          realUserStatus: realUserStatus, isNewUser: isNew, refreshTokenStored: tokensStored))
+        case .stored(let userID, let isNew, let profile):
+            return .signedIn(SignedInUser(userID: userID, appleSub: sub, status: "active", email: profile.email,
+                                          emailVerified: profile.emailVerified, isPrivateEmail: profile.isPrivateEmail,
+                                          givenName: profile.givenName, familyName: profile.familyName,
+                                          realUserStatus: profile.realUserStatus, isNewUser: isNew, refreshTokenStored: tokensStored))
         }
+    }
+
+    /// What a verified identity token and the app's names store: the
+    /// claims as Apple sent them, with an empty `email` as none (Apple
+    /// School Manager accounts), `is_private_email` read from the address
+    /// when Apple leaves it out, and `email_verified` only with an address.
+    static func record(of verified: VerifiedIdentityToken, givenName: String?, familyName: String?,
+                       apiKeyName: String) -> SignInRecord {
+        let claims = verified.claims
+        return SignInRecord(
+            appleSub: claims.sub, clientID: verified.audience, email: claims.email, isPrivateEmail: claims.emailIsPrivate,
+            givenName: name(givenName), familyName: name(familyName), realUserStatus: claims.realUserStatusValue,
+            signedInAt: verified.issuedAt, codeSHA256: nil, apiKeyName: apiKeyName,
+            emailVerified: claims.email == nil ? nil : claims.emailVerified, orgID: claims.orgID, transferSub: claims.transferSub)
     }
 
     /// A name from Apple's `user` object as the app passed it on: trimmed,

@@ -175,7 +175,8 @@ public struct ErasePersonalDataStatement: PostgresPreparedStatement {
             WHERE outcome.position = 1 OR job.completes
             ORDER BY job.id, outcome.position
         ), account AS (
-            UPDATE siwa.users AS u SET email = NULL, is_private_email = NULL, given_name = NULL, family_name = NULL,
+            UPDATE siwa.users AS u SET email = NULL, is_private_email = NULL, email_verified = NULL, given_name = NULL, family_name = NULL,
+                                       org_id = NULL, token_transfer_sub = NULL,
                                        purged_at = now(), updated_at = now()
             FROM job WHERE u.apple_sub = job.apple_sub
         ), codes AS (

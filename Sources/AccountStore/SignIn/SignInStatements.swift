@@ -56,22 +56,24 @@ struct SignInStatement: PostgresPreparedStatement {
             FROM (SELECT DISTINCT b.sub FROM unnest($1::text[]) AS b(sub) ORDER BY b.sub) AS batch,
                  LATERAL (SELECT users.id FROM siwa.users WHERE users.apple_sub = batch.sub FOR UPDATE) AS u
         )
-        SELECT u.ord::int4, s.outcome, s.user_id, s.is_new_user, s.user_email, s.user_is_private_email, s.user_real_user_status
+        SELECT u.ord::int4, s.outcome, s.user_id, s.is_new_user, s.user_email, s.user_is_private_email, s.user_real_user_status,
+               s.user_email_verified, s.user_given_name, s.user_family_name
         FROM (SELECT * FROM unnest($1::text[], $2::int8[], $3::int8[], $4::text[], $5::text[], $6::bool[], $7::text[],
                                    $8::text[], $9::int2[], $10::int8[], $11::bytea[], $12::text[], $13::text[], $14::bytea[],
-                                   $15::bytea[], $16::bytea[], $17::bytea[], $18::int4[])
+                                   $15::bytea[], $16::bytea[], $17::bytea[], $18::int4[], $20::bool[], $21::text[], $22::text[])
                    WITH ORDINALITY AS i(sub, current_id, fresh_id, client_id, email, is_private_email, given_name, family_name,
                                         real_user_status, signed_in_ms, code, api_key, key_id, refresh_for_current,
-                                        access_for_current, refresh_for_fresh, access_for_fresh, access_expires_in, ord)
+                                        access_for_current, refresh_for_fresh, access_for_fresh, access_expires_in,
+                                        email_verified, org_id, transfer_sub, ord)
               WHERE (SELECT count(*) FROM locked) >= 0
               ORDER BY i.sub, i.ord) AS u
         CROSS JOIN LATERAL siwa.sign_in(u.sub, u.current_id, u.fresh_id, u.client_id, u.email, u.is_private_email, u.given_name,
                                         u.family_name, u.real_user_status, u.signed_in_ms, u.code, u.api_key, u.key_id,
                                         u.refresh_for_current, u.access_for_current, u.refresh_for_fresh, u.access_for_fresh,
-                                        u.access_expires_in, $19) AS s
+                                        u.access_expires_in, $19, u.email_verified, u.org_id, u.transfer_sub) AS s
         ORDER BY u.ord
         """
-    typealias Row = (Int32, String, Int64?, Bool?, String?, Bool?, Int16?)
+    typealias Row = (Int32, String, Int64?, Bool?, String?, Bool?, Int16?, Bool?, String?, String?)
 
     /// One sign-in: the record, its prepared ids, and the tokens sealed for
     /// the current id and for the fresh one.
@@ -88,7 +90,7 @@ struct SignInStatement: PostgresPreparedStatement {
 
     func makeBindings() throws -> PostgresBindings {
         func bytes(_ data: Data?) -> ByteBuffer? { data.map { ByteBuffer(bytes: $0) } }
-        var bindings = PostgresBindings(capacity: 19)
+        var bindings = PostgresBindings(capacity: 22)
         bindings.append(inputs.map(\.record.appleSub))
         try bindings.append(NullableArray(inputs.map(\.prepared.currentID)))
         bindings.append(inputs.map(\.prepared.freshID))
@@ -97,7 +99,8 @@ struct SignInStatement: PostgresPreparedStatement {
         try bindings.append(NullableArray(inputs.map(\.record.isPrivateEmail)))
         try bindings.append(NullableArray(inputs.map(\.record.givenName)))
         try bindings.append(NullableArray(inputs.map(\.record.familyName)))
-        try bindings.append(NullableArray(inputs.map { $0.record.realUserStatus.map(Int16.init) }))
+        // A value past smallint (none Apple has sent) is not kept: unknown.
+        try bindings.append(NullableArray(inputs.map { $0.record.realUserStatus.flatMap { Int16(exactly: $0) } }))
         bindings.append(inputs.map { Int64(($0.record.signedInAt.timeIntervalSince1970 * 1000).rounded()) })
         try bindings.append(NullableArray(inputs.map { bytes($0.record.codeSHA256) }))
         bindings.append(inputs.map(\.record.apiKeyName))
@@ -108,6 +111,9 @@ struct SignInStatement: PostgresPreparedStatement {
         try bindings.append(NullableArray(inputs.map { bytes($0.forFresh?.accessToken) }))
         bindings.append(inputs.map { Int32(clamping: $0.sealed?.accessExpiresIn ?? 0) })
         bindings.append(Int32(clamping: validationPeriodHours))
+        try bindings.append(NullableArray(inputs.map(\.record.emailVerified)))
+        try bindings.append(NullableArray(inputs.map(\.record.orgID)))
+        try bindings.append(NullableArray(inputs.map(\.record.transferSub)))
         return bindings
     }
 

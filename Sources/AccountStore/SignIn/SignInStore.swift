@@ -20,9 +20,16 @@ public struct SignInRecord: Sendable {
     public var codeSHA256: Data?
     /// The API key the app's backend called with, for the audit trail.
     public var apiKeyName: String
+    /// `email_verified`, kept with `email` (nil without an address).
+    public var emailVerified: Bool?
+    /// `org_id`: an Apple Business account's organization.
+    public var orgID: String?
+    /// `transfer_sub`: the user's identifier for the team the app moves to.
+    public var transferSub: String?
 
     public init(appleSub: String, clientID: String, email: String?, isPrivateEmail: Bool?, givenName: String?,
-                familyName: String?, realUserStatus: Int?, signedInAt: Date, codeSHA256: Data?, apiKeyName: String) {
+                familyName: String?, realUserStatus: Int?, signedInAt: Date, codeSHA256: Data?, apiKeyName: String,
+                emailVerified: Bool? = nil, orgID: String? = nil, transferSub: String? = nil) {
         self.appleSub = appleSub
         self.clientID = clientID
         self.email = email
@@ -33,6 +40,30 @@ public struct SignInRecord: Sendable {
         self.signedInAt = signedInAt
         self.codeSHA256 = codeSHA256
         self.apiKeyName = apiKeyName
+        self.emailVerified = emailVerified
+        self.orgID = orgID
+        self.transferSub = transferSub
+    }
+}
+
+/// The user as stored after a sign-in: what its answer shows beside the ids.
+public struct StoredProfile: Sendable, Equatable {
+    public var email: String?
+    public var emailVerified: Bool?
+    public var isPrivateEmail: Bool?
+    public var givenName: String?
+    public var familyName: String?
+    /// As Apple sent it (any integer; the answers read one outside 0–2 as unknown).
+    public var realUserStatus: Int?
+
+    public init(email: String? = nil, emailVerified: Bool? = nil, isPrivateEmail: Bool? = nil, givenName: String? = nil,
+                familyName: String? = nil, realUserStatus: Int? = nil) {
+        self.email = email
+        self.emailVerified = emailVerified
+        self.isPrivateEmail = isPrivateEmail
+        self.givenName = givenName
+        self.familyName = familyName
+        self.realUserStatus = realUserStatus
     }
 }
 
@@ -54,7 +85,7 @@ public struct SealedTokenPair: Sendable {
 
 public enum SignInStoreOutcome: Sendable, Equatable {
     /// The user as stored (what the sign-in answer shows).
-    case stored(userID: Int64, isNewUser: Bool, email: String?, isPrivateEmail: Bool?, realUserStatus: Int?)
+    case stored(userID: Int64, isNewUser: Bool, profile: StoredProfile)
     /// The user's purge is pending or running: signing in now would hand
     /// the app an account that is about to be erased.
     case deletionInProgress
@@ -146,7 +177,9 @@ public final class SignInStore: Sendable {
             let statement = SignInStatement(inputs: inputs, validationPeriodHours: validationPeriodHours)
             let rows = try await client.guardedCommittedExecute(statement, logger: logger)
             return try Self.inOrder(rows, count: inputs.count, ordinal: \.0) { row in
-                try Self.outcome(row.1, userID: row.2, isNew: row.3, email: row.4, isPrivate: row.5, realUserStatus: row.6)
+                try Self.outcome(row.1, userID: row.2, isNew: row.3,
+                                 profile: StoredProfile(email: row.4, emailVerified: row.7, isPrivateEmail: row.5, givenName: row.8,
+                                                        familyName: row.9, realUserStatus: row.6.map(Int.init)))
             }
         }
     }
@@ -254,12 +287,10 @@ public final class SignInStore: Sendable {
         return try rows.map(output)
     }
 
-    private static func outcome(_ outcome: String, userID: Int64?, isNew: Bool?, email: String?, isPrivate: Bool?,
-                                realUserStatus: Int16?) throws -> SignInStoreOutcome {
+    private static func outcome(_ outcome: String, userID: Int64?, isNew: Bool?, profile: StoredProfile) throws -> SignInStoreOutcome {
         switch (outcome, userID, isNew) {
         case ("stored", let userID?, let isNew?):
-            return .stored(userID: userID, isNewUser: isNew, email: email, isPrivateEmail: isPrivate,
-                           realUserStatus: realUserStatus.map(Int.init))
+            return .stored(userID: userID, isNewUser: isNew, profile: profile)
         case ("deletion_in_progress", _, _):
             return .deletionInProgress
         case ("again", _, _):

@@ -9,9 +9,18 @@ public struct UserView: Sendable, Equatable {
     public let appleSub: String
     public let status: String
     public let email: String?
+    /// `email_verified` as the token that brought `email` said.
+    public let emailVerified: Bool?
     public let isPrivateEmail: Bool?
     public let emailForwardingEnabled: Bool
+    /// The names from Apple's `user` object (the first authorization, and
+    /// again after a revocation).
+    public let givenName: String?
+    public let familyName: String?
+    /// As Apple sent it (the answers read one outside 0–2 as unknown).
     public let realUserStatus: Int?
+    /// `org_id`: an Apple Business account's organization.
+    public let orgID: String?
     public let createdAt: Date
     public let lastSignInAt: Date?
     public let refreshTokenStored: Bool
@@ -59,7 +68,7 @@ public struct UserDirectory: Sendable {
                    tokens.stored, tokens.last_validated_at, purge.id, purge.state,
                    CASE WHEN purge.state IN ('available', 'retryable') THEN purge.run_at END,
                    coalesce(purge.state IN ('available', 'retryable', 'running') AND siwa.purge_waiting(purge.args), false),
-                   u.stale_tokens_until_ms
+                   u.stale_tokens_until_ms, u.email_verified, u.given_name, u.family_name, u.org_id
             FROM siwa.users AS u
             CROSS JOIN LATERAL (SELECT count(*) > 0 AS stored, max(last_validated_at) AS last_validated_at
                                 FROM siwa.apple_tokens WHERE user_id = u.id) AS tokens
@@ -72,11 +81,12 @@ public struct UserDirectory: Sendable {
             """, leaseWithin: .requestLease, logger: logger)
         guard let row = rows.first else { return nil }
         let (id, sub, status, email, isPrivate, forwarding, realUserStatus, created, lastSignIn, stored, validated, jobID, state,
-             runAt, waiting, staleUntil) =
+             runAt, waiting, staleUntil, verified, givenName, familyName, orgID) =
             try row.decode((Int64, String, String, String?, Bool?, Bool, Int16?, Date, Date?, Bool, Date?, Int64?, String?,
-                            Date?, Bool, Int64?).self)
-        return UserView(userID: id, appleSub: sub, status: status, email: email, isPrivateEmail: isPrivate,
-                        emailForwardingEnabled: forwarding, realUserStatus: realUserStatus.map(Int.init), createdAt: created,
+                            Date?, Bool, Int64?, Bool?, String?, String?, String?).self)
+        return UserView(userID: id, appleSub: sub, status: status, email: email, emailVerified: verified, isPrivateEmail: isPrivate,
+                        emailForwardingEnabled: forwarding, givenName: givenName, familyName: familyName,
+                        realUserStatus: realUserStatus.map(Int.init), orgID: orgID, createdAt: created,
                         lastSignInAt: lastSignIn, refreshTokenStored: stored, lastValidatedAt: validated,
                         purgeJobID: jobID, purgeState: state, purgeRunAt: runAt, purgeWaiting: waiting,
                         staleTokensUntil: staleUntil.map { Date(timeIntervalSince1970: Double($0) / 1000) })

@@ -49,35 +49,46 @@ public struct SignInAnswer: Sendable {
 }
 
 /// The signed-in user: every field present, null when Apple did not say.
+/// `real_user_status` is 0, 1 or 2: a value Apple may add outside them is
+/// answered 1 (unknown), as it is stored.
 public struct SignedInAnswer: Encodable, Sendable, Equatable {
     public let userID: Int64
     public let appleSub: String
     public let status: String
     public let email: String?
+    public let emailVerified: Bool?
     public let isPrivateEmail: Bool?
+    public let givenName: String?
+    public let familyName: String?
     public let realUserStatus: Int?
     public let isNewUser: Bool
     public let refreshTokenStored: Bool
 
     public init(_ user: SignedInUser) {
-        self.init(userID: user.userID, appleSub: user.appleSub, status: user.status, email: user.email, isPrivateEmail: user.isPrivateEmail,
-                  realUserStatus: user.realUserStatus, isNewUser: user.isNewUser, refreshTokenStored: user.refreshTokenStored)
+        self.init(userID: user.userID, appleSub: user.appleSub, status: user.status, email: user.email,
+                  emailVerified: user.emailVerified, isPrivateEmail: user.isPrivateEmail, givenName: user.givenName,
+                  familyName: user.familyName, realUserStatus: user.realUserStatus.map { RealUserStatus(claim: $0).rawValue },
+                  isNewUser: user.isNewUser, refreshTokenStored: user.refreshTokenStored)
     }
 
-    public init(userID: Int64, appleSub: String, status: String, email: String?, isPrivateEmail: Bool?, realUserStatus: Int?,
-                isNewUser: Bool, refreshTokenStored: Bool) {
+    public init(userID: Int64, appleSub: String, status: String, email: String?, emailVerified: Bool? = nil, isPrivateEmail: Bool?,
+                givenName: String? = nil, familyName: String? = nil, realUserStatus: Int?, isNewUser: Bool, refreshTokenStored: Bool) {
         self.userID = userID
         self.appleSub = appleSub
         self.status = status
         self.email = email
+        self.emailVerified = emailVerified
         self.isPrivateEmail = isPrivateEmail
+        self.givenName = givenName
+        self.familyName = familyName
         self.realUserStatus = realUserStatus
         self.isNewUser = isNewUser
         self.refreshTokenStored = refreshTokenStored
     }
 
     enum CodingKeys: String, CodingKey {
-        case userID = "user_id", appleSub, status, email, isPrivateEmail, realUserStatus, isNewUser, refreshTokenStored
+        case userID = "user_id", appleSub, status, email, emailVerified, isPrivateEmail, givenName, familyName, realUserStatus
+        case isNewUser, refreshTokenStored
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -86,7 +97,10 @@ public struct SignedInAnswer: Encodable, Sendable, Equatable {
         try container.encode(appleSub, forKey: .appleSub)
         try container.encode(status, forKey: .status)
         try container.encode(email, forKey: .email)
+        try container.encode(emailVerified, forKey: .emailVerified)
         try container.encode(isPrivateEmail, forKey: .isPrivateEmail)
+        try container.encode(givenName, forKey: .givenName)
+        try container.encode(familyName, forKey: .familyName)
         try container.encode(realUserStatus, forKey: .realUserStatus)
         try container.encode(isNewUser, forKey: .isNewUser)
         try container.encode(refreshTokenStored, forKey: .refreshTokenStored)
@@ -98,6 +112,7 @@ public struct SignedInAnswer: Encodable, Sendable, Equatable {
         func text(_ value: String?) -> String { value.map(JSONText.quoted) ?? "null" }
         func flag(_ value: Bool?) -> String { value.map { $0 ? "true" : "false" } ?? "null" }
         return #"{"apple_sub":\#(JSONText.quoted(appleSub)),"email":\#(text(email)),"#
+            + #""email_verified":\#(flag(emailVerified)),"family_name":\#(text(familyName)),"given_name":\#(text(givenName)),"#
             + #""is_new_user":\#(flag(isNewUser)),"is_private_email":\#(flag(isPrivateEmail)),"#
             + #""real_user_status":\#(realUserStatus.map(String.init) ?? "null"),"#
             + #""refresh_token_stored":\#(flag(refreshTokenStored)),"status":\#(JSONText.quoted(status)),"#

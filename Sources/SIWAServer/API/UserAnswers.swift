@@ -1,15 +1,17 @@
 import AccountStore
+import AppleSignIn
 import Foundation
 
 /// `GET /v1/users/{sub}`: every field present, null when unset (the app's
 /// backend reads a missing value as null, not as a missing key), and the
-/// purge null when none is pending.
+/// purge null when none is pending. `real_user_status` is 0, 1 or 2: a
+/// value Apple may add outside them is answered 1 (unknown), as stored.
 struct UserAnswer: Encodable {
     let user: UserView
 
     enum CodingKeys: String, CodingKey {
-        case userID = "user_id", appleSub, status, email, isPrivateEmail, realUserStatus, emailForwardingEnabled
-        case createdAt, lastSignInAt, refreshToken, purge
+        case userID = "user_id", appleSub, status, email, emailVerified, isPrivateEmail, realUserStatus, emailForwardingEnabled
+        case givenName, familyName, orgID = "org_id", createdAt, lastSignInAt, refreshToken, purge
     }
 
     struct RefreshToken: Encodable {
@@ -50,9 +52,13 @@ struct UserAnswer: Encodable {
         try container.encode(user.appleSub, forKey: .appleSub)
         try container.encode(user.status, forKey: .status)
         try container.encode(user.email, forKey: .email)
+        try container.encode(user.emailVerified, forKey: .emailVerified)
         try container.encode(user.isPrivateEmail, forKey: .isPrivateEmail)
-        try container.encode(user.realUserStatus, forKey: .realUserStatus)
+        try container.encode(user.realUserStatus.map { RealUserStatus(claim: $0).rawValue }, forKey: .realUserStatus)
         try container.encode(user.emailForwardingEnabled, forKey: .emailForwardingEnabled)
+        try container.encode(user.givenName, forKey: .givenName)
+        try container.encode(user.familyName, forKey: .familyName)
+        try container.encode(user.orgID, forKey: .orgID)
         try container.encode(user.createdAt, forKey: .createdAt)
         try container.encode(user.lastSignInAt, forKey: .lastSignInAt)
         try container.encode(RefreshToken(stored: user.refreshTokenStored, lastValidatedAt: user.lastValidatedAt), forKey: .refreshToken)

@@ -69,7 +69,8 @@ public enum ServerAssembly {
                                     logger: Logger(label: "siwa.sign-in"))
             let directory = UserDirectory(client: client, logger: Logger(label: "siwa.users"))
             let service = SignInService(
-                verifier: IdentityTokenVerifier(keys: keys, policy: VerificationPolicy(audiences: settings.appleKeys.audiences)),
+                verifier: IdentityTokenVerifier(keys: keys, policy: VerificationPolicy(audiences: settings.appleKeys.audiences,
+                                                                                       now: settings.identityTokenClock)),
                 apple: access.apple, keyRing: access.keyRing, store: store, directory: directory,
                 requires: settings.signInRequires, webClients: settings.webClients, logger: Logger(label: "siwa.sign-in"), metrics: metrics)
             let keyLogger = Logger(label: "siwa.api-keys")

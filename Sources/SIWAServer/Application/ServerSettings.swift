@@ -1,6 +1,7 @@
 import AccountLifecycle
 import AccountStore
 import AppleSignIn
+import Foundation
 import SIWAConfiguration
 
 /// Everything `siwa serve` is configured with, as one settings value per
@@ -42,6 +43,10 @@ public struct ServerSettings: Sendable {
     /// The `/v1` key cache's heartbeat (APIKeyCache): not a setting, the
     /// standard one in production; tests shorten it.
     public var apiKeyCacheHeartbeat: APIKeyCache.Heartbeat = .standard
+    /// The clock identity tokens are verified by: not a setting, the
+    /// system's in production; tests verify Apple's genuine (expired)
+    /// tokens at their issue time.
+    public var identityTokenClock: @Sendable () -> Date = { Date() }
 
     public init(environment reader: SettingsReader) throws {
         typealias S = SettingsCatalog

@@ -50,11 +50,12 @@ final class ServerHarness: Sendable {
     /// - Parameter signIn: turn sign-in on (`SignInFixture.files()`: a team
     ///   key, registered with the simulator here, and a key ring).
     /// - Parameter adjust: changes the settings after they are read.
+    /// - Parameter simulator: Apple, set up before siwa starts (its key set, say); a new one when nil.
     static func start(database: TestDatabase? = nil, settings extra: [String: String] = [:],
-                      signIn: SimulatedTeamKeyFiles? = nil, waitUntilReady: Bool = true,
+                      signIn: SimulatedTeamKeyFiles? = nil, waitUntilReady: Bool = true, simulator: AppleSimulator? = nil,
                       adjust: (inout ServerSettings) -> Void = { _ in }) async throws -> ServerHarness {
         _ = quietLogging
-        let simulator = try AppleSimulator()
+        let simulator = try simulator ?? AppleSimulator()
         let appleServer = try await TestPorts.serve { try await simulator.start(port: $0) }
         let database = if let database { database } else { try await TestDatabase.create() }
         // Its ports below the ephemeral range (TestPorts); the admin
