@@ -5,96 +5,6 @@ import Foundation
 import Logging
 import Metrics
 
-/// One sign-in: what Apple handed the app (the name only at the first
-/// authorization). The HTTP layer reads it from the request body. A native
-/// app has an identity token (and a code); a web client that asked Apple
-/// for `response_type=code` has only the code, its `clientID` and
-/// `redirectURI`, and siwa takes the identity token from Apple's answer to it.
-public struct SignInAttempt: Sendable {
-    public var identityToken: String?
-    public var authorizationCode: String?
-    /// The client id the code was issued to (required without an identity
-    /// token; with one, it must be the token's `aud`).
-    public var clientID: String?
-    /// The raw nonce the app made; the token's `nonce` claim must be its
-    /// SHA-256 in lower-case hex (what the app put in Apple's request).
-    public var nonce: String?
-    public var redirectURI: String?
-    public var givenName: String?
-    public var familyName: String?
-
-    public init(identityToken: String?, authorizationCode: String? = nil, clientID: String? = nil, nonce: String? = nil,
-                redirectURI: String? = nil, givenName: String? = nil, familyName: String? = nil) {
-        self.identityToken = identityToken
-        self.authorizationCode = authorizationCode
-        self.clientID = clientID
-        self.nonce = nonce
-        self.redirectURI = redirectURI
-        self.givenName = givenName
-        self.familyName = familyName
-    }
-}
-
-/// What `POST /v1/sign-in` needs beside the identity token
-/// (`SIWA_SIGN_IN_REQUIRES`). An identity token can be replayed until it
-/// expires; Apple honours an authorization code once.
-public enum SignInRequirement: String, Sendable, CaseIterable {
-    /// An authorization code (the default): a replayed token alone gets nothing.
-    case code
-    /// An authorization code, or a nonce whose SHA-256 the token carries.
-    case codeOrNonce = "code_or_nonce"
-    /// The identity token alone (weaker: anyone holding a user's unexpired
-    /// token can sign in as them).
-    case token
-}
-
-/// The sign-in answer's user.
-public struct SignedInUser: Sendable, Equatable {
-    public let userID: Int64
-    public let appleSub: String
-    public let status: String
-    public let email: String?
-    public let emailVerified: Bool?
-    public let isPrivateEmail: Bool?
-    public let givenName: String?
-    public let familyName: String?
-    /// As Apple sent it (the answer reads one outside 0–2 as unknown).
-    public let realUserStatus: Int?
-    public let isNewUser: Bool
-    public let refreshTokenStored: Bool
-
-    public init(userID: Int64, appleSub: String, status: String, email: String?, emailVerified: Bool?, isPrivateEmail: Bool?,
-                givenName: String?, familyName: String?, realUserStatus: Int?, isNewUser: Bool, refreshTokenStored: Bool) {
-        self.userID = userID
-        self.appleSub = appleSub
-        self.status = status
-        self.email = email
-        self.emailVerified = emailVerified
-        self.isPrivateEmail = isPrivateEmail
-        self.givenName = givenName
-        self.familyName = familyName
-        self.realUserStatus = realUserStatus
-        self.isNewUser = isNewUser
-        self.refreshTokenStored = refreshTokenStored
-    }
-}
-
-public enum SignInOutcome: Sendable {
-    case signedIn(SignedInUser)
-    /// 400 with a reason code (the verifier's, `invalid_grant`, `token_mismatch`,
-    /// `redirect_uri_required`, `identity_token_or_code_required`, ...).
-    case refused(reason: String, detail: String)
-    /// 409: the user's purge is pending.
-    case deletionInProgress
-    /// 409: the token was issued at or before the user's last revocation,
-    /// deletion, purge or ended session.
-    case staleIdentityToken
-    /// 502: Apple refused siwa's own credentials (`invalid_client`).
-    case appleRejectedClient
-    /// 503: Apple or the database cannot answer now.
-    case unavailable(retryAfterSeconds: Int, detail: String)
-}
-
 /// `POST /v1/sign-in`: verify the identity token, exchange the
 /// authorization code with Apple, store the tokens encrypted, upsert the user.
 /// A code-only (web) sign-in exchanges the code first and verifies the
@@ -217,72 +127,12 @@ public struct SignInService: Sendable {
         return try await keep(tokens, refreshToken: refreshToken, record: record, prepared: prepared, codeHash: codeHash)
     }
 
-    /// A web client's sign-in with the authorization code only (Sign in
-    /// with Apple JS with `response_type=code`): what can be refused is
-    /// refused before Apple is called; then the code is exchanged and the
-    /// `id_token` of Apple's answer verified as an identity token is, its
-    /// `aud` the request's `client_id`, its nonce the request's.
-    private func signIn(code: String, _ request: SignInAttempt, apiKeyName: String) async throws -> SignInOutcome {
-        guard let clientID = request.clientID, !clientID.isEmpty else {
-            return .refused(reason: "client_id_required",
-                            detail: "an authorization_code without identity_token must come with the client_id it was issued to (the Services ID)")
-        }
-        guard verifier.accepts(audience: clientID) else {
-            return .refused(reason: "wrong_aud", detail: "client_id is not one of the configured client ids (SIWA_APPLE_CLIENT_IDS)")
-        }
-        if let refusal = webClients.refusal(clientID: clientID, redirectURI: request.redirectURI) { return refusal }
-        let codeHash = Data(SHA256.hash(data: Data(code.utf8)))
-        let tokens: AppleTokenResponse
-        switch try await exchange(code: code, clientID: clientID, redirectURI: request.redirectURI, codeHash: codeHash, replaying: { earlier in
-            // A retry of a stored sign-in. Without the app's token its first
-            // answer's time is unknown: taken as the earliest it can be (the
-            // replay window's start), so that a revocation or an ended
-            // session since then makes the retry stale rather than signed in.
-            let earliest = Date().addingTimeInterval(-Double(SignInStore.replayWindowSeconds))
-            return try await answer(replaying: earlier, sub: earlier.appleSub, signedInAt: earliest)
-        }) {
-        case .tokens(let response): tokens = response
-        case .answered(let outcome): return outcome
-        }
-        guard let refreshToken = tokens.refreshToken else {
-            return .refused(reason: "token_mismatch", detail: "Apple's answer to the code has no refresh token")
-        }
-        guard let idToken = tokens.idToken else {
-            revokeUnstored(refreshToken, clientID: clientID)
-            return .refused(reason: "token_mismatch", detail: "Apple's answer to the code has no id_token")
-        }
-        let verified: VerifiedIdentityToken
-        do {
-            verified = try await verifier.verify(idToken, expectedNonce: request.nonce.map(Self.hashedNonce))
-        } catch {
-            revokeUnstored(refreshToken, clientID: clientID)
-            throw error
-        }
-        guard verified.audience == clientID else {
-            revokeUnstored(refreshToken, clientID: clientID)
-            return .refused(reason: "wrong_aud", detail: "the aud of Apple's id_token for this code is not client_id")
-        }
-        var record = makeRecord(request, verified, apiKeyName: apiKeyName)
-        record.codeSHA256 = codeHash
-        let prepared: SignInStore.Prepared
-        do { prepared = try await store.prepare(appleSub: verified.claims.sub, codeSHA256: codeHash) } catch {
-            revokeUnstored(refreshToken, clientID: clientID)
-            throw error
-        }
-        if let earlier = prepared.replay {
-            // Apple honoured a code siwa had stored: keep the first answer.
-            revokeUnstored(refreshToken, clientID: clientID)
-            return try await answer(replaying: earlier, sub: verified.claims.sub, signedInAt: verified.issuedAt)
-        }
-        return try await keep(tokens, refreshToken: refreshToken, record: record, prepared: prepared, codeHash: codeHash)
-    }
-
     /// The user's row as the identity token and the app's `user` object give it.
-    private func makeRecord(_ request: SignInAttempt, _ verified: VerifiedIdentityToken, apiKeyName: String) -> SignInRecord {
+    func makeRecord(_ request: SignInAttempt, _ verified: VerifiedIdentityToken, apiKeyName: String) -> SignInRecord {
         Self.record(of: verified, givenName: request.givenName, familyName: request.familyName, apiKeyName: apiKeyName)
     }
 
-    private enum Exchanged {
+    enum Exchanged {
         case tokens(AppleTokenResponse)
         /// Apple gave no tokens: this is the answer.
         case answered(SignInOutcome)
@@ -290,7 +140,7 @@ public struct SignInService: Sendable {
 
     /// The code exchanged at Apple's `/auth/token`. `replaying` answers a
     /// code Apple refused that siwa has stored (a retry racing the first).
-    private func exchange(code: String, clientID: String, redirectURI: String?, codeHash: Data,
+    func exchange(code: String, clientID: String, redirectURI: String?, codeHash: Data,
                           replaying: (SignInReplay) async throws -> SignInOutcome) async throws -> Exchanged {
         switch await apple.exchange(code: code, clientID: clientID, redirectURI: redirectURI) {
         case .success(let response):
@@ -316,7 +166,7 @@ public struct SignInService: Sendable {
     }
 
     /// Stores the user with Apple's tokens sealed, and answers.
-    private func keep(_ tokens: AppleTokenResponse, refreshToken: String, record: SignInRecord, prepared: SignInStore.Prepared,
+    func keep(_ tokens: AppleTokenResponse, refreshToken: String, record: SignInRecord, prepared: SignInStore.Prepared,
                       codeHash: Data) async throws -> SignInOutcome {
         let clientID = record.clientID
         let outcome: SignInStoreOutcome
@@ -372,7 +222,7 @@ public struct SignInService: Sendable {
     }
 
     /// Revokes a refresh token siwa got and could not keep, in the background.
-    private func revokeUnstored(_ token: String, clientID: String) {
+    func revokeUnstored(_ token: String, clientID: String) {
         let (apple, logger) = (self.apple, self.logger)
         Task {
             let outcome = await apple.revoke(token: token, clientID: clientID)
@@ -381,7 +231,7 @@ public struct SignInService: Sendable {
     }
 
     /// The first answer again, for a retried request (the same code).
-    private func answer(replaying earlier: SignInReplay, sub: String, signedInAt: Date) async throws -> SignInOutcome {
+    func answer(replaying earlier: SignInReplay, sub: String, signedInAt: Date) async throws -> SignInOutcome {
         guard earlier.appleSub == sub else {
             // Never the first user's record for another user's token.
             return .refused(reason: "invalid_grant", detail: "this authorization code was used for another user")
