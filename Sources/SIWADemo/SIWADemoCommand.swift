@@ -171,9 +171,23 @@ struct DemoDatabase: Sendable {
                             owner: server.with(database: name))
     }
 
+    /// Drops the database once the demo's processes have left it. A
+    /// process that exited leaves its server session behind for a moment
+    /// (longer on a loaded machine), and FORCE may not end another role's
+    /// sessions as the owner: so wait for them, up to 10 s, then drop.
     func drop(on server: DatabaseConfiguration) async throws {
         let logger = Logger(label: "siwa-demo", factory: { _ in SwiftLogNoOpLogHandler() })
         try await server.withClient { client in
+            let deadline = ContinuousClock.now + .seconds(10)
+            while ContinuousClock.now < deadline {
+                let rows = try await client.query("""
+                    SELECT count(*) FROM pg_stat_activity WHERE datname = \(name) AND pid <> pg_backend_pid()
+                    """, logger: logger)
+                var sessions = 0
+                for try await count in rows.decode(Int.self) { sessions = count }
+                if sessions == 0 { break }
+                try await Task.sleep(for: .milliseconds(100))
+            }
             _ = try await client.query(PostgresQuery(unsafeSQL: "DROP DATABASE IF EXISTS \(name) WITH (FORCE)"), logger: logger)
         }
     }
