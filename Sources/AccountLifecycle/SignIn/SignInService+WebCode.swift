@@ -49,7 +49,7 @@ extension SignInService {
             revokeUnstored(refreshToken, clientID: clientID)
             return .refused(reason: "wrong_aud", detail: "the aud of Apple's id_token for this code is not client_id")
         }
-        var record = makeRecord(request, verified, apiKeyName: apiKeyName)
+        var record = Self.record(of: verified, givenName: request.givenName, familyName: request.familyName, apiKeyName: apiKeyName)
         record.codeSHA256 = codeHash
         let prepared: SignInStore.Prepared
         do { prepared = try await store.prepare(appleSub: verified.claims.sub, codeSHA256: codeHash) } catch {

@@ -88,7 +88,7 @@ public struct SignInService: Sendable {
             return .refused(reason: "wrong_aud", detail: "client_id is not the identity token's aud")
         }
         let claims = verified.claims
-        var record = makeRecord(request, verified, apiKeyName: apiKeyName)
+        var record = Self.record(of: verified, givenName: request.givenName, familyName: request.familyName, apiKeyName: apiKeyName)
 
         guard let code = request.authorizationCode else {
             return try await store(record, seal: nil)
@@ -125,11 +125,6 @@ public struct SignInService: Sendable {
             return .refused(reason: "token_mismatch", detail: "Apple's id_token for this code is missing or names another user")
         }
         return try await keep(tokens, refreshToken: refreshToken, record: record, prepared: prepared, codeHash: codeHash)
-    }
-
-    /// The user's row as the identity token and the app's `user` object give it.
-    func makeRecord(_ request: SignInAttempt, _ verified: VerifiedIdentityToken, apiKeyName: String) -> SignInRecord {
-        Self.record(of: verified, givenName: request.givenName, familyName: request.familyName, apiKeyName: apiKeyName)
     }
 
     enum Exchanged {

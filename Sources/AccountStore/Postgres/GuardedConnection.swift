@@ -111,9 +111,7 @@ extension PostgresClient {
                                                                      logger: Logger) async throws
         -> [Statement.Row] where Statement.Row: Sendable {
         try await withGuardedConnection(leaseWithin: leaseWithin) { connection in
-            var rows: [Statement.Row] = []
-            for try await row in try await connection.execute(statement, logger: logger) { rows.append(row) }
-            return rows
+            try await connection.rows(of: statement, logger: logger)
         }
     }
 
@@ -127,9 +125,7 @@ extension PostgresClient {
     public func guardedCommittedExecute<Statement: PostgresPreparedStatement>(_ statement: Statement, logger: Logger) async throws
         -> [Statement.Row] where Statement.Row: Sendable {
         try await withGuardedTransaction(logger: logger) { connection in
-            var rows: [Statement.Row] = []
-            for try await row in try await connection.execute(statement, logger: logger) { rows.append(row) }
-            return rows
+            try await connection.rows(of: statement, logger: logger)
         }
     }
 
@@ -244,6 +240,14 @@ extension PostgresConnection {
 }
 
 extension PostgresConnection {
+    /// A prepared statement's rows, all of them.
+    fileprivate func rows<Statement: PostgresPreparedStatement>(of statement: Statement, logger: Logger) async throws
+        -> [Statement.Row] {
+        var rows: [Statement.Row] = []
+        for try await row in try await execute(statement, logger: logger) { rows.append(row) }
+        return rows
+    }
+
     /// A statement that answers no rows, prepared once per connection.
     fileprivate func control<Statement: PostgresPreparedStatement>(_ statement: Statement, logger: Logger) async throws {
         for try await _ in try await execute(statement, logger: logger) {}
