@@ -82,25 +82,25 @@ CREATE FUNCTION siwa.move_transferred_user_as(acting text, via text, moved_user 
                                               expected_team text, new_sub text, new_email text, new_is_private boolean)
 RETURNS text LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
 DECLARE
-    found siwa.users;
+    moving siwa.users;
     holder bigint;
 BEGIN
     IF new_sub IS NULL OR new_sub !~ '^[[:graph:]]{1,255}$' THEN
         RAISE EXCEPTION 'an Apple sub is 1 to 255 printable characters without spaces' USING ERRCODE = 'invalid_parameter_value';
     END IF;
-    SELECT * INTO found FROM siwa.users AS u WHERE u.id = moved_user FOR UPDATE;
-    IF NOT FOUND OR found.transfer_sub IS DISTINCT FROM expected_transfer_sub
-       OR found.transfer_team IS DISTINCT FROM expected_team THEN
+    SELECT * INTO moving FROM siwa.users AS u WHERE u.id = moved_user FOR UPDATE;
+    IF NOT FOUND OR moving.transfer_sub IS DISTINCT FROM expected_transfer_sub
+       OR moving.transfer_team IS DISTINCT FROM expected_team THEN
         RETURN 'not_awaiting';
     END IF;
-    IF found.transfer_phase = 'complete' AND found.transfer_state = 'done' THEN
+    IF moving.transfer_phase = 'complete' AND moving.transfer_state = 'done' THEN
         RETURN 'already_done';
     END IF;
-    IF NOT ((found.transfer_phase = 'prepare' AND found.transfer_state = 'done')
-            OR (found.transfer_phase = 'complete' AND found.transfer_state IN ('pending', 'failed'))) THEN
+    IF NOT ((moving.transfer_phase = 'prepare' AND moving.transfer_state = 'done')
+            OR (moving.transfer_phase = 'complete' AND moving.transfer_state IN ('pending', 'failed'))) THEN
         RETURN 'not_awaiting';
     END IF;
-    IF found.purged_at IS NOT NULL OR found.status = 'deleted' THEN
+    IF moving.purged_at IS NOT NULL OR moving.status = 'deleted' THEN
         UPDATE siwa.users AS u SET transfer_phase = 'complete', transfer_state = 'failed',
             transfer_reason = 'the user was deleted before the transfer completed', transfer_updated_at = now()
         WHERE u.id = moved_user;
@@ -121,15 +121,15 @@ BEGIN
         transfer_phase = 'complete', transfer_state = 'done', transfer_reason = NULL, transfer_updated_at = now(),
         updated_at = now()
     WHERE u.id = moved_user;
-    IF found.apple_sub IS NOT NULL AND found.apple_sub <> new_sub THEN
-        INSERT INTO siwa.user_moves AS m (old_sub, new_sub, user_id) VALUES (found.apple_sub, new_sub, moved_user)
+    IF moving.apple_sub IS NOT NULL AND moving.apple_sub <> new_sub THEN
+        INSERT INTO siwa.user_moves AS m (old_sub, new_sub, user_id) VALUES (moving.apple_sub, new_sub, moved_user)
         ON CONFLICT (old_sub) DO UPDATE SET new_sub = excluded.new_sub, user_id = excluded.user_id, moved_at = now();
     END IF;
     -- Subs and ids only: no email, no name.
     INSERT INTO siwa.audit_log (actor, action, apple_sub, details)
     VALUES (acting, 'user.transferred', new_sub,
-            jsonb_build_object('user_id', moved_user, 'old_sub', found.apple_sub, 'new_sub', new_sub,
-                               'team', expected_team, 'via', via, 'imported', found.apple_sub IS NULL));
+            jsonb_build_object('user_id', moved_user, 'old_sub', moving.apple_sub, 'new_sub', new_sub,
+                               'team', expected_team, 'via', via, 'imported', moving.apple_sub IS NULL));
     RETURN 'moved';
 END $$;
 REVOKE ALL ON FUNCTION siwa.move_transferred_user_as(text, text, bigint, text, text, text, text, boolean) FROM PUBLIC;

@@ -79,7 +79,7 @@ public final class AppleUserMigration: Sendable {
     /// The cached access token, or a new one (one request for all callers waiting).
     func accessToken(clientID: String) async -> AppleMigrationOutcome<MigrationAccessToken> {
         for _ in 0..<2 {
-            let task = tokens.withLock { tokens in
+            let task = tokens.withLock { tokens -> Task<AppleMigrationOutcome<MigrationAccessToken>, Never> in
                 if let task = tokens[clientID] { return task }
                 let client = self.client, now = self.now
                 let task = Task { await Self.fetch(client: client, clientID: clientID, now: now) }

@@ -134,7 +134,8 @@ extension AppleSimulator {
         let hex = bytes.map { String(format: "%02x", $0) }.joined()
         let head = (Int(bytes[0]) << 16 | Int(bytes[1]) << 8 | Int(bytes[2])) % 1_000_000
         let tail = (Int(bytes[3]) << 8 | Int(bytes[4])) % 10_000
-        return String(format: "%06d", head) + "." + hex.dropFirst(10).prefix(32) + "." + String(format: "%04d", tail)
+        let middle = String(hex.dropFirst(10).prefix(32))
+        return String(format: "%06ld", head) + "." + middle + "." + String(format: "%04ld", tail)
     }
 
     /// Team `from`'s user `sub` signs in to the app after it moved to team

@@ -190,7 +190,8 @@ struct Transfer: AsyncParsableCommand {
             guard !FileManager.default.fileExists(atPath: file) else { Transfer.refuse("\(file) exists already: name a new file") }
             let (given, skip, hint) = (to, skipFailed, JobsConnection.loginHint)
             let (target, users) = await Transfer.run { admin -> (String, [ExportedTransferUser]) in
-                let target = try await given ?? Self.preparedTeam(admin)
+                let target: String
+                if let given { target = given } else { target = try await Self.preparedTeam(admin) }
                 return (target, try await admin.export(target: target, skipFailed: skip, loginHint: hint))
             }
             var text = #"{"siwa_transfer_export":1,"target_team":\#(JSONText.quoted(target)),"users":\#(users.count)}"# + "\n"

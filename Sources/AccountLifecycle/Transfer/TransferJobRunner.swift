@@ -43,11 +43,11 @@ public struct TransferRunnerResources: Sendable {
     /// (`siwa transfer status` shows it). A final answer (`invalid_grant`,
     /// another 4xx) marks the user failed and ends the job; anything else
     /// fails the attempt, retried with the jobs' backoff (RetryPolicy).
-    func refused<Value>(_ outcome: AppleMigrationOutcome<Value>, job: ClaimedJob, queue: JobQueue, parameters: some TransferJobParameters,
+    func refused<Value: Sendable & Equatable>(_ outcome: AppleMigrationOutcome<Value>, job: ClaimedJob, queue: JobQueue, parameters: some TransferJobParameters,
                         phase: String, step: String) async throws -> JobRunOutcome {
         let reason = outcome.description
         try await store.recordRefusal(userID: parameters.userID, phase: phase, team: parameters.team, reason: reason,
-                                      final: !outcome.isRetryable)
+                                      isFinal: !outcome.isRetryable)
         if outcome.isRetryable { throw StepFailure(step: step, detail: reason, summary: reason, permanent: false) }
         return try await Self.complete(job, queue: queue)
     }
@@ -55,7 +55,7 @@ public struct TransferRunnerResources: Sendable {
     /// A refusal that retrying cannot mend (this worker's settings are the
     /// other team's): kept on the user, and the job discarded.
     func misconfigured(_ text: String, parameters: some TransferJobParameters, phase: String, step: String) async throws -> Never {
-        try await store.recordRefusal(userID: parameters.userID, phase: phase, team: parameters.team, reason: text, final: false)
+        try await store.recordRefusal(userID: parameters.userID, phase: phase, team: parameters.team, reason: text, isFinal: false)
         throw StepFailure(step: step, detail: text, summary: text, permanent: true)
     }
 
@@ -95,7 +95,7 @@ public struct TransferPrepareRunner: SelfClaimingJobKindRunner {
         }
         guard let sub = user.appleSub, !user.gone else {
             try await transfer.store.recordRefusal(userID: parameters.userID, phase: Self.phase, team: parameters.team,
-                                                   reason: "the user was deleted before the transfer was prepared", final: true)
+                                                   reason: "the user was deleted before the transfer was prepared", isFinal: true)
             return try await TransferRunnerResources.complete(job, queue: queue)
         }
         guard transfer.teamID != parameters.team else {
@@ -150,7 +150,7 @@ public struct TransferCompleteRunner: SelfClaimingJobKindRunner {
         }
         if user.gone {
             try await transfer.store.recordRefusal(userID: parameters.userID, phase: Self.phase, team: parameters.team,
-                                                   reason: "the user was deleted before the transfer completed", final: true)
+                                                   reason: "the user was deleted before the transfer completed", isFinal: true)
             return try await TransferRunnerResources.complete(job, queue: queue)
         }
         guard transfer.teamID == parameters.team else {

@@ -57,11 +57,11 @@ public struct TransferStore: Sendable {
     }
 
     /// An answer that was not a success: kept as the user's reason (what
-    /// `siwa transfer status` shows); `final` marks the user failed, else
+    /// `siwa transfer status` shows); `isFinal` marks the user failed, else
     /// the job retries and the user stays pending.
-    public func recordRefusal(userID: Int64, phase: String, team: String, reason: String, final: Bool) async throws {
+    public func recordRefusal(userID: Int64, phase: String, team: String, reason: String, isFinal: Bool) async throws {
         _ = try await client.guardedQuery("""
-            UPDATE siwa.users SET transfer_state = CASE WHEN \(final) THEN 'failed' ELSE transfer_state END,
+            UPDATE siwa.users SET transfer_state = CASE WHEN \(isFinal) THEN 'failed' ELSE transfer_state END,
                 transfer_reason = left(\(reason), 300), transfer_attempts = transfer_attempts + 1, transfer_updated_at = now()
             WHERE id = \(userID) AND transfer_team = \(team) AND transfer_phase = \(phase) AND transfer_state <> 'done'
             """, logger: logger)
