@@ -53,8 +53,9 @@ CREATE UNIQUE INDEX users_transfer_sub_idx ON siwa.users (transfer_team, transfe
 CREATE INDEX users_transfer_idx ON siwa.users (transfer_team, transfer_phase, transfer_state)
     WHERE transfer_phase IS NOT NULL;
 
--- One transfer job per user and kind while pending: a rerun enqueues none twice.
-CREATE UNIQUE INDEX jobs_transfer_pending_idx ON siwa.jobs (kind, (args->>'user_id'))
+-- One transfer job per user, kind and team while pending: a rerun enqueues
+-- none twice (a job left for another team completes without a call).
+CREATE UNIQUE INDEX jobs_transfer_pending_idx ON siwa.jobs (kind, (args->>'user_id'), (args->>'team'))
     WHERE kind IN ('transfer_prepare', 'transfer_complete') AND state IN ('available', 'running', 'retryable');
 
 -- Each move: the old sub's new one, for `GET /v1/users/{old_sub}`
@@ -96,8 +97,8 @@ BEGIN
     IF moving.transfer_phase = 'complete' AND moving.transfer_state = 'done' THEN
         RETURN 'already_done';
     END IF;
-    IF NOT ((moving.transfer_phase = 'prepare' AND moving.transfer_state = 'done')
-            OR (moving.transfer_phase = 'complete' AND moving.transfer_state IN ('pending', 'failed'))) THEN
+    IF NOT coalesce((moving.transfer_phase = 'prepare' AND moving.transfer_state = 'done')
+                    OR (moving.transfer_phase = 'complete' AND moving.transfer_state IN ('pending', 'failed')), false) THEN
         RETURN 'not_awaiting';
     END IF;
     IF moving.purged_at IS NOT NULL OR moving.status = 'deleted' THEN
@@ -169,8 +170,9 @@ REVOKE ALL ON FUNCTION siwa.link_transferred_sign_in(text, text) FROM PUBLIC;
 -- ------------------------------------------------------- what admins call --
 
 -- `siwa transfer prepare --to TEAM`: every user who can move (not deleted,
--- not purged, with a sub, not moved already) and is not prepared for `target`
--- yet is set pending and gets a `transfer_prepare` job. Refused when
+-- not purged, with a sub, not awaiting the completion of a transfer here)
+-- and is not prepared for `target` yet is set pending and gets a
+-- `transfer_prepare` job. Refused when
 -- `target` is no team id or is the team the app is in.
 CREATE FUNCTION siwa.start_transfer_prepare(target text, source_team text, transfer_client text, login_hint text,
                                             OUT users_pending bigint, OUT users_done bigint, OUT jobs_enqueued bigint)
@@ -189,8 +191,10 @@ BEGIN
         transfer_team = target, transfer_phase = 'prepare', transfer_state = 'pending', transfer_reason = NULL,
         transfer_attempts = 0, transfer_updated_at = now()
     WHERE u.apple_sub IS NOT NULL AND u.purged_at IS NULL AND u.status <> 'deleted'
-      AND u.transfer_phase IS DISTINCT FROM 'complete'
-      AND NOT (u.transfer_team IS NOT DISTINCT FROM target AND u.transfer_state = 'done');
+      -- not in the middle of a transfer to this siwa (a user moved by an
+      -- earlier one may move on), nor prepared for `target` already
+      AND NOT coalesce(u.transfer_phase = 'complete' AND u.transfer_state <> 'done', false)
+      AND NOT coalesce(u.transfer_phase = 'prepare' AND u.transfer_team = target AND u.transfer_state = 'done', false);
     WITH queued AS (
         INSERT INTO siwa.jobs (kind, args)
         SELECT 'transfer_prepare', jsonb_build_object('apple_sub', u.apple_sub, 'user_id', u.id, 'team', target,
@@ -198,7 +202,7 @@ BEGIN
         FROM siwa.users AS u
         WHERE u.transfer_team = target AND u.transfer_phase = 'prepare' AND u.transfer_state = 'pending'
           AND NOT EXISTS (SELECT FROM siwa.jobs AS j WHERE j.kind = 'transfer_prepare' AND j.args->>'user_id' = u.id::text
-                          AND j.state IN ('available', 'running', 'retryable'))
+                          AND j.args->>'team' = target AND j.state IN ('available', 'running', 'retryable'))
         ORDER BY u.id
         RETURNING 1
     )
@@ -250,7 +254,7 @@ BEGIN
         FROM siwa.users AS u
         WHERE u.transfer_team = team AND u.transfer_phase = 'complete' AND u.transfer_state = 'pending'
           AND NOT EXISTS (SELECT FROM siwa.jobs AS j WHERE j.kind = 'transfer_complete' AND j.args->>'user_id' = u.id::text
-                          AND j.state IN ('available', 'running', 'retryable'))
+                          AND j.args->>'team' = team AND j.state IN ('available', 'running', 'retryable'))
         ORDER BY u.id
         RETURNING 1
     )
