@@ -2,6 +2,7 @@ import AccountStore
 import AppleSignIn
 import AppleSimulator
 import Foundation
+import NIOHTTP1
 import SIWAConfiguration
 import Testing
 
@@ -80,7 +81,7 @@ struct TransferTests {
     /// another (prepare, switch the settings, complete), one of them
     /// signing in mid-way; every account arrives once, with its id and data.
     @Test func aThousandUsersMoveToAnotherTeamOnceEachWithTheirData() async throws {
-        let setup = try await Setup.start(worker: ["SIWA_APPLE_REQUESTS_PER_SECOND": "0"])
+        let setup = try await Setup.start(worker: ["SIWA_APPLE_REQUESTS_PER_SECOND": "0", "SIWA_WORKER_CONCURRENCY": "8"])
         try atTestEnd { await setup.stop() }
         let subs = try await setup.users(1000, prefix: "tr")
         let before = try await setup.database.strings("""
