@@ -304,11 +304,11 @@ public enum SettingsCatalog {
             """)
     public static let appleRequestsPerSecond = Setting(
         "SIWA_APPLE_REQUESTS_PER_SECOND", .integer(0...10_000), default: "20", readers: [.worker], files: [.worker],
-        help: "most validation calls to Apple per second (`0`: no cap)",
+        help: "most calls to Apple per second for token validation and an app transfer's steps together (`0`: no cap)",
         details: """
-            Spreads the checks so that many users do not become a burst. Validation runs \
-            on the one worker that leads maintenance, so this holds however many workers \
-            run.
+            Spreads the checks so that many users do not become a burst. Validation and an \
+            app transfer's jobs (`siwa transfer`) run on the one worker that leads \
+            maintenance, and share one pacer, so this holds however many workers run.
             """)
 
     public static let validationInvalidGrantPausePercent = Setting(
