@@ -38,7 +38,7 @@ struct DemoTransfer {
             let signIn = try apple.signIn(sub: sub, clientID: clientID, email: email)
             _ = try await send(.POST, "/v1/sign-in", key: key, body: try JSONSerialization.data(withJSONObject: signIn.signInBody))
         }
-        print("Three users signed in on team \(sendingTeam): \(subs.joined(separator: ", "))")
+        print("Three users signed in on team \(sendingTeam): \(subs.joined(separator: ", ")) (every user siwa holds moves with the app)")
         let ids = try await Self.ids(of: subs, client: client)
 
         let workerA = try demo.spawn("worker", environment: [
@@ -77,7 +77,7 @@ struct DemoTransfer {
         try await Demo.printReports([
             ("siwa.users (the same ids, new subs; new relay addresses for Hide My Email)", """
                 SELECT id::text, apple_sub, email, transfer_phase || ' ' || transfer_state AS transfer
-                FROM siwa.users WHERE id = ANY(ARRAY[\(ids.map(String.init).joined(separator: ","))]::bigint[]) ORDER BY id
+                FROM siwa.users WHERE id = ANY(ARRAY[\(ids.map(String.init).joined(separator: ","))]::bigint[]) ORDER BY users.id
                 """),
             ("siwa.audit_log (user.transferred: old and new sub, no email)", """
                 SELECT seq::text, actor, action, details->>'old_sub' AS old_sub, details->>'new_sub' AS new_sub, details->>'via' AS via
