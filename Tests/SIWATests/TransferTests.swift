@@ -179,6 +179,36 @@ struct TransferTests {
         #expect(final.output.contains("complete") && final.output.contains("done") && final.output.contains("1000"), "\(final.output)")
     }
 
+    /// Each move reaches the app's backend as a `user.transferred` event:
+    /// the new sub as `sub`, the old one as `previous_sub`, the same user id.
+    @Test func eachMoveIsAnAppEvent() async throws {
+        let webhook = try await AppWebhookHarness.start()
+        let setup = try await Setup.start(worker: webhook.settings().merging(["SIWA_APPLE_REQUESTS_PER_SECOND": "0"]) { $1 })
+        try atTestEnd { await setup.stop() }
+        let subs = try await setup.users(3, prefix: "ev")
+        let ids = try await setup.database.strings("SELECT id::text FROM siwa.users ORDER BY id")
+        let workerA = try setup.worker.startWorker()
+        try atTestEnd { await workerA.kill9() }
+        #expect(try await setup.transfer(["prepare", "--to", Self.teamB]).status == 0)
+        #expect(try await setup.worker.wait { try await setup.count("transfer_state = 'done'") == 3 }, "\(workerA.log.suffix(2000))")
+        #expect(await workerA.terminate() == 0)
+        setup.apple.transferApp(from: Self.teamA, to: Self.teamB)
+        let workerB = try setup.worker.startWorker(setup.teamBSettings)
+        try atTestEnd { await workerB.kill9() }
+        #expect(try await setup.transfer(["complete"], team: Self.teamB).status == 0)
+        #expect(try await setup.worker.wait {
+            webhook.receiver.deliveries.filter { $0.type == "user.transferred" && (200..<300).contains($0.status) }.count == 3
+        }, "\(workerB.log.suffix(2000))")
+        let events = webhook.receiver.deliveries.filter { $0.type == "user.transferred" }
+        for (sub, id) in zip(subs, ids) {
+            let new = AppleSimulator.transferredSub(of: sub, from: Self.teamA, to: Self.teamB)
+            let event = try #require(events.first { $0.sub == new }, "no event for \(sub)")
+            #expect(event.data["previous_sub"] as? String == sub && "\(event.data["user_id"] ?? "")" == id, "\(event.data)")
+            #expect(event.data["team"] as? String == Self.teamB && event.data["via"] as? String == "usermigrationinfo")
+            #expect(!String(decoding: event.body, as: UTF8.self).contains("@"), "no address in the event")
+        }
+    }
+
     /// What an operator gets wrong is refused in one line, writing nothing;
     /// Apple's refusals show in `status`; an export holds ids and
     /// transfer_subs only; a worker killed mid-prepare loses nothing.
