@@ -157,10 +157,15 @@ public enum SettingsCatalog {
             So tokens with invented `kid`s cannot make siwa hammer Apple.
             """)
     public static let ingestWriters = Setting(
-        "SIWA_INGEST_WRITERS", .integer(1...64), default: "4", readers: [.serve], files: [.serve],
+        "SIWA_INGEST_WRITERS", .integer(1...64), default: "1", readers: [.serve], files: [.serve],
         help: "group-commit writers (below SIWA_DATABASE_MAX_CONNECTIONS); each Apple user always goes to the same one",
         details: """
             Writer tasks commit verified notifications in batches (group commit).
+            One writer takes every notification waiting into its next
+            transaction: fewer, bigger commits answer sooner than several
+            writers competing for the same cores and WAL flushes. Raise it
+            only when PostgreSQL has cores to spare and the one writer's
+            batches run full (SIWA_INGEST_MAX_BATCH).
             """)
     public static let ingestMaxBatch = Setting(
         "SIWA_INGEST_MAX_BATCH", .integer(1...1000), default: "64", readers: [.serve], files: [.serve],

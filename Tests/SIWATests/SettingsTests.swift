@@ -52,7 +52,7 @@ struct SettingsTests {
     @Test func defaultsBoundsAndOneLineErrors() throws {
         let base = ["SIWA_DATABASE_URL": "postgres://u@h/d", "SIWA_APPLE_CLIENT_IDS": "a, b,,"]
         let settings = try ServerSettings(environment: SettingsReader(base))
-        #expect(settings.http.port == 8080 && settings.inbox.lanes == 4 && settings.appleKeys.audiences == ["a", "b"])
+        #expect(settings.http.port == 8080 && settings.inbox.lanes == 1 && settings.appleKeys.audiences == ["a", "b"])
         #expect(settings.events.onConsentRevoked == .purge && settings.events.consentRevokedPurgeDelaySeconds == 30 * 86400
                 && settings.signInRequires == .code && settings.jobMaxRunSeconds == 900)
         #expect(try ServerSettings(environment: SettingsReader(base.merging(["SIWA_JOB_LEASE_SECONDS": "1200"]) { $1 }))
