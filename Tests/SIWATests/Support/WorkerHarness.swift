@@ -109,7 +109,7 @@ final class WorkerHarness: Sendable {
     func workerSessions() async throws -> Int {
         try await database.scalar("""
             SELECT count(*) FROM pg_stat_activity
-            WHERE datname = current_database() AND usename = '\(TestEnvironment.workerRole)'
+            WHERE datname = current_database() AND usename = '\(TestDatabase.workerRole)'
             """)
     }
 
