@@ -6,9 +6,9 @@ import PackageDescription
 //                      also a library product, for a Swift backend that verifies identity tokens itself
 //   SIWABuildStamp     the git commit the build was made from (C: a generated header, see below)
 //   AccountStore       PostgreSQL, a folder per feature (Postgres/ plumbing, Inbox/, Jobs/, Purge/,
-//                      SignIn/, Tokens/, Audit/, APIKeys/, AppEvents/, Users/)
+//                      SignIn/, Tokens/, Audit/, APIKeys/, AppEvents/, Users/, Transfer/)
 //   AccountLifecycle   the domain, a folder per feature (Notifications/, SignIn/, Tokens/, Purge/,
-//                      Receipts/, Audit/, AppEvents/), the job engine (Jobs/, Maintenance/: it knows
+//                      Receipts/, Audit/, AppEvents/, Transfer/), the job engine (Jobs/, Maintenance/: it knows
 //                      no kind) and JobKinds.swift, the one list of kinds
 //   SIWAConfiguration  the SIWA_* settings, declared once (SettingsCatalog), the log lines, the version
 //   SIWAServer         the Hummingbird application (HTTP only)

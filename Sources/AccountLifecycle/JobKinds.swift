@@ -8,12 +8,15 @@ import PostgresNIO
 /// kind's name is written anywhere else. A new kind is its runner, its SQL
 /// and one line here.
 public enum JobKinds {
-    /// In claim order: purges first; the app's deliveries take the slots they leave.
-    static var runnerTypes: [any JobKindRunner.Type] { [PurgeJobRunner.self, AppEventDelivery.self] }
+    /// In claim order: purges first; the app's deliveries take the slots they
+    /// leave; then an app transfer's calls to Apple (on the maintenance leader only).
+    static var runnerTypes: [any JobKindRunner.Type] {
+        [PurgeJobRunner.self, AppEventDelivery.self, TransferPrepareRunner.self, TransferCompleteRunner.self]
+    }
 
     public static let names: [String] = runnerTypes.map { $0.kind }
 
-    /// "purge_user, app_event": for help texts and refusals.
+    /// "purge_user, app_event, ...": for help texts and refusals.
     public static var listed: String { names.joined(separator: ", ") }
 
     public static func contains(_ name: String) -> Bool { names.contains(name) }
@@ -44,10 +47,13 @@ public struct JobKindResources: Sendable {
     /// (nil: the webhook is off and the kind is not run).
     public var appEvents: AppEventQueue
     public var appWebhook: AppWebhookTarget?
+    /// An app transfer's two kinds (nil without sign-in settings: they are not run).
+    public var transfer: TransferRunnerResources?
 
     public init(queue: JobQueue, webhooks: WebhookDelivery, metrics: JobMetrics, plan: PurgePlan,
                 externalDatabases: [String: PostgresClient], revoker: TokenRevoker?, purgeRole: String,
-                appEvents: AppEventQueue, appWebhook: AppWebhookTarget?) {
+                appEvents: AppEventQueue, appWebhook: AppWebhookTarget?, transfer: TransferRunnerResources? = nil) {
+        self.transfer = transfer
         self.queue = queue
         self.webhooks = webhooks
         self.metrics = metrics

@@ -82,8 +82,10 @@ public struct AppleAuthClient: Sendable {
         }
     }
 
-    /// POSTs `client_id`, `client_secret` and `fields` as a form and sorts the answer.
-    private func post(path: String, fields: [(String, String)], clientID: String) async -> AppleAnswer.Kind {
+    /// POSTs `client_id`, `client_secret` and `fields` as a form (with
+    /// `Authorization: Bearer` when `bearer` is given: `/auth/usermigrationinfo`)
+    /// and sorts the answer.
+    func post(path: String, fields: [(String, String)], clientID: String, bearer: String? = nil) async -> AppleAnswer.Kind {
         let secret: String
         do { secret = try secrets.secret(for: clientID) } catch {
             return .unavailable(retryAfter: nil, reason: "the client secret could not be signed")
@@ -93,6 +95,7 @@ public struct AppleAuthClient: Sendable {
         request.method = .POST
         request.headers.add(name: "Content-Type", value: "application/x-www-form-urlencoded")
         request.headers.add(name: "Accept", value: "application/json")
+        if let bearer { request.headers.add(name: "Authorization", value: "Bearer " + bearer) }
         request.body = .bytes(ByteBuffer(string: form))
         return await send(request)
     }

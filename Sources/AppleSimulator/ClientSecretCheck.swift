@@ -24,20 +24,28 @@ enum ClientSecretCheck {
 
     static func isValid(_ secret: String, clientID: String, keys: [String: TokenEndpointState.RegisteredKey], now: Date,
                         cache: inout [String: Verified]) -> Bool {
+        team(of: secret, clientID: clientID, keys: keys, now: now, cache: &cache) != nil
+    }
+
+    /// The team whose key signed a valid secret (its `iss`); nil when the
+    /// secret is not valid. Apple knows the calling team by it.
+    static func team(of secret: String, clientID: String, keys: [String: TokenEndpointState.RegisteredKey], now: Date,
+                     cache: inout [String: Verified]) -> String? {
         let verified: Verified
         if let known = cache[secret], keys[known.keyID]?.publicKey.rawRepresentation == known.publicKey {
             verified = known
         } else {
-            guard let checked = verifySignature(secret, keys: keys) else { return false }
+            guard let checked = verifySignature(secret, keys: keys) else { return nil }
             if cache.count >= 1024 { cache.removeAll() }
             cache[secret] = checked
             verified = checked
         }
         guard let key = keys[verified.keyID], verified.issuer == key.teamID, verified.audience == "https://appleid.apple.com",
-              verified.subject == clientID else { return false }
+              verified.subject == clientID else { return nil }
         let now = now.timeIntervalSince1970
-        return verified.issuedAt <= now && verified.expiresAt > now
-            && verified.expiresAt - verified.issuedAt <= TokenEndpointState.maximumSecretLifetime
+        guard verified.issuedAt <= now && verified.expiresAt > now
+            && verified.expiresAt - verified.issuedAt <= TokenEndpointState.maximumSecretLifetime else { return nil }
+        return key.teamID
     }
 
     /// The header's shape and the signature; nil when either is wrong.

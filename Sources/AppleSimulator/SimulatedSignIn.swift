@@ -32,18 +32,21 @@ extension AppleSimulator {
     ///   - nonce: the value the app put in Apple's request (echoed in the token).
     ///   - givenName, familyName: what the user shares at the first authorization.
     ///   - realUserStatus: what Apple decides for this user (sent once).
+    ///   - transferSub: the `transfer_sub` claim (a transferred app's user,
+    ///     within the 60 days: `transferredSignIn` sets it).
     public func signIn(sub: String, clientID: String, email: String? = nil, nonce: String? = nil, redirectURI: String? = nil,
                        givenName: String? = nil, familyName: String? = nil, realUserStatus: Int = 2,
-                       issuedAt: Date? = nil) throws -> SimulatedSignIn {
+                       issuedAt: Date? = nil, transferSub: String? = nil) throws -> SimulatedSignIn {
         let first = authorizeOnce(sub: sub, clientID: clientID)
         let status = first && redirectURI == nil ? realUserStatus : nil
         let now = issuedAt ?? tokenState.withLock { $0.now() }
         let key = currentKey
         let claims = TokenSigner.identityClaims(sub: sub, audience: clientID, issuedAt: now, email: email, nonce: nonce,
-                                                realUserStatus: status, omitsPrivateEmail: omitsPrivateEmail(email: email, asked: nil))
+                                                realUserStatus: status, omitsPrivateEmail: omitsPrivateEmail(email: email, asked: nil),
+                                                transferSub: transferSub)
         let token = try signer.sign(header: ["kid": key.kid, "alg": "RS256"], claims: claims, key: key)
         let grant = TokenEndpointState.Grant(sub: sub, clientID: clientID, email: email, isPrivateEmail: nil,
-                                             realUserStatus: status, idTokenSub: nil)
+                                             realUserStatus: status, idTokenSub: nil, transferSub: transferSub)
         let code = issueCode(grant, nonce: nonce, redirectURI: redirectURI)
         var user: [String: any Sendable]?
         if first, givenName != nil || familyName != nil || email != nil {

@@ -16,11 +16,13 @@ extension AppleSimulator {
     func addTokenRoutes(to router: Router<SimulatorRequestContext>) {
         router.post("/auth/token") { request, context in try await self.answerToken(request, context: context) }
         router.post("/auth/revoke") { request, context in try await self.answerRevoke(request, context: context) }
+        router.post("/auth/usermigrationinfo") { request, context in try await self.answerUserMigration(request, context: context) }
     }
 
     private enum TokenDecision {
         case refuse(String)
         case issue(TokenEndpointState.Grant, nonce: String?, refreshToken: String?, accessToken: String, now: Date, idToken: String?)
+        case migrationToken(String)
     }
 
     private func answerToken(_ request: Request, context: SimulatorRequestContext) async throws -> Response {
@@ -40,8 +42,13 @@ extension AppleSimulator {
         let decision = tokenState.withLock { state -> TokenDecision in
             let now = state.now()
             guard let clientID = form["client_id"], let secret = form["client_secret"],
-                  ClientSecretCheck.isValid(secret, clientID: clientID, keys: state.keys, now: now, cache: &state.verifiedSecrets) else { return .refuse("invalid_client") }
+                  let team = ClientSecretCheck.team(of: secret, clientID: clientID, keys: state.keys, now: now,
+                                                    cache: &state.verifiedSecrets) else { return .refuse("invalid_client") }
             switch form["grant_type"] {
+            case "client_credentials":
+                // An app transfer's access token, for the whole team (TN3159).
+                guard form["scope"] == "user.migration" else { return .refuse("invalid_request") }
+                return .migrationToken(state.migration.issueToken(team: team, clientID: clientID, now: now))
             case "authorization_code":
                 guard let code = form["code"] else { return .refuse("invalid_request") }
                 // Unknown, used, expired, another client's, or another redirect_uri: all
@@ -81,6 +88,8 @@ extension AppleSimulator {
         }
         switch decision {
         case .refuse(let code): return Self.error(code)
+        case .migrationToken(let token):
+            return Self.json(.ok, ["access_token": token, "token_type": "Bearer", "expires_in": UserMigrationState.tokenLifetime])
         case .issue(let grant, let nonce, let refreshToken, let accessToken, let now, let presigned):
             var answer: [String: any Sendable] = [
                 "access_token": accessToken, "token_type": "Bearer", "expires_in": 3600,
@@ -96,7 +105,7 @@ extension AppleSimulator {
         let claims = TokenSigner.identityClaims(
             sub: grant.idTokenSub ?? grant.sub, audience: grant.idTokenAudience ?? grant.clientID, issuedAt: issuedAt, email: grant.email,
             nonce: nonce, realUserStatus: grant.realUserStatus, isPrivateEmail: grant.isPrivateEmail,
-            omitsPrivateEmail: omitsPrivateEmail(email: grant.email, asked: grant.isPrivateEmail))
+            omitsPrivateEmail: omitsPrivateEmail(email: grant.email, asked: grant.isPrivateEmail), transferSub: grant.transferSub)
         let key = currentKey
         return try signer.sign(header: ["kid": key.kid, "alg": "RS256"], claims: claims, key: key)
     }
@@ -170,7 +179,7 @@ extension AppleSimulator {
 
     /// The parsed form (nil when the body is unreadable) and whether the
     /// request said it is a form.
-    private static func readForm(_ request: Request) async -> ([String: String]?, Bool) {
+    static func readForm(_ request: Request) async -> ([String: String]?, Bool) {
         let mediaType = request.headers[.contentType]?.split(separator: ";").first?
             .trimmingCharacters(in: .whitespaces).lowercased()
         let body = try? await request.body.collect(upTo: maximumFormBytes)
@@ -182,7 +191,7 @@ extension AppleSimulator {
     /// connection is open, two minutes at most. (A client that gives up
     /// mostly goes unseen: while a request is open the server reads nothing
     /// more from its connection, so it does not see the close.)
-    private static func misbehave(_ behaviour: SimulatedEndpointBehaviour, context: SimulatorRequestContext,
+    static func misbehave(_ behaviour: SimulatedEndpointBehaviour, context: SimulatorRequestContext,
                                   stalling: @Sendable () -> Bool) async -> Response? {
         switch behaviour {
         case .normal:

@@ -64,6 +64,9 @@ struct TokenEndpointState {
         let idTokenSub: String?
         /// The `aud` the id_token carries, when a test wants it to differ.
         var idTokenAudience: String? = nil
+        /// The `transfer_sub` the id_token carries (a user of a transferred
+        /// app, within the 60 days).
+        var transferSub: String? = nil
     }
 
     struct IssuedCode {
@@ -134,6 +137,8 @@ struct TokenEndpointState {
     /// Refuse a refresh of a token refreshed less than a day before.
     var strictRefresh = false
     var notificationEndpoint: URL?
+    /// App transfers (SimulatedUserMigration.swift).
+    var migration = UserMigrationState()
     var now: @Sendable () -> Date = { Date() }
     var logger = Logger(label: "apple-simulator")
 }

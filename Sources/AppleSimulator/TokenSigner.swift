@@ -57,7 +57,8 @@ public struct TokenSigner: Sendable {
     /// says; `omitsPrivateEmail` leaves it out, as some of Apple's tokens do.
     public static func identityClaims(
         sub: String, audience: String, issuedAt: Date = Date(), email: String? = nil,
-        nonce: String? = nil, realUserStatus: Int? = 2, isPrivateEmail: Bool? = nil, omitsPrivateEmail: Bool = false
+        nonce: String? = nil, realUserStatus: Int? = 2, isPrivateEmail: Bool? = nil, omitsPrivateEmail: Bool = false,
+        transferSub: String? = nil
     ) -> [String: any Sendable] {
         let iat = Int64(issuedAt.timeIntervalSince1970)
         var claims: [String: any Sendable] = [
@@ -74,6 +75,7 @@ public struct TokenSigner: Sendable {
             claims["nonce_supported"] = true
         }
         if let realUserStatus { claims["real_user_status"] = realUserStatus }
+        if let transferSub { claims["transfer_sub"] = transferSub }
         return claims
     }
 }

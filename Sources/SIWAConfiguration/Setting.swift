@@ -26,6 +26,7 @@ public struct Setting: Sendable, Hashable {
         case apiKeys = "api-keys"
         case receipts
         case webhooks
+        case transfer
     }
 
     /// Where it goes in deploy/ (each unit reads only its own files, so the

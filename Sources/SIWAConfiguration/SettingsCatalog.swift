@@ -14,7 +14,7 @@ public enum SettingsCatalog {
             .worker: "postgres://siwa_worker:CHANGE-ME@db.internal:5432/siwa?sslmode=verify-full&sslrootcert=/etc/siwa/db-ca.pem",
             .migrate: "postgres://siwa_owner:CHANGE-ME-TOO@db.internal:5432/siwa?sslmode=verify-full&sslrootcert=/etc/siwa/db-ca.pem",
         ],
-        readers: [.serve, .worker, .migrate, .jobs, .audit, .apiKeys, .tokens, .receipts], files: [.serve, .worker, .migrate], secret: true,
+        readers: [.serve, .worker, .migrate, .jobs, .audit, .apiKeys, .tokens, .receipts, .transfer], files: [.serve, .worker, .migrate], secret: true,
         help: "this process's connection, `postgres://USER:PASSWORD@HOST:PORT/DB[?sslmode=disable|prefer|require|verify-ca|verify-full&sslrootcert=FILE]`: serve's role in serve.env, the worker's in worker.env",
         details: """
             Each unit's own file names its own runtime role: siwa_serve in serve.env, \
@@ -103,7 +103,7 @@ public enum SettingsCatalog {
 
     public static let appleClientIDs = Setting(
         "SIWA_APPLE_CLIENT_IDS", .list, required: true, example: "com.example.app,com.example.web",
-        readers: [.serve, .tokens], files: [.serve],
+        readers: [.serve, .tokens, .transfer], files: [.serve],
         help: "comma list of accepted audiences (`aud`): your primary App ID's bundle id, and any Services ID used for sign-in on the web",
         details: """
             Notifications carry the primary App ID's bundle id as `aud`: without it here \
@@ -222,7 +222,7 @@ public enum SettingsCatalog {
     // MARK: Sign-in and Apple's tokens (serve's /v1 API, the worker's validation and revocation)
 
     public static let appleTeamID = Setting(
-        "SIWA_APPLE_TEAM_ID", .text, example: "ABCDE12345", readers: [.serve, .worker, .tokens], files: [.shared],
+        "SIWA_APPLE_TEAM_ID", .text, example: "ABCDE12345", readers: [.serve, .worker, .tokens, .transfer], files: [.shared],
         help: "your Apple Developer Team ID (10 characters; Membership details in the developer account); with the three settings below it turns sign-in on",
         details: """
             Sign-in (siwa serve's /v1 API, the worker's token validation and revocation) is \
@@ -309,11 +309,11 @@ public enum SettingsCatalog {
             """)
     public static let appleRequestsPerSecond = Setting(
         "SIWA_APPLE_REQUESTS_PER_SECOND", .integer(0...10_000), default: "20", readers: [.worker], files: [.worker],
-        help: "most validation calls to Apple per second (`0`: no cap)",
+        help: "most calls to Apple per second for token validation and an app transfer's steps together (`0`: no cap)",
         details: """
-            Spreads the checks so that many users do not become a burst. Validation runs \
-            on the one worker that leads maintenance, so this holds however many workers \
-            run.
+            Spreads the checks so that many users do not become a burst. Validation and an \
+            app transfer's jobs (`siwa transfer`) run on the one worker that leads \
+            maintenance, and share one pacer, so this holds however many workers run.
             """)
 
     public static let validationInvalidGrantPausePercent = Setting(

@@ -70,6 +70,9 @@ struct Demo {
             try await DemoPurge(demo: self).run(sub: sub, client: client)
             try await DemoSignIn(demo: self, files: signIn, apple: apple, base: base, clientID: clientID)
                 .run(sub: sub + ".signin", client: client)
+            try await DemoTransfer(demo: self, files: signIn, apple: apple, appleBaseURL: appleServer.baseURL, base: base,
+                                   clientID: clientID)
+                .run(prefix: sub + ".transfer", client: client)
         }
         await appleServer.stop()
         serve.signal(SIGTERM)

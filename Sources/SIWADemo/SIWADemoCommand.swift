@@ -32,7 +32,9 @@ struct SIWADemoCommand: AsyncParsableCommand {
             forged one, prints each answer and the resulting rows; then runs `siwa worker` with a \
             demo purge plan (delete rows from a demo app table granted to the purge role, \
             SIWA_DEMO_PURGE_ROLE, default siwa_purge; notify a stand-in downstream service with a \
-            signed webhook) and prints the purges.
+            signed webhook) and prints the purges; then a sign-in, an in-app deletion and a web \
+            sign-in; last, an app transfer of three users to another team (siwa transfer prepare, \
+            the worker restarted with the receiving team's key, siwa transfer complete).
 
             `make demo` runs it on a throwaway PostgreSQL cluster (scripts/testdb.sh), which has \
             these roles.

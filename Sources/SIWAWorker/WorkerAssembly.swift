@@ -53,18 +53,27 @@ public struct WorkerAssembly: Sendable {
         let maintenanceMetrics = MaintenanceMetrics(factory: metrics)
         let hook = settings.appWebhook
         let appEvents = AppEventQueue(client: client, worker: workerName, logger: Logger(label: "siwa.app-events"))
+        // One pacer for every call to Apple the worker paces (token
+        // validation, an app transfer's jobs), both on the maintenance leader.
+        let pacer = settings.tokenValidation.requestsPerSecond.map { Pacer(perSecond: $0) }
+        let leadership = MaintenanceLeadership()
+        var transfer: TransferRunnerResources?
+        if let access, let signIn = settings.signIn {
+            transfer = TransferRunnerResources(apple: access.apple, teamID: signIn.teamID, pacer: pacer, leadership: leadership,
+                                               store: TransferStore(client: client, logger: Logger(label: "siwa.transfer")))
+        }
         // The job kinds this worker claims and runs, each with its runner (JobKinds).
         let runners = JobKinds.runners(JobKindResources(
             queue: queue, webhooks: WebhookDelivery(http: webhookClient), metrics: jobMetrics, plan: plan,
             externalDatabases: external, revoker: revoker, purgeRole: settings.purge.role,
-            appEvents: appEvents, appWebhook: hook))
+            appEvents: appEvents, appWebhook: hook, transfer: transfer))
         var validation: [any Service] = []
         if let access, let hours = settings.tokenValidation.periodHours {
             validation = [TokenValidator(
                 queue: TokenValidationQueue(client: client, periodHours: hours, logger: Logger(label: "siwa.tokens")),
                 apple: access.apple, keyRing: access.keyRing,
                 settings: settings.tokenValidation, logger: Logger(label: "siwa.tokens"),
-                metrics: metrics, maintenance: maintenanceMetrics)]
+                metrics: metrics, maintenance: maintenanceMetrics, pacer: pacer)]
         } else {
             // Validation is off: never paused (the alert's series exists all the same).
             Gauge(label: "siwa_validation_paused", factory: metrics).record(0)
@@ -83,7 +92,7 @@ public struct WorkerAssembly: Sendable {
         let signInCodes = SignInCodes(client: client, logger: Logger(label: "siwa.sign-in")).pruner(logger: Logger(label: "siwa.sign-in"))
         let maintenance = JobWorker.Maintenance(lock: MaintenanceLock(database: database, logger: Logger(label: "siwa.maintenance")),
                                                 duties: [auditChain as any Service, rejections, signInCodes] + validation,
-                                                metrics: maintenanceMetrics)
+                                                metrics: maintenanceMetrics, leadership: leadership)
         let worker = JobWorker(client: client, queue: queue, runners: runners, options: settings.worker, metrics: jobMetrics,
                                maintenance: maintenance, logger: logger) {
             logger.info("Database", metadata: ["database": "\(database.redactedDescription)", "tls": "\(database.tlsDescription)"])

@@ -15,6 +15,6 @@ struct SIWACommand: AsyncParsableCommand {
             The end-to-end demo is a separate development tool, `siwa-demo` (`make demo`).
             """,
         version: SIWAVersion.description,
-        subcommands: [Serve.self, Worker.self, Jobs.self, Webhooks.self, Audit.self, Tokens.self, APIKeys.self, Receipts.self, Erasures.self, Migrate.self, Verify.self, Settings.self]
+        subcommands: [Serve.self, Worker.self, Jobs.self, Webhooks.self, Transfer.self, Audit.self, Tokens.self, APIKeys.self, Receipts.self, Erasures.self, Migrate.self, Verify.self, Settings.self]
     )
 }

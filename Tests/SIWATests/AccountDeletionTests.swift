@@ -56,7 +56,7 @@ struct AccountDeletionTests {
         let sub = "001.del.0001"
         let (first, refreshToken) = try await setup.signedIn(sub)
         // Claims an Apple Business account's token would have brought (sql/022): erased too.
-        try await setup.database.execute("UPDATE siwa.users SET org_id = 'org.1', token_transfer_sub = 't.1' WHERE apple_sub = '\(sub)'")
+        try await setup.database.execute("UPDATE siwa.users SET org_id = 'org.1', transfer_sub = 't.1' WHERE apple_sub = '\(sub)'")
         #expect(try await setup.database.scalar("SELECT count(*) FROM siwa.users WHERE email_verified") == 1)
         // As Apple does, the simulator tells siwa of the revocation.
         setup.apple.setNotificationEndpoint(URL(string: setup.signIn.server.baseURL + "/apple/notifications"))
@@ -85,7 +85,7 @@ struct AccountDeletionTests {
         #expect(try await setup.database.scalar("""
             SELECT count(*) FROM siwa.users WHERE apple_sub = '\(sub)' AND status = 'deleted' AND purged_at IS NOT NULL
               AND email IS NULL AND given_name IS NULL AND family_name IS NULL
-              AND email_verified IS NULL AND org_id IS NULL AND token_transfer_sub IS NULL
+              AND email_verified IS NULL AND org_id IS NULL AND transfer_sub IS NULL
             """) == 1)
         #expect(try await setup.database.scalar(
             "SELECT count(*) FROM siwa.audit_log WHERE action = 'token.revoked' AND (details->>'apple_status')::int = 200") == 1)

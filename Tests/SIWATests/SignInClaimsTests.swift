@@ -123,11 +123,11 @@ struct SignInClaimsTests {
         #expect(answer.status == 200, "\(answer.text)")
         #expect(try await setup.get("/v1/users/001.org.0001").json["org_id"] as? String == "D3A1B2C4-0000-4000-8000-00000000A11E")
         #expect(try await setup.server.database.strings("""
-            SELECT org_id || '/' || token_transfer_sub FROM siwa.users WHERE apple_sub = '001.org.0001'
+            SELECT org_id || '/' || transfer_sub FROM siwa.users WHERE apple_sub = '001.org.0001'
             """) == ["D3A1B2C4-0000-4000-8000-00000000A11E/000123.transfer.0001"])
         // A later token without them keeps them.
         #expect(try await setup.signIn(try Self.body(setup, sub: "001.org.0001", email: nil) { _ in }).status == 200)
-        #expect(try await setup.server.database.scalar("SELECT count(*) FROM siwa.users WHERE org_id IS NOT NULL AND token_transfer_sub IS NOT NULL") == 1)
+        #expect(try await setup.server.database.scalar("SELECT count(*) FROM siwa.users WHERE org_id IS NOT NULL AND transfer_sub IS NOT NULL") == 1)
     }
 
     /// A token without `nonce_supported`, and no nonce sent: accepted (the

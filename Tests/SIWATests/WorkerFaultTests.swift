@@ -16,6 +16,10 @@ extension FaultTests {
         let first = try harness.startWorker()
         try await harness.wait(upTo: .seconds(120)) { try await harness.count(state: "completed") >= 100 }
         await first.kill9()
+        // A statement the dead worker's sessions had under way still ends
+        // (a COMMIT received is kept): count the running jobs only once
+        // those sessions are gone, or a job counted running may complete.
+        #expect(try await harness.wait(upTo: .seconds(30)) { try await harness.workerSessions() == 0 })
         let runningAtKill = try await harness.count(state: "running")
         let completedAtKill = try await harness.count(state: "completed")
         #expect(runningAtKill > 0, "the kill should land mid-job")

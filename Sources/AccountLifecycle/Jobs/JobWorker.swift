@@ -50,11 +50,15 @@ public final class JobWorker: Service, Sendable {
         /// The audit sealer, token validation.
         public var duties: [any Service]
         public var metrics: MaintenanceMetrics
+        /// Set while this worker leads (the kinds that run only there read it).
+        public var leadership: MaintenanceLeadership
 
-        public init(lock: MaintenanceLock, duties: [any Service], metrics: MaintenanceMetrics) {
+        public init(lock: MaintenanceLock, duties: [any Service], metrics: MaintenanceMetrics,
+                    leadership: MaintenanceLeadership = MaintenanceLeadership()) {
             self.lock = lock
             self.duties = duties
             self.metrics = metrics
+            self.leadership = leadership
         }
     }
 
@@ -90,7 +94,8 @@ public final class JobWorker: Service, Sendable {
             LeaseKeeper(configuration: .init(leaseSeconds: options.leaseSeconds, maxRunSeconds: options.maxRunSeconds),
                         queue: queue, running: running, metrics: metrics, logger: logger),
             MaintenanceLeader(lock: maintenance.lock, configuration: .init(leaseSeconds: options.leaseSeconds), duties: duties,
-                              metrics: maintenance.metrics, worker: queue.worker, logger: logger),
+                              metrics: maintenance.metrics, worker: queue.worker, logger: logger,
+                              leadership: maintenance.leadership),
             JobProducer(configuration: .init(concurrency: options.concurrency, leaseSeconds: options.leaseSeconds,
                                              pollSeconds: options.pollSeconds, shutdownGraceSeconds: options.shutdownGraceSeconds),
                         queue: queue, runners: runners, executor: executor, running: running, wakeup: wakeup,

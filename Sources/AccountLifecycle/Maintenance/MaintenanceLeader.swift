@@ -48,9 +48,12 @@ public struct MaintenanceLeader: Service {
     let metrics: MaintenanceMetrics
     let worker: String
     let logger: Logger
+    /// Set while this worker leads (the app transfer's jobs are claimed only then).
+    let leadership: MaintenanceLeadership
 
     public init(lock: MaintenanceLock, configuration: Configuration, duties: [any Service], metrics: MaintenanceMetrics,
-                worker: String, logger: Logger) {
+                worker: String, logger: Logger, leadership: MaintenanceLeadership = MaintenanceLeadership()) {
+        self.leadership = leadership
         self.lock = lock
         self.configuration = configuration
         self.duties = duties
@@ -117,10 +120,14 @@ public struct MaintenanceLeader: Service {
     /// Runs the duties until the lock may be lost or the task is cancelled;
     /// returns why it stopped. The duties have stopped when it returns.
     private func lead(on connection: PostgresConnection) async -> String {
-        logger.notice("This worker leads maintenance: the rescuer, the cleaner, the audit sealer, token validation and the pruning of refused deliveries run here",
+        logger.notice("This worker leads maintenance: the rescuer, the cleaner, the audit sealer, token validation, the pruning of refused deliveries and the app transfer's jobs run here",
                       metadata: ["worker": "\(worker)"])
         metrics.leading(true)
-        defer { metrics.leading(false) }
+        leadership.set(true)
+        defer {
+            leadership.set(false)
+            metrics.leading(false)
+        }
         return await withTaskGroup(of: String?.self) { group in
             group.addTask { await watch(connection) }
             for duty in duties {

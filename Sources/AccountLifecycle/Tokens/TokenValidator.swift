@@ -50,9 +50,12 @@ public struct TokenValidator: Service {
     /// While paused, how often the worker looks whether an operator resumed it.
     static let resumeCheckInterval: Duration = .seconds(5)
 
+    /// - Parameter pacer: the worker's one pacer of calls to Apple, shared
+    ///   with the app transfer's jobs (`SIWA_APPLE_REQUESTS_PER_SECOND` is
+    ///   one cap for both); nil: one of its own, from `settings`.
     public init(queue: TokenValidationQueue, apple: AppleAuthClient, keyRing: TokenKeyRing,
                 settings: TokenValidationSettings, pollInterval: Duration = .seconds(30),
-                logger: Logger, metrics: any MetricsFactory, maintenance: MaintenanceMetrics = .disabled) {
+                logger: Logger, metrics: any MetricsFactory, maintenance: MaintenanceMetrics = .disabled, pacer: Pacer? = nil) {
         self.queue = queue
         self.apple = apple
         self.keyRing = keyRing
@@ -61,7 +64,7 @@ public struct TokenValidator: Service {
         self.pollInterval = pollInterval
         self.logger = logger
         self.maintenance = maintenance
-        pacer = requestsPerSecond.map { Pacer(perSecond: $0) }
+        self.pacer = pacer ?? requestsPerSecond.map { Pacer(perSecond: $0) }
         outcomes = Dictionary(uniqueKeysWithValues: [TokenValidationResult.valid, .invalidGrant, .undecided, .invalidClient, .skipped,
                                                      .paused].map {
             ($0, Counter(label: "siwa_token_validations_total", dimensions: [("outcome", $0.rawValue)], factory: metrics))
@@ -215,23 +218,4 @@ private final class StopFlag: Sendable {
     private let flag = Mutex(false)
     var isSet: Bool { flag.withLock { $0 } }
     func set() { flag.withLock { $0 = true } }
-}
-
-/// Start times for calls at most `perSecond` a second, evenly spaced and
-/// never bunched after an idle spell (no burst allowance): the cap holds
-/// over any one-second window.
-final class Pacer: Sendable {
-    private let spacing: Duration
-    private let next = Mutex<ContinuousClock.Instant?>(nil)
-
-    init(perSecond: Int) { spacing = .seconds(1) / max(perSecond, 1) }
-
-    /// When the next call may start (now or later); reserves that slot.
-    func nextStart() -> ContinuousClock.Instant {
-        next.withLock { next in
-            let slot = max(next ?? .now, .now)
-            next = slot + spacing
-            return slot
-        }
-    }
 }

@@ -176,7 +176,7 @@ public struct ErasePersonalDataStatement: PostgresPreparedStatement {
             ORDER BY job.id, outcome.position
         ), account AS (
             UPDATE siwa.users AS u SET email = NULL, is_private_email = NULL, email_verified = NULL, given_name = NULL, family_name = NULL,
-                                       org_id = NULL, token_transfer_sub = NULL,
+                                       org_id = NULL, transfer_sub = NULL,
                                        purged_at = now(), updated_at = now()
             FROM job WHERE u.apple_sub = job.apple_sub
         ), codes AS (

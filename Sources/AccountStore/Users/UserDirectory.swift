@@ -92,6 +92,21 @@ public struct UserDirectory: Sendable {
                         staleTokensUntil: staleUntil.map { Date(timeIntervalSince1970: Double($0) / 1000) })
     }
 
+    /// Apple: "you have a sixty (60) days transfer period from the date you
+    /// complete the app transfer": how long a moved sub is answered.
+    public static let movedSubAnsweredDays = 60
+
+    /// The sub a user moved to from `oldSub` in an app transfer (sql/023's
+    /// siwa.user_moves), within `movedSubAnsweredDays` of the move; nil
+    /// otherwise.
+    public func newSub(movedFrom oldSub: String) async throws -> String? {
+        let rows = try await client.guardedQuery("""
+            SELECT new_sub FROM siwa.user_moves
+            WHERE old_sub = \(oldSub) AND moved_at > now() - make_interval(days => \(Int32(Self.movedSubAnsweredDays)))
+            """, leaseWithin: .requestLease, logger: logger)
+        return try rows.first?.decode(String.self)
+    }
+
     /// Marks the user deleted and enqueues their purge (merged with a
     /// pending one, as for Apple's deletion events). nil: unknown sub.
     public func scheduleDeletion(appleSub: String, apiKeyName: String) async throws -> DeletionScheduled? {

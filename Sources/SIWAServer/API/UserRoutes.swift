@@ -48,6 +48,10 @@ struct UserRoutes: Sendable {
         guard APIResponse.isPlausibleSub(sub) else { return APIResponse.error(.notFound, "not_found", "no such user") }
         do {
             guard let user = try await directory.user(appleSub: sub) else {
+                // Moved to another team's sub in an app transfer (docs/app-transfer.md).
+                if let newSub = try await directory.newSub(movedFrom: sub) {
+                    return JSONResponse.make(.ok, ["apple_sub": sub, "moved_to": newSub])
+                }
                 return APIResponse.error(.notFound, "not_found", "no such user")
             }
             return JSONResponse.encoded(.ok, UserAnswer(user: user))

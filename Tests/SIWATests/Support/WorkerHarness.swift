@@ -105,6 +105,14 @@ final class WorkerHarness: Sendable {
         try await database.scalar("SELECT count(*) FROM siwa.jobs WHERE state = '\(state)'")
     }
 
+    /// Sessions of the worker's role on the harness's database.
+    func workerSessions() async throws -> Int {
+        try await database.scalar("""
+            SELECT count(*) FROM pg_stat_activity
+            WHERE datname = current_database() AND usename = '\(TestDatabase.workerRole)'
+            """)
+    }
+
     /// Polls `condition` until it holds or `timeout` passes; returns whether it held.
     @discardableResult
     func wait(upTo timeout: Duration = .seconds(60), until condition: () async throws -> Bool) async throws -> Bool {

@@ -1,0 +1,84 @@
+import Foundation
+
+/// What a transfer job's args hold, as siwa.start_transfer_prepare and
+/// siwa.start_transfer_complete (sql/023) write them: the user, by siwa id
+/// (and `apple_sub`, the old sub, for the queue's audit rows; none for an
+/// imported user), the receiving team and the client id Apple's calls name.
+public protocol TransferJobParameters: JobParameters {
+    var appleSub: String? { get }
+    var userID: Int64 { get }
+    var team: String { get }
+    var clientID: String { get }
+}
+
+enum TransferArgumentKeys: String, CodingKey {
+    case appleSub = "apple_sub"
+    case userID = "user_id"
+    case team
+    case clientID = "client_id"
+}
+
+/// A `transfer_prepare` job: ask Apple for the user's transfer_sub toward `team`.
+public struct TransferPrepareParameters: TransferJobParameters, Equatable {
+    public static let kind = "transfer_prepare"
+    public var appleSub: String?
+    public var userID: Int64
+    public var team: String
+    public var clientID: String
+
+    public init(appleSub: String?, userID: Int64, team: String, clientID: String) {
+        self.appleSub = appleSub
+        self.userID = userID
+        self.team = team
+        self.clientID = clientID
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: TransferArgumentKeys.self)
+        appleSub = c.text(.appleSub)
+        userID = try c.decode(Int64.self, forKey: .userID)
+        team = try c.decode(String.self, forKey: .team)
+        clientID = try c.decode(String.self, forKey: .clientID)
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: TransferArgumentKeys.self)
+        try c.encodeIfPresent(appleSub, forKey: .appleSub)
+        try c.encode(userID, forKey: .userID)
+        try c.encode(team, forKey: .team)
+        try c.encode(clientID, forKey: .clientID)
+    }
+}
+
+/// A `transfer_complete` job: exchange the user's transfer_sub for the sub
+/// of `team` (this siwa's team now) and move the user to it.
+public struct TransferCompleteParameters: TransferJobParameters, Equatable {
+    public static let kind = "transfer_complete"
+    public var appleSub: String?
+    public var userID: Int64
+    public var team: String
+    public var clientID: String
+
+    public init(appleSub: String?, userID: Int64, team: String, clientID: String) {
+        self.appleSub = appleSub
+        self.userID = userID
+        self.team = team
+        self.clientID = clientID
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: TransferArgumentKeys.self)
+        appleSub = c.text(.appleSub)
+        userID = try c.decode(Int64.self, forKey: .userID)
+        team = try c.decode(String.self, forKey: .team)
+        clientID = try c.decode(String.self, forKey: .clientID)
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: TransferArgumentKeys.self)
+        try c.encodeIfPresent(appleSub, forKey: .appleSub)
+        try c.encode(userID, forKey: .userID)
+        try c.encode(team, forKey: .team)
+        try c.encode(clientID, forKey: .clientID)
+    }
+}
