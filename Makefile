@@ -213,7 +213,7 @@ deb: check-packaging-tools
 # systemd-analyze verify on the installed units. It packages the debug build
 # that make test has just made (linked to the toolchain's Swift runtime, which
 # CI has), not a release build with the static standard library: that would
-# compile every dependency a second time, in release (see README.md,
+# compile every dependency a second time, in release (see docs/operations.md,
 # "Installing"). Everything else in the package is what `make deb` makes.
 test-package: check-swift build-stamp
 	swift build

@@ -46,7 +46,7 @@ struct SignInBodies {
     /// One `POST /v1/sign-in` body, on one line.
     static func signIn(apple: AppleSimulator, clientID: String, sub: String, index: Int) throws -> Data {
         let email = "bench\(index)@privaterelay.appleid.com"
-        // The app sends the raw nonce; Apple's tokens carry its SHA-256 hex (README, sign-in).
+        // The app sends the raw nonce; Apple's tokens carry its SHA-256 hex (docs/http-api.md, sign-in).
         let nonce = "bench-nonce-\(index)"
         let hashed = SignInService.hashedNonce(nonce)
         let token = try apple.identityToken(sub: sub, audience: clientID, email: email, nonce: hashed)

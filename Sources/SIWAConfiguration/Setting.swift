@@ -1,6 +1,6 @@
 /// One `SIWA_*` setting, declared once: its name, what it holds, its
 /// default, its bounds and its help. Start-up validation, `--help`, the
-/// README's tables and the `deploy/*.env.example` files all come from these
+/// docs/settings.md's table and the `deploy/*.env.example` files all come from these
 /// declarations (`SettingsCatalog`), so a default is written in one place.
 public struct Setting: Sendable, Hashable {
     public enum Kind: Sendable, Hashable {
@@ -20,7 +20,7 @@ public struct Setting: Sendable, Hashable {
         case choice([String])
     }
 
-    /// Which command reads it (for `--help`, the README and unknown-name checks).
+    /// Which command reads it (for `--help`, docs/settings.md and unknown-name checks).
     public enum Reader: String, Sendable, Hashable, CaseIterable {
         case serve, worker, migrate, jobs, audit, tokens
         case apiKeys = "api-keys"

@@ -1,7 +1,7 @@
 /// Every `SIWA_*` setting siwa reads. Add a setting here (and to a section
 /// of `sections`), read it in the settings value of the component that uses
 /// it (its `init(reader:)`, e.g. `RejectionWriter.Options`; nothing between
-/// carries it), then regenerate README.md's table (`siwa settings
+/// carries it), then regenerate docs/settings.md's table (`siwa settings
 /// --markdown`) and the deploy/*.env.example files (`siwa settings
 /// --env-file NAME`); a test checks they agree.
 public enum SettingsCatalog {
@@ -405,8 +405,8 @@ public enum SettingsCatalog {
             value. A delivery is a job (kind app_event, `siwa jobs list`): enqueued in the \
             transaction that records the event, retried with the jobs' backoff \
             (SIWA_JOB_RETRY_BASE_SECONDS, SIWA_JOB_MAX_ATTEMPTS), one user's events in \
-            order. Only a 2xx counts; redirects are not followed. README.md, "The app \
-            events webhook", shows how to verify a delivery.
+            order. Only a 2xx counts; redirects are not followed. docs/app-events.md shows \
+            how to verify a delivery.
             """)
     public static let appWebhookSecret = Setting(
         "SIWA_APP_WEBHOOK_SECRET", .text, example: "whsec_CHANGE-ME-make-one-with-siwa-webhooks-secret", readers: [.worker, .webhooks],

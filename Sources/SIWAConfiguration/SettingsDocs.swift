@@ -1,7 +1,7 @@
 /// The settings as people read them, made from `SettingsCatalog`: the
-/// `--help` blocks, README.md's table (`siwa settings --markdown`) and the
+/// `--help` blocks, docs/settings.md's table (`siwa settings --markdown`) and the
 /// deploy/*.env.example files (`siwa settings --env-file NAME`). A test
-/// checks the committed README.md and env files against these.
+/// checks the committed docs/settings.md and env files against these.
 public enum SettingsDocs {
     /// For a command's `--help`.
     public static func help(for reader: Setting.Reader) -> String {
@@ -10,7 +10,7 @@ public enum SettingsDocs {
             if let bounds = setting.bounds { line += "; \(bounds.replacingOccurrences(of: "`", with: ""))" }
             return line + ")\n      \(setting.help.replacingOccurrences(of: "`", with: ""))"
         }
-        return "Settings (environment; README.md and `siwa settings` list them all). An unknown SIWA_* name is reported at start-up as a likely typo.\n"
+        return "Settings (environment; docs/settings.md and `siwa settings` list them all). An unknown SIWA_* name is reported at start-up as a likely typo.\n"
             + lines.joined(separator: "\n")
     }
 

@@ -5,7 +5,7 @@ import ArgumentParser
 import Foundation
 import SIWAConfiguration
 
-/// `siwa audit verify`: recomputes the hash chain (README.md, "The audit trail").
+/// `siwa audit verify`: recomputes the hash chain (docs/audit-and-receipts.md, "The hash chain").
 struct AuditVerify: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "verify",

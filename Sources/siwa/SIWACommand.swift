@@ -11,7 +11,7 @@ struct SIWACommand: AsyncParsableCommand {
             Apple's tokens encrypted (`siwa serve`); runs those jobs, revoking the tokens \
             first, and validates stored tokens daily (`siwa worker`); admins read the audit trail's answers \
             with `siwa audit`. Settings come from SIWA_* environment \
-            variables (see `siwa serve --help`, `siwa worker --help` and README.md).
+            variables (see `siwa serve --help`, `siwa worker --help` and docs/settings.md).
             The end-to-end demo is a separate development tool, `siwa-demo` (`make demo`).
             """,
         version: SIWAVersion.description,

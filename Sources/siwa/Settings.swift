@@ -5,14 +5,14 @@ struct Settings: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "List every SIWA_* setting: who reads it, its default and bounds.",
         discussion: """
-            The list comes from siwa's one declaration of each setting. README.md's table is its \
+            The list comes from siwa's one declaration of each setting. The table of docs/settings.md is its \
             --markdown output, and deploy/siwa.env.example, serve.env.example, worker.env.example and \
             migrate.env.example are its --env-file output, for example:
               siwa settings --env-file serve.env > deploy/serve.env.example
             """
     )
 
-    @Flag(help: "Print the README's markdown table.")
+    @Flag(help: "Print the markdown table of docs/settings.md.")
     var markdown = false
 
     @Option(help: ArgumentHelp("Print a whole deploy env file.", valueName: Setting.EnvFile.allCases.map(\.rawValue).joined(separator: "|")))

@@ -12,7 +12,7 @@ struct Webhooks: AsyncParsableCommand {
         discussion: """
             siwa worker delivers every event siwa records (Apple's notifications, sign-ins, \
             deletions, purges) to SIWA_APP_WEBHOOK_URL, signed the Standard Webhooks way \
-            (README.md, "The app events webhook").
+            (docs/app-events.md).
             test reads the worker's settings (run it with worker.env); replay needs \
             SIWA_DATABASE_URL, your own database role (a member of siwa_admin), as `siwa jobs` \
             does, and writes an audit row naming it.

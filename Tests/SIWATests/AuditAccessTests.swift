@@ -19,7 +19,7 @@ struct AuditAccessTests {
         "siwa.api_keys.secret_sha256", "siwa.sign_in_codes.code_sha256", "siwa.jobs.args", "siwa.jobs.errors",
     ]
 
-    /// A person's login in siwa_auditor, as README.md shows (cluster-wide, made once).
+    /// A person's login in siwa_auditor, as docs/audit-and-receipts.md shows (cluster-wide, made once).
     static func auditorURL(_ database: TestDatabase) async throws -> String {
         try await APIKeysTests.loginURL(auditor, in: "siwa_auditor", for: database)
     }

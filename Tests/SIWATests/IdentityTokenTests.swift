@@ -90,7 +90,7 @@ extension IdentityTokenTests {
         #expect(business.orgID == "org.123" && business.transferSub == "000.t.1")
     }
 
-    /// README's "AppleSignIn in a Swift backend", as written there, with the
+    /// docs/apple-signin-library.md's example, as written there, with the
     /// simulator's URL for Apple's: the keys are fetched over HTTP by the
     /// first verification (no reload first), then held.
     @Test func theLibraryExampleVerifiesOverHTTP() async throws {

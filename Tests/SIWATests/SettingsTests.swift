@@ -12,12 +12,12 @@ struct SettingsTests {
         try String(contentsOf: TestEnvironment.repositoryRoot.appendingPathComponent(path), encoding: .utf8)
     }
 
-    @Test func theReadmeTableIsTheCatalogs() throws {
-        let readme = try Self.file("README.md")
-        let start = try #require(readme.range(of: "<!-- settings table: `siwa settings --markdown` -->\n"))
-        let end = try #require(readme.range(of: "\n<!-- end of settings table -->"))
-        #expect(String(readme[start.upperBound..<end.lowerBound]) == SettingsDocs.markdownTable(),
-                "README.md's settings table is stale: replace it with `siwa settings --markdown`")
+    @Test func theDocsTableIsTheCatalogs() throws {
+        let page = try Self.file("docs/settings.md")
+        let start = try #require(page.range(of: "<!-- settings table: `siwa settings --markdown` -->\n"))
+        let end = try #require(page.range(of: "\n<!-- end of settings table -->"))
+        #expect(String(page[start.upperBound..<end.lowerBound]) == SettingsDocs.markdownTable(),
+                "docs/settings.md's settings table is stale: replace it with `siwa settings --markdown`")
     }
 
     /// The deploy env files are `siwa settings --env-file`'s output, byte

@@ -10,7 +10,7 @@ import PostgresNIO
 /// rows' stored values: nothing in the database (a function a superuser
 /// could replace) takes part.
 ///
-/// The canonical encoding, version 1 (README.md, "The audit trail"):
+/// The canonical encoding, version 1 (docs/audit-and-receipts.md, "The hash chain"):
 ///
 ///     "siwa.audit_log/v1" ‖ prev_hash (32 bytes) ‖ int8 seq
 ///     ‖ int8 occurred_at (microseconds since 1970-01-01 UTC)

@@ -3,7 +3,7 @@ import AppleSignIn
 import Hummingbird
 
 /// What `POST /v1/sign-in` answers for each outcome: the user (200), or
-/// siwa's error shape with the status and `Retry-After` the README gives.
+/// siwa's error shape with the status and `Retry-After` docs/http-api.md gives.
 /// Public for AnswerBytesTests, which checks `json` against `AnswerJSON`.
 public struct SignInAnswer: Sendable {
     public let status: HTTPResponse.Status

@@ -68,7 +68,7 @@ struct UserAnswer: Encodable {
 }
 
 /// `DELETE /v1/users/{sub}`: `apple_revocation` and its URL only where the
-/// README says (absent, not null, for a user purged before).
+/// docs/http-api.md says (absent, not null, for a user purged before).
 struct DeletionAnswer: Encodable {
     let status: String
     let jobID: Int64

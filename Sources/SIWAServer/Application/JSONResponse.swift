@@ -46,7 +46,7 @@ enum JSONResponse {
 }
 
 /// siwa's one error shape, `{"error": "<reason_code>", "detail": "<short
-/// sentence>"}`, in that order (README).
+/// sentence>"}`, in that order (docs/http-api.md).
 public struct ErrorAnswer: Encodable, Sendable, Equatable {
     public let error: String
     public let detail: String

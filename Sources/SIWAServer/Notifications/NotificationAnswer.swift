@@ -1,8 +1,8 @@
 import AccountLifecycle
 import Hummingbird
 
-/// What `POST /apple/notifications` answers for a token's result (README,
-/// "Answers to Apple"): 200 with what was done, 400 with why the token is
+/// What `POST /apple/notifications` answers for a token's result
+/// (docs/http-api.md, "Apple's notifications"): 200 with what was done, 400 with why the token is
 /// refused, 503 with `Retry-After: 5` so Apple retries. Written by hand (the
 /// hot answer); public for AnswerBytesTests, which checks `json` against
 /// `AnswerJSON`.
@@ -44,7 +44,7 @@ public struct NotificationAnswer: Sendable {
     }
 }
 
-/// `{"status": "recorded" | "duplicate", "event_type": "..."}`, in that order (README).
+/// `{"status": "recorded" | "duplicate", "event_type": "..."}`, in that order (docs/http-api.md).
 public struct AcceptedNotification: Encodable, Sendable, Equatable {
     public let status: String
     /// Apple's event type, at most 64 characters of it.
