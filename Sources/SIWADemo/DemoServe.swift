@@ -36,7 +36,7 @@ struct DemoServe {
         try await Demo.waitUntilReady(base)
         let worker = try demo.spawn("worker", environment: shared.merging(["SIWA_DATABASE_URL": demo.database.workerURL]) { $1 })
         defer { if worker.isRunning { worker.signal(SIGTERM) } }
-        let key = try await DemoSignIn(demo: demo, files: files, apple: apple, base: base, clientID: clientID).createAPIKey()
+        let key = try await demo.createAPIKey(named: "demo-backend")
 
         print("""
 

@@ -49,7 +49,7 @@ struct DemoSignIn {
 
     func run(sub: String, client: PostgresClient) async throws {
         print("\n— Sign-in and in-app deletion (the token lifecycle) —")
-        let key = try await createAPIKey()
+        let key = try await demo.createAPIKey(named: "demo-backend")
         print("siwa api-keys create demo-backend -> a key for the app's backend (shown once): \(key.prefix(18))…")
 
         let identityToken = try apple.identityToken(sub: sub, audience: clientID, email: "signin@privaterelay.appleid.com")
@@ -59,11 +59,11 @@ struct DemoSignIn {
             "user": ["name": ["firstName": "Demo", "lastName": "User"]],
         ] as [String: Any])
         print("\ncurl -H 'Authorization: Bearer $KEY' -d '{\"identity_token\": …, \"authorization_code\": …, \"user\": …}' \(base)/v1/sign-in")
-        print("  -> \(try await send(.POST, "/v1/sign-in", key: key, body: body))")
+        print("  -> \(try await Demo.send(.POST, base + "/v1/sign-in", key: key, body: body))")
         print("curl -H 'Authorization: Bearer $KEY' \(base)/v1/users/\(sub)")
-        print("  -> \(try await send(.GET, "/v1/users/\(sub)", key: key))")
+        print("  -> \(try await Demo.send(.GET, base + "/v1/users/\(sub)", key: key))")
         print("curl -X DELETE -H 'Authorization: Bearer $KEY' \(base)/v1/users/\(sub)")
-        print("  -> \(try await send(.DELETE, "/v1/users/\(sub)", key: key))")
+        print("  -> \(try await Demo.send(.DELETE, base + "/v1/users/\(sub)", key: key))")
         try await signInOnTheWeb(sub: sub + ".web", key: key)
 
         print("\nsiwa worker: revoking the token at Apple, then purging…")
@@ -92,36 +92,10 @@ struct DemoSignIn {
         ] as [String: Any])
         print("\nOn the web (no identity token; the code is bound to the redirect URI):")
         print("curl -H 'Authorization: Bearer $KEY' -d '{\"authorization_code\": …, \"client_id\": \"\(Self.webClientID)\", \"redirect_uri\": \"\(Self.returnURL)\", \"user\": …}' \(base)/v1/sign-in")
-        print("  -> \(try await send(.POST, "/v1/sign-in", key: key, body: body))")
+        print("  -> \(try await Demo.send(.POST, base + "/v1/sign-in", key: key, body: body))")
     }
 
-    /// `siwa api-keys create` as the owner (an admin would use their own role).
-    func createAPIKey() async throws -> String {
-        let output = FileManager.default.temporaryDirectory.appendingPathComponent("siwa-demo-key-\(getpid()).log").path
-        defer { try? FileManager.default.removeItem(atPath: output) }
-        let command = try demo.spawn("api-keys", arguments: ["create", "demo-backend"],
-                                     environment: ["SIWA_DATABASE_URL": demo.database.ownerURL, "SIWA_LOG_LEVEL": "warning"],
-                                     outputFile: output)
-        let status = await command.wait()
-        let text = (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""
-        guard status == 0, let key = text.split(separator: "\n").last.map(String.init), key.hasPrefix("siwa_") else {
-            throw DemoError("siwa api-keys create failed (exit status \(status)): \(text)")
-        }
-        return key
-    }
 
-    private func send(_ method: HTTPMethod, _ path: String, key: String, body: Data? = nil) async throws -> String {
-        var request = HTTPClientRequest(url: base + path)
-        request.method = method
-        request.headers.add(name: "Authorization", value: "Bearer \(key)")
-        if let body {
-            request.headers.add(name: "Content-Type", value: "application/json")
-            request.body = .bytes(ByteBuffer(bytes: body))
-        }
-        let response = try await HTTPClient.shared.execute(request, timeout: .seconds(15))
-        let bytes = try await response.body.collect(upTo: 64 * 1024)
-        return "\(response.status.code) \(String(buffer: bytes))"
-    }
 
     static func reports(sub: String) -> [(String, String)] {
         let quoted = "'" + sub.replacingOccurrences(of: "'", with: "") + "'"

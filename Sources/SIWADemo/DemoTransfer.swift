@@ -29,14 +29,14 @@ struct DemoTransfer {
     func run(prefix: String, client: PostgresClient) async throws {
         print("\n— App transfer to another team (prepare, switch the settings, complete) —")
         let sendingTeam = files.keys.teamID
-        let key = try await apiKey()
+        let key = try await demo.createAPIKey(named: "demo-transfer")
         let subs = (1...3).map { "\(prefix).\($0)" }
         for (n, sub) in subs.enumerated() {
             // Two of them use Hide My Email: the receiving team gets new relay addresses for them.
             let email = n == 2 ? "shared\(n)@example.com" : "hidden\(n)@privaterelay.appleid.com"
             apple.setUserEmail(email, sub: sub, team: sendingTeam)
             let signIn = try apple.signIn(sub: sub, clientID: clientID, email: email)
-            _ = try await send(.POST, "/v1/sign-in", key: key, body: try JSONSerialization.data(withJSONObject: signIn.signInBody))
+            _ = try await Demo.send(.POST, base + "/v1/sign-in", key: key, body: try JSONSerialization.data(withJSONObject: signIn.signInBody))
         }
         print("Three users signed in on team \(sendingTeam): \(subs.joined(separator: ", ")) (every user siwa holds moves with the app)")
         let ids = try await Self.ids(of: subs, client: client)
@@ -73,7 +73,7 @@ struct DemoTransfer {
         _ = await workerB.wait()
 
         print("\ncurl -H 'Authorization: Bearer $KEY' \(base)/v1/users/\(subs[0])   (the old sub)")
-        print("  -> \(try await send(.GET, "/v1/users/\(subs[0])", key: key))")
+        print("  -> \(try await Demo.send(.GET, base + "/v1/users/\(subs[0])", key: key))")
         try await Demo.printReports([
             ("siwa.users (the same ids, new subs; new relay addresses for Hide My Email)", """
                 SELECT id::text, apple_sub, email, transfer_phase || ' ' || transfer_state AS transfer
@@ -101,33 +101,7 @@ struct DemoTransfer {
         return text.split(separator: "\n").map { "  " + $0 }.joined(separator: "\n")
     }
 
-    /// An API key of its own for this part (`siwa api-keys create`, as the owner).
-    private func apiKey() async throws -> String {
-        let output = FileManager.default.temporaryDirectory.appendingPathComponent("siwa-demo-key2-\(getpid()).log").path
-        defer { try? FileManager.default.removeItem(atPath: output) }
-        let command = try demo.spawn("api-keys", arguments: ["create", "demo-transfer"],
-                                     environment: ["SIWA_DATABASE_URL": demo.database.ownerURL, "SIWA_LOG_LEVEL": "warning"],
-                                     outputFile: output)
-        let status = await command.wait()
-        let text = (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""
-        guard status == 0, let key = text.split(separator: "\n").last.map(String.init), key.hasPrefix("siwa_") else {
-            throw DemoError("siwa api-keys create failed (exit status \(status)): \(text)")
-        }
-        return key
-    }
 
-    private func send(_ method: HTTPMethod, _ path: String, key: String, body: Data? = nil) async throws -> String {
-        var request = HTTPClientRequest(url: base + path)
-        request.method = method
-        request.headers.add(name: "Authorization", value: "Bearer \(key)")
-        if let body {
-            request.headers.add(name: "Content-Type", value: "application/json")
-            request.body = .bytes(ByteBuffer(bytes: body))
-        }
-        let response = try await HTTPClient.shared.execute(request, timeout: .seconds(15))
-        let bytes = try await response.body.collect(upTo: 64 * 1024)
-        return "\(response.status.code) \(String(buffer: bytes))"
-    }
 
     static func ids(of subs: [String], client: PostgresClient) async throws -> [Int64] {
         var ids: [Int64] = []

@@ -18,42 +18,25 @@ enum TransferArgumentKeys: String, CodingKey {
     case clientID = "client_id"
 }
 
-/// A `transfer_prepare` job: ask Apple for the user's transfer_sub toward `team`.
-public struct TransferPrepareParameters: TransferJobParameters, Equatable {
+/// Which half of an app transfer a job is: its kind's name.
+public protocol TransferPhase: Sendable {
+    static var kind: String { get }
+}
+
+/// The sending team's half: ask Apple for the user's transfer_sub toward `team`.
+public enum TransferPreparePhase: TransferPhase {
     public static let kind = "transfer_prepare"
-    public var appleSub: String?
-    public var userID: Int64
-    public var team: String
-    public var clientID: String
-
-    public init(appleSub: String?, userID: Int64, team: String, clientID: String) {
-        self.appleSub = appleSub
-        self.userID = userID
-        self.team = team
-        self.clientID = clientID
-    }
-
-    public init(from decoder: any Decoder) throws {
-        let c = try decoder.container(keyedBy: TransferArgumentKeys.self)
-        appleSub = c.text(.appleSub)
-        userID = try c.decode(Int64.self, forKey: .userID)
-        team = try c.decode(String.self, forKey: .team)
-        clientID = try c.decode(String.self, forKey: .clientID)
-    }
-
-    public func encode(to encoder: any Encoder) throws {
-        var c = encoder.container(keyedBy: TransferArgumentKeys.self)
-        try c.encodeIfPresent(appleSub, forKey: .appleSub)
-        try c.encode(userID, forKey: .userID)
-        try c.encode(team, forKey: .team)
-        try c.encode(clientID, forKey: .clientID)
-    }
 }
 
-/// A `transfer_complete` job: exchange the user's transfer_sub for the sub
+/// The receiving team's half: exchange the user's transfer_sub for the sub
 /// of `team` (this siwa's team now) and move the user to it.
-public struct TransferCompleteParameters: TransferJobParameters, Equatable {
+public enum TransferCompletePhase: TransferPhase {
     public static let kind = "transfer_complete"
+}
+
+/// A transfer job's args; the two kinds differ only in their phase.
+public struct TransferArguments<Phase: TransferPhase>: TransferJobParameters, Equatable {
+    public static var kind: String { Phase.kind }
     public var appleSub: String?
     public var userID: Int64
     public var team: String
@@ -82,3 +65,6 @@ public struct TransferCompleteParameters: TransferJobParameters, Equatable {
         try c.encode(clientID, forKey: .clientID)
     }
 }
+
+public typealias TransferPrepareParameters = TransferArguments<TransferPreparePhase>
+public typealias TransferCompleteParameters = TransferArguments<TransferCompletePhase>
