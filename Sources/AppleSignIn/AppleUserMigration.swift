@@ -60,20 +60,13 @@ public final class AppleUserMigration: Sendable {
         case .rejected(let status, let error): return .rejected(status: status, error: error)
         case .unavailable(let retryAfter, let reason): return .unavailable(retryAfter: retryAfter, reason: "access token: \(reason)")
         }
-        switch await client.post(path: "/auth/usermigrationinfo", fields: fields, clientID: clientID, bearer: token.value) {
-        case .ok(let body):
-            guard let value = decode(body) else {
-                return .unavailable(retryAfter: nil, reason: "status 200 with a body that is not a user migration answer")
-            }
-            return .success(value)
-        case .invalidGrant: return .invalidGrant
-        case .invalidClient:
+        let answer = await client.post(path: "/auth/usermigrationinfo", fields: fields, clientID: clientID, bearer: token.value)
+        let outcome = AppleMigrationOutcome(answer, expecting: "a user migration answer", decode: decode)
+        if case .invalidClient = outcome {
             // Perhaps the access token (expired early, or revoked): the next call gets a new one.
             forget(clientID: clientID)
-            return .invalidClient
-        case .rejected(let status, let error): return .rejected(status: status, error: error)
-        case .unavailable(let retryAfter, let reason): return .unavailable(retryAfter: retryAfter, reason: reason)
         }
+        return outcome
     }
 
     /// The cached access token, or a new one (one request for all callers waiting).
@@ -107,17 +100,11 @@ public final class AppleUserMigration: Sendable {
     private static func fetch(client: AppleAuthClient, clientID: String,
                               now: @Sendable () -> ContinuousClock.Instant) async -> AppleMigrationOutcome<MigrationAccessToken> {
         let fields = [("grant_type", "client_credentials"), ("scope", "user.migration")]
-        switch await client.post(path: "/auth/token", fields: fields, clientID: clientID) {
-        case .ok(let body):
+        let answer = await client.post(path: "/auth/token", fields: fields, clientID: clientID)
+        return AppleMigrationOutcome(answer, expecting: "a token response") { body in
             guard let response = try? JSONDecoder().decode(AppleTokenResponse.self, from: body), !response.accessToken.isEmpty,
-                  response.expiresIn > 0 else {
-                return .unavailable(retryAfter: nil, reason: "status 200 with a body that is not a token response")
-            }
-            return .success(MigrationAccessToken(value: response.accessToken, renewAt: now() + renewal(after: response.expiresIn)))
-        case .invalidGrant: return .invalidGrant
-        case .invalidClient: return .invalidClient
-        case .rejected(let status, let error): return .rejected(status: status, error: error)
-        case .unavailable(let retryAfter, let reason): return .unavailable(retryAfter: retryAfter, reason: reason)
+                  response.expiresIn > 0 else { return nil }
+            return MigrationAccessToken(value: response.accessToken, renewAt: now() + renewal(after: response.expiresIn))
         }
     }
 
@@ -183,6 +170,20 @@ public enum AppleMigrationOutcome<Value: Sendable & Equatable>: Sendable, Equata
     case rejected(status: Int, error: String?)
     /// No usable answer now (a network error, a timeout, 429, 5xx): retried.
     case unavailable(retryAfter: Duration?, reason: String)
+
+    /// Apple's sorted answer; a 200 whose body `decode` cannot read (nil)
+    /// is no answer (`unavailable`, naming what was `expecting`).
+    init(_ answer: AppleAnswer.Kind, expecting: String, decode: (Data) -> Value?) {
+        switch answer {
+        case .ok(let body):
+            self = decode(body).map { .success($0) }
+                ?? .unavailable(retryAfter: nil, reason: "status 200 with a body that is not \(expecting)")
+        case .invalidGrant: self = .invalidGrant
+        case .invalidClient: self = .invalidClient
+        case .rejected(let status, let error): self = .rejected(status: status, error: error)
+        case .unavailable(let retryAfter, let reason): self = .unavailable(retryAfter: retryAfter, reason: reason)
+        }
+    }
 
     /// Worth asking again later (after the job's backoff).
     public var isRetryable: Bool {
