@@ -47,10 +47,15 @@ public struct SignInSettings: Sendable {
     /// Team ids and key ids are 10 characters, upper-case letters and digits.
     private static func appleIdentifier(_ env: SettingsReader, _ setting: Setting) throws -> String {
         let value = try env.required(setting)
-        guard value.count == 10, value.allSatisfy({ ($0.isASCII && $0.isUppercase) || $0.isASCII && $0.isNumber }) else {
+        guard isAppleIdentifier(value) else {
             throw SettingError(setting.name, "expected 10 upper-case letters and digits, got '\(value.prefix(40))'")
         }
         return value
+    }
+
+    /// A team id or key id as Apple writes them: 10 upper-case letters and digits.
+    public static func isAppleIdentifier(_ value: String) -> Bool {
+        value.count == 10 && value.allSatisfy { $0.isASCII && ($0.isUppercase || $0.isNumber) }
     }
 }
 

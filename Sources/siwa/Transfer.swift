@@ -34,10 +34,8 @@ struct Transfer: AsyncParsableCommand {
         subcommands: [Prepare.self, Status.self, Export.self, Import.self, Complete.self]
     )
 
-    /// A team id as Apple writes it: 10 upper-case letters and digits.
-    static func isTeamID(_ value: String) -> Bool {
-        value.utf8.count == 10 && value.allSatisfy { $0.isASCII && ($0.isUppercase || $0.isNumber) }
-    }
+    /// A team id as Apple writes it (as SIWA_APPLE_TEAM_ID is checked).
+    static func isTeamID(_ value: String) -> Bool { SignInSettings.isAppleIdentifier(value) }
 
     /// SIWA_APPLE_TEAM_ID, checked, or the command ends saying what is wrong.
     static func configuredTeam(_ env: SettingsReader, role: String) -> String {
