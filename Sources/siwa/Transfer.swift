@@ -94,7 +94,7 @@ struct Transfer: AsyncParsableCommand {
             guard Transfer.isTeamID(to) else {
                 Transfer.refuse("--to: expected a team id, 10 upper-case letters and digits (the receiving team's Membership details), got '\(to.prefix(40))'")
             }
-            let env = SettingsReader()
+            let env = Startup.reader()
             let source = Transfer.configuredTeam(env, role: "the team the app is in now, the sending team")
             guard to != source else {
                 Transfer.refuse("--to \(to) is the team the app is in (SIWA_APPLE_TEAM_ID): give the team it moves to")
@@ -123,7 +123,7 @@ struct Transfer: AsyncParsableCommand {
         var clientID: String?
 
         func run() async throws {
-            let env = SettingsReader()
+            let env = Startup.reader()
             let team = Transfer.configuredTeam(env, role: "the team the app is in now, the receiving team")
             let client = Transfer.clientID(clientID, env)
             let hint = JobsConnection.loginHint
@@ -227,7 +227,7 @@ struct Transfer: AsyncParsableCommand {
         var file: String
 
         func run() async throws {
-            let env = SettingsReader()
+            let env = Startup.reader()
             let team = Transfer.configuredTeam(env, role: "this siwa's team, the receiving team")
             let (target, users) = Self.read(file)
             guard target == team else {
