@@ -249,10 +249,7 @@ public enum SettingsCatalog {
         details: """
             Download it from the key's page; Apple offers the download once only, so keep a \
             copy in your secret store. It must be readable by the service user only, and \
-            serve and worker run as different users: install it as /etc/siwa/apple-key.p8, \
-            mode 0600, owner root; siwa-serve.service and siwa-worker.service give each \
-            their user a private copy (LoadCredential=), which siwa reads: then leave this \
-            unset. A lost or leaked key: revoke it on the Keys page and make a new \
+            serve and worker run as different users: install it mode 0600, owner root. A lost or leaked key: revoke it on the Keys page and make a new \
             one (new SIWA_APPLE_KEY_ID too).
             """)
     public static let tokenEncryptionKeysFile = Setting(
@@ -463,9 +460,8 @@ public enum SettingsCatalog {
             was done and when, and stores it in siwa.deletion_receipts in the transaction \
             that completes the purge: the evidence for App Review or for the person who \
             asked for erasure (`siwa receipts show SUB`). Make the key with \
-            `(umask 077; siwa receipts keygen > /etc/siwa/receipt-key.pem)` (mode \
-            0600, owner root): siwa-worker.service gives the \
-            worker a private copy (LoadCredential=), which siwa reads; then leave this unset. siwa serve never gets it: it publishes \
+            `(umask 077; siwa receipts keygen > /etc/siwa/receipt-key.pem)` (mode 0600, \
+            owner root). siwa serve never gets it: it publishes \
             the public keys only (SIWA_RECEIPT_JWKS_FILE). Keep a backup: receipts already \
             signed stay verifiable with the public key set alone.
             """)

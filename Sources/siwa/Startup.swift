@@ -22,8 +22,10 @@ enum ExitStatus {
     static let table = """
         Exit status (every command):
           0   done
-          1   a runtime failure that may pass: the database or Apple unreachable, a check that found a fault
-          2   configuration: a missing or malformed setting, key file or purge plan, a refused password or TLS certificate, a schema that is behind
+          1   a runtime failure that may pass: the database or Apple unreachable,
+              a check that found a fault
+          2   configuration: a missing or malformed setting, key file or purge
+              plan, a refused password or TLS certificate, a schema that is behind
           64  usage: an unknown subcommand, option or argument
         """
 }

@@ -50,7 +50,8 @@ struct SystemdNotifier: Sendable {
         withUnsafeMutableBytes(of: &address.sun_path) { buffer in
             buffer.copyBytes(from: path)
         }
-        let length = socklen_t(MemoryLayout.offset(of: \sockaddr_un.sun_path)! + path.count)
+        // sun_path follows sun_family.
+        let length = socklen_t(MemoryLayout<sa_family_t>.size + path.count)
         let bytes = Array(state.utf8)
         let sent = withUnsafePointer(to: &address) { pointer in
             pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { address in

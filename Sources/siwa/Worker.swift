@@ -78,7 +78,7 @@ struct Worker: AsyncParsableCommand {
         // Tracing first, so that it stops last (the draining jobs' spans are exported).
         let tracing = TracingSetup.bootstrap(serviceName: "siwa-worker", environment: environment)
         // The notifier last: told of a shutdown first (STOPPING=1 before the drain).
-        let notify: [any Service] = SystemdNotifier().map { notifier in
+        let notify: [any Service] = SystemdNotifier().map { notifier -> [any Service] in
             let database = Startup.settings { try settings.database.configuration(maximumConnections: 1) }
             return [DatabaseAnswered(database: database, gate: ready),
                     SystemdNotifyService(notifier: notifier, gate: ready, status: "running jobs", logger: logger)]

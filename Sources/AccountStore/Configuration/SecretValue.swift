@@ -19,19 +19,18 @@ public enum SecretValue {
     /// `NAME`'s value from wherever it was given; nil when from nowhere.
     /// Trailing newlines of a file are dropped (`echo ... > file` adds one).
     public static func value(of name: String, in environment: [String: String]) throws(SecretValueError) -> String? {
-        let direct = environment[name].flatMap { $0.isEmpty ? nil : $0 }
-        let fromFile = try environment[name + "_FILE"].flatMap { $0.isEmpty ? nil : $0 }.map { path throws(SecretValueError) in
-            try (path, read(path, for: name + "_FILE"))
+        var given: [(source: String, value: String)] = []
+        if let direct = environment[name], !direct.isEmpty { given.append((name, direct)) }
+        if let path = environment[name + "_FILE"], !path.isEmpty {
+            given.append((name + "_FILE", try read(path, for: name + "_FILE")))
         }
-        let credential = try credentialFile(name, in: environment).flatMap { path throws(SecretValueError) in
-            credentialIsEmpty(path) ? nil : (path, try read(path, for: "the credential \(name)"))
+        if let path = credentialFile(name, in: environment), !credentialIsEmpty(path) {
+            given.append(("the credential \(name) ($\(credentialsVariable))", try read(path, for: "the credential \(name)")))
         }
-        let given = [direct.map { _ in name }, fromFile.map { _ in name + "_FILE" },
-                     credential.map { _ in "the credential \(name) ($\(credentialsVariable))" }].compactMap { $0 }
         guard given.count <= 1 else {
-            throw SecretValueError(name, "is given \(given.count) ways (\(given.joined(separator: ", "))): keep one")
+            throw SecretValueError(name, "is given \(given.count) ways (\(given.map(\.source).joined(separator: ", "))): keep one")
         }
-        return direct ?? fromFile?.1 ?? credential?.1
+        return given.first?.value
     }
 
     /// The path of the credential `name`, when the unit loaded one (empty
