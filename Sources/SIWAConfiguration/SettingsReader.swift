@@ -78,7 +78,8 @@ public struct SettingsReader: Sendable {
 
     public func required(_ setting: Setting) throws -> String {
         guard let value = try optional(setting) else {
-            throw SettingError(setting.name, "is required (e.g. \(setting.name)=\(setting.example ?? "..."))")
+            let elsewhere = setting.secret ? ", or in a file: \(setting.name)_FILE=PATH or the systemd credential \(setting.name)" : ""
+            throw SettingError(setting.name, "is required (e.g. \(setting.name)=\(setting.example ?? "...")\(elsewhere))")
         }
         return value
     }

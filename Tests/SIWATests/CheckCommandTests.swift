@@ -65,8 +65,8 @@ struct CheckCommandTests {
         #expect(migrate.status == 1, "\(migrate.output)")
         #expect(migrate.output.contains("siwa: SIWA_DATABASE_URL: postgres://siwa_serve@127.0.0.1:\(port)/siwa: cannot connect to 127.0.0.1:\(port): connection refused"),
                 "\(migrate.output)")
-        for internal in ["PSQLError", "connectionError", "NIOConnectionError", "errno", "secret"] {
-            #expect(!migrate.output.contains(internal), "\(internal) in: \(migrate.output)")
+        for word in ["PSQLError", "connectionError", "NIOConnectionError", "errno", "secret"] {
+            #expect(!migrate.output.contains(word), "\(word) in: \(migrate.output)")
         }
 
         let check = try await runSIWA(["check", "serve"], environment: [
