@@ -185,7 +185,7 @@ public struct SettingsReader: Sendable {
     /// this command knows of besides the catalog (the purge plan's).
     public func unknownNames(also known: Set<String> = []) -> [String] {
         let names = Set(SettingsCatalog.all.map(\.name)).union(known)
-            .union(SettingsCatalog.all.filter(\.secret).map { $0.name + "_FILE" })
+            .union(SettingsCatalog.fileVariables)
         return values.keys.filter { name in
             name.hasPrefix("SIWA_") && !names.contains(name) && !SettingsCatalog.toolPrefixes.contains { name.hasPrefix($0) }
         }.sorted().map { name in

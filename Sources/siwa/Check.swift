@@ -18,7 +18,7 @@ struct Check: AsyncParsableCommand {
             Reads every setting the process reads, as start-up does, and reports every problem \
             in one run, one line each on stderr (`siwa: NAME: problem`), in this order: SIWA_* \
             names no command reads (with the likely intended name), secrets that cannot be \
-            read (SIWA_X and SIWA_X_FILE both set, a file or credential that cannot be read), \
+            read (NAME and NAME_FILE both set, a file or credential that cannot be read), \
             each setting's own value, what depends on several settings, the key files \
             (the Sign in with Apple key, the token key ring, the receipt key and the \
             receipts' public key set), the purge plan (worker), then the database: a \
