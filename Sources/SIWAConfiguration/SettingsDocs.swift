@@ -60,7 +60,7 @@ public enum SettingsDocs {
         let files = Set(credentials.map(\.file)).sorted().joined(separator: ", ")
         if setting.secret, !credentials.isEmpty {
             return """
-                Keep it out of this file: \(units) \(credentials.count == 1 ? "loads" : "load") it from \(files) \
+                Better in a file of its own: \(units) \(credentials.count == 1 ? "loads" : "load") it from \(files) \
                 (mode 0600, owner root; the systemd credential \(setting.name), which only the \
                 unit's user can read), or set \(setting.name)_FILE to a file of your own. Give it \
                 one way only: two are refused at start.
