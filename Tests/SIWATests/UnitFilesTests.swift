@@ -18,7 +18,7 @@ struct UnitFilesTests {
     func aServiceIsNotifyWithAWatchdogAChecksFirstAndDoesNotRestartOnConfiguration(_ unit: String, _ command: String) throws {
         let lines = try Self.lines(unit)
         for line in ["Type=notify", "NotifyAccess=main", "WatchdogSec=30s", "RestartPreventExitStatus=2 64", "Restart=on-failure",
-                     "ExecStartPre=/usr/local/bin/siwa check \(command)", "ExecStart=/usr/local/bin/siwa \(command)"] {
+                     "ExecStartPre=-/usr/local/bin/siwa check \(command)", "ExecStart=/usr/local/bin/siwa \(command)"] {
             #expect(lines.contains(line), "\(unit): no \(line)")
         }
     }
