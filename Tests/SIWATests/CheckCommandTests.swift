@@ -93,6 +93,25 @@ struct CheckCommandTests {
         #expect(check.status == 64, "\(check.output)")
     }
 
+    /// Start-up itself (not only the check) refuses a secret given two ways,
+    /// naming every such setting, before anything else.
+    @Test func startUpRefusesASecretGivenTwoWays() async throws {
+        let directory = try SecretFilesTests.directory()
+        let urlFile = try SecretFilesTests.write("postgres://u:p@127.0.0.1:1/x?sslmode=disable", to: directory, "url")
+        let secretFile = try SecretFilesTests.write("whsec_" + Data(repeating: 1, count: 32).base64EncodedString(), to: directory, "secret")
+        let worker = try await runSIWA(["worker"], environment: [
+            "SIWA_DATABASE_URL": "postgres://u:p@127.0.0.1:1/x?sslmode=disable", "SIWA_DATABASE_URL_FILE": urlFile,
+            "SIWA_APP_WEBHOOK_SECRET": "whsec_" + Data(repeating: 2, count: 32).base64EncodedString(),
+            "SIWA_APP_WEBHOOK_SECRET_FILE": secretFile,
+        ])
+        #expect(worker.status == 2, "\(worker.output)")
+        #expect(worker.output == """
+            siwa: SIWA_APP_WEBHOOK_SECRET: is given 2 ways (SIWA_APP_WEBHOOK_SECRET, SIWA_APP_WEBHOOK_SECRET_FILE): keep one
+            siwa: SIWA_DATABASE_URL: is given 2 ways (SIWA_DATABASE_URL, SIWA_DATABASE_URL_FILE): keep one
+
+            """, "\(worker.output)")
+    }
+
     /// Under systemd (stderr is the journal's stream) a start-up failure
     /// carries its syslog priority, so `journalctl -p warning` shows it.
     @Test func aFatalConfigurationErrorCarriesItsJournalPriority() async throws {
