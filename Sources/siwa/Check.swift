@@ -59,11 +59,13 @@ struct Check: AsyncParsableCommand {
         }
         var later: [String] = []
         if processes.contains(.serve) {
-            do { serveSettings = try ServerSettings(environment: reader) } catch { later.append(Self.describe(error)) }
+            serveSettings = try? ServerSettings(environment: reader)
+            later += ServerSettings.problems(reader).map(Self.describe)
             if let signIn = serveSettings?.signIn { later += await Self.checkKeys(signIn) }
         }
         if processes.contains(.worker) {
-            do { workerSettings = try WorkerSettings(environment: reader) } catch { later.append(Self.describe(error)) }
+            workerSettings = try? WorkerSettings(environment: reader)
+            later += WorkerSettings.problems(reader).map(Self.describe)
             if let settings = workerSettings {
                 if let signIn = settings.signIn, serveSettings?.signIn == nil { later += await Self.checkKeys(signIn) }
                 do { _ = try settings.receipts?.signer() } catch { later.append(Self.describe(error)) }

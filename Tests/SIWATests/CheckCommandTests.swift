@@ -19,6 +19,10 @@ struct CheckCommandTests {
             "SIWA_ON_CONSENT_REVOKED": "maybe",
             "SIWA_MAX_BODY_BYTES": "10",
             "SIWA_RECEIPT_JWKS_FILE": "/nonexistent/receipt-keys.json",
+            // Two that only a component's own reader sees: a port that is
+            // no number nor off, and sign-in set in part.
+            "SIWA_ADMIN_HTTP_PORT": "eighty",
+            "SIWA_APPLE_TEAM_ID": "ABCDE12345",
         ])
         #expect(result.status == 2, "\(result.output)")
         let lines = result.output.split(separator: "\n").map(String.init)
@@ -29,8 +33,10 @@ struct CheckCommandTests {
             "siwa: SIWA_INGEST_TIMEOUT_SECONDS: expected a number of seconds in 0.1...120.0, got 'forever'",
             "siwa: SIWA_ON_CONSENT_REVOKED: expected one of purge, sign_out, got 'maybe'",
             "siwa: SIWA_RECEIPT_JWKS_FILE: /nonexistent/receipt-keys.json: no such file",
+            "siwa: SIWA_ADMIN_HTTP_PORT: expected off or a whole number in 0...65535, got 'eighty'",
         ]
         for line in expected { #expect(lines.contains(line), "missing: \(line)\n\(result.output)") }
+        #expect(lines.contains { $0.hasPrefix("siwa: SIWA_APPLE_KEY_ID: is required when SIWA_APPLE_TEAM_ID is set") }, "\(result.output)")
         #expect(lines.first == expected[0], "\(result.output)")
         #expect(lines.last == "siwa: check serve: \(lines.count - 1) problems", "\(result.output)")
         // Each setting once, however many readers refused it.
