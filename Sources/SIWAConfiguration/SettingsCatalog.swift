@@ -241,13 +241,17 @@ public enum SettingsCatalog {
     public static let appleTeamID = Setting(
         "SIWA_APPLE_TEAM_ID", .text, example: "ABCDE12345", readers: [.serve, .worker, .tokens, .transfer, .migrate],
         files: [.shared],
-        help: "your Apple Developer Team ID (10 characters; Membership details in the developer account), the team of SIWA_APPLE_CLIENT_IDS: required by serve unless SIWA_APPLE_CLIENTS_FILE; with the three settings below it turns sign-in on",
+        help: "your Apple Developer Team ID (10 characters; Membership details in the developer account), the team of SIWA_APPLE_CLIENT_IDS: required by serve and migrate unless SIWA_APPLE_CLIENTS_FILE",
         details: """
-            Sign-in (siwa serve's /v1 API, the worker's token validation and revocation) is \
-            on when SIWA_APPLE_TEAM_ID, SIWA_APPLE_KEY_ID, SIWA_APPLE_PRIVATE_KEY_FILE and \
-            SIWA_TOKEN_ENCRYPTION_KEYS_FILE are all set, off when none is; some but not all \
-            stops start-up naming what is missing. The Team ID is under Membership details \
-            in your account at developer.apple.com (10 upper-case letters and digits).
+            Apple's `sub` is scoped to a team: siwa keys each user by team and sub, so \
+            serve needs the team its clients belong to, and `siwa migrate` the team of the \
+            users a database holds from before siwa knew of teams. Sign-in (siwa serve's \
+            /v1 API, the worker's token validation and revocation) is on when \
+            SIWA_APPLE_KEY_ID, SIWA_APPLE_PRIVATE_KEY_FILE and \
+            SIWA_TOKEN_ENCRYPTION_KEYS_FILE are set, with this team (the key's), off when \
+            none is; some but not all stops start-up naming what is missing. The Team ID is \
+            under Membership details in your account at developer.apple.com (10 upper-case \
+            letters and digits).
             """)
     public static let appleKeyID = Setting(
         "SIWA_APPLE_KEY_ID", .text, example: "XYZ987WVU6", readers: [.serve, .worker, .tokens], files: [.shared],

@@ -9,10 +9,10 @@ import Foundation
 /// secret (its team's Sign in with Apple key), the key ring that encrypts
 /// stored tokens, and Apple's endpoints.
 ///
-/// One team: sign-in is on when SIWA_APPLE_TEAM_ID, SIWA_APPLE_KEY_ID,
-/// SIWA_APPLE_PRIVATE_KEY_FILE and SIWA_TOKEN_ENCRYPTION_KEYS_FILE are all
-/// given, off when none is; some but not all is a mistake, and start-up
-/// names what is missing. Several (SIWA_APPLE_CLIENTS_FILE): on with the
+/// One team: sign-in is on when SIWA_APPLE_KEY_ID, SIWA_APPLE_PRIVATE_KEY_FILE
+/// and SIWA_TOKEN_ENCRYPTION_KEYS_FILE are all given (with the key's team,
+/// SIWA_APPLE_TEAM_ID), off when none is; some but not all is a mistake,
+/// and start-up names what is missing. Several (SIWA_APPLE_CLIENTS_FILE): on with the
 /// key ring, and then every client needs a key.
 public struct SignInSettings: Sendable {
     /// Which key signs which client's secrets, and each client's team.
@@ -43,11 +43,11 @@ public struct SignInSettings: Sendable {
             }
             return try SignInSettings(env, clients: clients)
         }
-        let parts = [S.appleTeamID, S.appleKeyID, S.applePrivateKeyFile, S.tokenEncryptionKeysFile]
+        let parts = [S.appleKeyID, S.applePrivateKeyFile, S.tokenEncryptionKeysFile]
         let given = parts.filter { env.string($0) != nil }
         if given.isEmpty { return nil }
-        if let missing = parts.first(where: { env.string($0) == nil }) {
-            throw SettingError(missing.name, "is required when \(given.map(\.name).joined(separator: ", ")) \(given.count == 1 ? "is" : "are") set (sign-in needs \(parts.map(\.name).joined(separator: ", ")))")
+        if let missing = ([S.appleTeamID] + parts).first(where: { env.string($0) == nil }) {
+            throw SettingError(missing.name, "is required when \(given.map(\.name).joined(separator: ", ")) \(given.count == 1 ? "is" : "are") set (sign-in needs \(([S.appleTeamID] + parts).map(\.name).joined(separator: ", ")))")
         }
         let team = try appleIdentifier(env, S.appleTeamID)
         let key = ClientKeyFile(team: team, keyID: try appleIdentifier(env, S.appleKeyID), path: try env.required(S.applePrivateKeyFile))

@@ -165,8 +165,8 @@ struct AppWebhookTests {
             return all > 0 && all == completed
         })
         try await setup.database.execute("""
-            INSERT INTO siwa.audit_log (actor, action, apple_sub, details)
-            VALUES ('api', 'user.signed_in', '001.wake.2', '{"user_id": 7, "is_new_user": true}')
+            INSERT INTO siwa.audit_log (actor, action, apple_sub, apple_team, details)
+            VALUES ('api', 'user.signed_in', '001.wake.2', 'TEAM123456', '{"user_id": 7, "is_new_user": true}')
             """)
         #expect(try await eventually(upTo: .seconds(5)) { setup.hook.accepted(sub: "001.wake.2").count == 1 }, "\(worker.log.suffix(2000))")
         #expect(setup.hook.accepted(sub: "001.wake.2").first?.type == "user.signed_in")

@@ -241,7 +241,7 @@ struct AuditChainTests {
         let subs = (0..<30).map { "chain.\($0)" }
         let serves = try (0..<2).map { _ in
             try SIWAProcess(port: try freePort(), environment: [
-                "SIWA_DATABASE_URL": harness.database.serveURL, "SIWA_APPLE_CLIENT_IDS": ServerHarness.clientID,
+                "SIWA_DATABASE_URL": harness.database.serveURL, "SIWA_APPLE_TEAM_ID": TestEnvironment.team, "SIWA_APPLE_CLIENT_IDS": ServerHarness.clientID,
                 "SIWA_APPLE_JWKS_URL": appleServer.baseURL + "/auth/keys", "SIWA_LOG_LEVEL": "warning",
             ])
         }
@@ -307,8 +307,8 @@ struct AuditChainTests {
 
     static func appendRows(_ client: PostgresClient, count: Int, action: String) async throws {
         try await client.query("""
-            INSERT INTO siwa.audit_log (actor, action, apple_sub, details)
-            SELECT 'test', \(action), 'sub.' || g, jsonb_build_object('n', g, 'note', 'é ✓') FROM generate_series(1, \(count)) AS g
+            INSERT INTO siwa.audit_log (actor, action, apple_sub, apple_team, details)
+            SELECT 'test', \(action), 'sub.' || g, 'TEAM123456', jsonb_build_object('n', g, 'note', 'é ✓') FROM generate_series(1, \(count)) AS g
             """, logger: TestEnvironment.logger)
     }
 

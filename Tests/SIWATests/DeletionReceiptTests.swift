@@ -188,7 +188,7 @@ struct DeletionReceiptTests {
             #expect(receipt.purge.appleTokenRevocation == DeletionReceipt.Revocation(outcome: "none_stored", tokens: [], forgottenClientIDs: []))
         }
 
-        try await harness.database.execute("INSERT INTO siwa.jobs (kind, args) VALUES ('purge_user', '{\"apple_sub\": \"\(subs[0])\"}')")
+        try await harness.database.execute("INSERT INTO siwa.jobs (kind, args) VALUES ('purge_user', '{\"apple_sub\": \"\(subs[0])\", \"apple_team\": \"TEAM123456\"}')")
         #expect(try await harness.wait { try await harness.count(state: "completed") == subs.count + 1 }, "\(worker.log)")
         let both = try await ReceiptFixture.receipts(in: harness.database, sub: subs[0])
         let jobIDs = try both.map { try DeletionReceipt.verify($0, keys: keySet).receipt.purge.jobID }

@@ -25,7 +25,7 @@ struct JobQueueTests {
 
     /// Inserts a job of `kind` per sub, made runnable `age` seconds ago.
     static func enqueue(_ database: TestDatabase, kind: String, _ jobs: [(sub: String, age: Int)]) async throws {
-        let rows = jobs.map { "('\(kind)', jsonb_build_object('apple_sub', '\($0.sub)'), now() - interval '\($0.age) seconds')" }
+        let rows = jobs.map { "('\(kind)', jsonb_build_object('apple_sub', '\($0.sub)', 'apple_team', 'TEAM123456'), now() - interval '\($0.age) seconds')" }
         try await database.execute("INSERT INTO siwa.jobs (kind, args, run_at) VALUES \(rows.joined(separator: ", "))")
     }
 

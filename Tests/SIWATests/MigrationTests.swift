@@ -56,7 +56,7 @@ struct MigrationTests {
         var components = URLComponents(string: try TestEnvironment.databaseURL)!
         components.path = "/\(database.database)"
         let result = try await runSIWA(["serve"], environment: [
-            "SIWA_DATABASE_URL": components.string!, "SIWA_APPLE_CLIENT_IDS": "app", "SIWA_HTTP_PORT": String(try freePort()),
+            "SIWA_DATABASE_URL": components.string!, "SIWA_APPLE_TEAM_ID": TestEnvironment.team, "SIWA_APPLE_CLIENT_IDS": "app", "SIWA_HTTP_PORT": String(try freePort()),
             "SIWA_APPLE_JWKS_URL": "http://127.0.0.1:9/auth/keys", "SIWA_LOG_LEVEL": "critical",
         ])
         #expect(result.status != 0)
@@ -80,11 +80,11 @@ struct MigrationTests {
     @Test func aPurgeCanBeEnqueuedByHandWithKindAndArgsOnly() async throws {
         let db = try await TestDatabase.create()
         try await db.withClient { client in
-            try await client.query(#"INSERT INTO siwa.jobs (kind, args) VALUES ('purge_user', '{"apple_sub": "by-hand"}')"#,
+            try await client.query(#"INSERT INTO siwa.jobs (kind, args) VALUES ('purge_user', '{"apple_sub": "by-hand", "apple_team": "TEAM123456"}')"#,
                                    logger: TestEnvironment.logger)
             // ...and a second pending purge for the same sub is refused by the unique index.
             await #expect(throws: PSQLError.self) {
-                try await client.query(#"INSERT INTO siwa.jobs (kind, args) VALUES ('purge_user', '{"apple_sub": "by-hand"}')"#,
+                try await client.query(#"INSERT INTO siwa.jobs (kind, args) VALUES ('purge_user', '{"apple_sub": "by-hand", "apple_team": "TEAM123456"}')"#,
                                        logger: TestEnvironment.logger)
             }
         }

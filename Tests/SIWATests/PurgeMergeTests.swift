@@ -92,7 +92,7 @@ struct PurgeMergeTests {
         for (index, rule) in Self.cases.enumerated() {
             let sub = "merge.\(index)"
             try await db.execute("""
-                INSERT INTO siwa.users (apple_sub) VALUES ('\(sub)');
+                INSERT INTO siwa.users (apple_sub, apple_team) VALUES ('\(sub)', 'TEAM123456');
                 INSERT INTO siwa.apple_tokens (user_id, client_id, key_id, refresh_token, validate_after)
                 SELECT id, 'app', 'k1', '\\x01', now() FROM siwa.users WHERE apple_sub = '\(sub)';
                 """)
@@ -105,7 +105,7 @@ struct PurgeMergeTests {
             let jti = rule.jti.map { "'\($0)'" } ?? "NULL"
             try await OpenConnection.with(db.serveConfiguration) { connection in
                 try await connection.run("""
-                    SELECT * FROM siwa.enqueue_purge('\(sub)', '\(rule.event)', \(jti), \(rule.tokensOnly), \(rule.renotify), '\(rule.extra)')
+                    SELECT * FROM siwa.enqueue_purge('\(sub)', 'TEAM123456', '\(rule.event)', \(jti), \(rule.tokensOnly), \(rule.renotify), '\(rule.extra)')
                     """)
             }
             // The moments siwa takes are written with a UTC offset; the cases' own with Z.
@@ -125,9 +125,9 @@ struct PurgeMergeTests {
     /// A sign-out for a user who holds no token enqueues nothing.
     @Test func aSignOutWithoutATokenEnqueuesNothing() async throws {
         let db = try await TestDatabase.create()
-        try await db.execute("INSERT INTO siwa.users (apple_sub) VALUES ('tokenless')")
+        try await db.execute("INSERT INTO siwa.users (apple_sub, apple_team) VALUES ('tokenless', 'TEAM123456')")
         try await OpenConnection.with(db.serveConfiguration) { connection in
-            try await connection.run("SELECT * FROM siwa.enqueue_purge('tokenless', 'consent-revoked', 'n1', true, true)")
+            try await connection.run("SELECT * FROM siwa.enqueue_purge('tokenless', 'TEAM123456', 'consent-revoked', 'n1', true, true)")
         }
         #expect(try await db.scalar("SELECT count(*) FROM siwa.jobs") == 0)
     }

@@ -23,13 +23,13 @@ struct PurgePlanTests {
                 .parameters(as: PurgeParameters.self)
         }
         let full = try parameters("""
-            {"apple_sub": "001.a", "event_type": "consent-revoked", "jti": "n1", "purge_after": "2999-01-01T00:00:00.000000Z",
+            {"apple_sub": "001.a", "apple_team": "TEAM123456", "event_type": "consent-revoked", "jti": "n1", "purge_after": "2999-01-01T00:00:00.000000Z",
              "tokens_before": "2026-01-01T00:00:00Z"}
             """)
-        #expect(full == PurgeParameters(appleSub: "001.a", eventType: "consent-revoked", purgeAfter: "2999-01-01T00:00:00.000000Z"))
+        #expect(full == PurgeParameters(appleSub: "001.a", appleTeam: "TEAM123456", eventType: "consent-revoked", purgeAfter: "2999-01-01T00:00:00.000000Z"))
         #expect(!full.tokensOnly)
-        #expect(try parameters(#"{"apple_sub": "001.b", "scope": "tokens"}"#).tokensOnly)
-        #expect(try parameters(#"{"apple_sub": 7, "event_type": null}"#) == PurgeParameters(appleSub: nil))
+        #expect(try parameters(#"{"apple_sub": "001.b", "apple_team": "TEAM123456", "scope": "tokens"}"#).tokensOnly)
+        #expect(try parameters(#"{"apple_sub": 7, "event_type": null}"#) == PurgeParameters(appleSub: nil, appleTeam: nil))
         #expect(throws: DecodingError.self) { try parameters(#"["not", "an", "object"]"#) }
     }
 

@@ -144,7 +144,7 @@ struct WorkerTests {
         // admin's own role changes jobs (the service's may not: sql/017).
         #expect(await worker.terminate() == 0)
         let admin = ["SIWA_DATABASE_URL": try await APIKeysTests.loginURL("siwa_test_worker_admin", in: "siwa_admin", for: db)]
-        try await db.execute("INSERT INTO siwa.jobs (kind, args) VALUES ('purge_user', '{\"apple_sub\": \"doomed\"}')")
+        try await db.execute("INSERT INTO siwa.jobs (kind, args) VALUES ('purge_user', '{\"apple_sub\": \"doomed\", \"apple_team\": \"TEAM123456\"}')")
         let newer = try await db.scalar("SELECT max(id) FROM siwa.jobs")
         let refused = try await runSIWA(["jobs", "retry", String(id)], environment: admin)
         #expect(refused.status == 1)
@@ -230,7 +230,7 @@ struct WorkerTests {
         // claim, which LISTEN starting triggers, finds nothing).
         #expect(try await harness.wait(upTo: .seconds(30)) { try await db.jobListeners() == 1 }, "\(worker.log.suffix(2000))")
         for sample in 0..<10 {
-            try await db.execute("INSERT INTO siwa.jobs (kind, args) VALUES ('purge_user', jsonb_build_object('apple_sub', 'wake.\(sample)'))")
+            try await db.execute("INSERT INTO siwa.jobs (kind, args) VALUES ('purge_user', jsonb_build_object('apple_sub', 'wake.\(sample)', 'apple_team', 'TEAM123456'))")
             let done = try await harness.wait(upTo: .seconds(10)) { try await harness.count(state: "completed") == sample + 1 }
             #expect(done, "\(worker.log.suffix(2000))")
         }

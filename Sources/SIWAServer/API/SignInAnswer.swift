@@ -56,7 +56,7 @@ public struct SignedInAnswer: Encodable, Sendable, Equatable {
 
     public init(_ user: SignedInUser) { self.user = user }
 
-    var realUserStatus: Int? { user.realUserStatus.map { RealUserStatus(claim: $0).rawValue } }
+    public var realUserStatus: Int? { user.realUserStatus.map { RealUserStatus(claim: $0).rawValue } }
 
     enum CodingKeys: String, CodingKey {
         case userID = "user_id", appleSub, team, clientID = "client_id", status, email, emailVerified, isPrivateEmail

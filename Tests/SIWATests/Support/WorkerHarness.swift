@@ -95,9 +95,9 @@ final class WorkerHarness: Sendable {
     func enqueue(subs: [String]) async throws {
         let list = subs.map { "('\($0)')" }.joined(separator: ",")
         try await database.execute("""
-            INSERT INTO siwa.users (apple_sub, email) SELECT s, s || '@privaterelay.appleid.com' FROM (VALUES \(list)) AS v(s);
+            INSERT INTO siwa.users (apple_sub, apple_team, email) SELECT s, 'TEAM123456', s || '@privaterelay.appleid.com' FROM (VALUES \(list)) AS v(s);
             INSERT INTO app.profiles (apple_sub, display_name) SELECT s, 'Name of ' || s FROM (VALUES \(list)) AS v(s);
-            INSERT INTO siwa.jobs (kind, args) SELECT 'purge_user', jsonb_build_object('apple_sub', s) FROM (VALUES \(list)) AS v(s);
+            INSERT INTO siwa.jobs (kind, args) SELECT 'purge_user', jsonb_build_object('apple_sub', s, 'apple_team', 'TEAM123456') FROM (VALUES \(list)) AS v(s);
             """)
     }
 
