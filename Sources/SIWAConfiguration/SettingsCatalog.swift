@@ -103,7 +103,7 @@ public enum SettingsCatalog {
 
     public static let appleClientIDs = Setting(
         "SIWA_APPLE_CLIENT_IDS", .list, example: "com.example.app,com.example.web",
-        readers: [.serve, .tokens, .transfer, .migrate], files: [.serve],
+        readers: [.serve, .tokens, .transfer, .migrate], files: [.serve], setInExamples: true,
         help: "comma list of accepted audiences (`aud`): your primary App ID's bundle id, and any Services ID used for sign-in on the web; required unless SIWA_APPLE_CLIENTS_FILE",
         details: """
             Notifications carry the primary App ID's bundle id as `aud`: without it here \
@@ -240,7 +240,7 @@ public enum SettingsCatalog {
 
     public static let appleTeamID = Setting(
         "SIWA_APPLE_TEAM_ID", .text, example: "ABCDE12345", readers: [.serve, .worker, .tokens, .transfer, .migrate],
-        files: [.shared],
+        files: [.shared], setInExamples: true,
         help: "your Apple Developer Team ID (10 characters; Membership details in the developer account), the team of SIWA_APPLE_CLIENT_IDS: required by serve and migrate unless SIWA_APPLE_CLIENTS_FILE",
         details: """
             Apple's `sub` is scoped to a team: siwa keys each user by team and sub, so \
