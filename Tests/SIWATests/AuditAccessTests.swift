@@ -158,15 +158,19 @@ struct AuditAccessTests {
             try await Migrator(migrations: all.migrations.filter { $0.version < 10 }).migrate(client: client, logger: TestEnvironment.logger)
         }
         try await owner.execute("""
-            INSERT INTO siwa.jobs (kind, args, created_at) VALUES ('purge_user', '{"apple_sub": "old.queued", "apple_team": "TEAM123456", "event_type": "account-delete"}',
+            INSERT INTO siwa.jobs (kind, args, created_at) VALUES ('purge_user', '{"apple_sub": "old.queued", "event_type": "account-delete"}',
                                                                     now() - interval '2 hours');
-            INSERT INTO siwa.audit_log (actor, action, apple_sub, apple_team, details) VALUES
-                ('apple', 'notification.recorded', 'old.done', 'TEAM123456', '{"event_type": "account-delete", "purge_job_id": 900001}'),
-                ('api', 'user.deletion_requested', 'old.cancelled', 'TEAM123456', '{"job_id": 900002, "merged": false}'),
-                ('apple', 'notification.recorded', 'old.signout', 'TEAM123456', '{"event_type": "consent-revoked", "sign_out_job_id": 900003}')
+            INSERT INTO siwa.audit_log (actor, action, apple_sub, details) VALUES
+                ('apple', 'notification.recorded', 'old.done', '{"event_type": "account-delete", "purge_job_id": 900001}'),
+                ('api', 'user.deletion_requested', 'old.cancelled', '{"job_id": 900002, "merged": false}'),
+                ('apple', 'notification.recorded', 'old.signout', '{"event_type": "consent-revoked", "sign_out_job_id": 900003}')
             """)
-        try await owner.execute("INSERT INTO siwa.audit_log (actor, action, apple_sub, details, apple_team) VALUES ('worker', 'job.completed', 'old.done', '{\"job_id\": 900001}', 'TEAM123456')")
-        try await owner.withClient { client in try await all.migrate(client: client, logger: TestEnvironment.logger) }
+        try await owner.execute("INSERT INTO siwa.audit_log (actor, action, apple_sub, details) VALUES ('worker', 'job.completed', 'old.done', '{\"job_id\": 900001}')")
+        // The queued purge names a user: sql/024 needs the team of the rows it finds.
+        var upgrade = all
+        upgrade.existingRowsTeam = TestEnvironment.team
+        try await owner.withClient { client in try await upgrade.migrate(client: client, logger: TestEnvironment.logger) }
+        #expect(try await owner.strings("SELECT args->>'apple_team' FROM siwa.jobs WHERE args->>'apple_sub' = 'old.queued'") == [TestEnvironment.team])
 
         let rows = try await owner.strings("""
             SELECT apple_sub || ' ' || coalesce(event_type, '-') || ' ' || state FROM siwa.purge_latency ORDER BY apple_sub

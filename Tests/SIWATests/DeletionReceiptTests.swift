@@ -78,7 +78,8 @@ struct DeletionReceiptTests {
         #expect(String(decoding: header, as: UTF8.self) == #"{"alg":"ES256","kid":"\#(kid)","typ":"siwa-deletion-receipt+jwt"}"#)
 
         // The claims, against what the database recorded.
-        #expect(Set(claims.keys) == ["iss", "sub", "jti", "iat", "purge"])
+        #expect(Set(claims.keys) == ["iss", "sub", "team", "client_id", "jti", "iat", "purge"])
+        #expect(claims["team"] as? String == TestEnvironment.team && claims["client_id"] as? String == ServerHarness.clientID)
         #expect(claims["jti"] as? String == (try await setup.database.strings("SELECT jti FROM siwa.deletion_receipts")).first)
         let iat = try #require((claims["iat"] as? NSNumber)?.doubleValue)
         #expect(iat >= started && iat <= Date().timeIntervalSince1970)

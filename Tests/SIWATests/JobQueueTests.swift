@@ -60,7 +60,7 @@ struct JobQueueTests {
             #expect(first.map(Self.sub) == ["k.p1", "k.a1"], "\(first.map(Self.sub))")
             #expect(first.map(\.kind) == ["purge_user", "app_event"])
             let args = try JSONValue(parsing: String(decoding: try #require(first.last).args, as: UTF8.self))
-            #expect(args == .object(["apple_sub": .string("k.a1")]))
+            #expect(args == .object(["apple_sub": .string("k.a1"), "apple_team": .string(TestEnvironment.team)]))
             #expect(try first[1].parameters(as: AppEventParameters.self) == AppEventParameters(appleSub: "k.a1", eventType: nil))
             let rest = try await queue.claim(limit: 10, kinds: ["purge_user", "app_event"], leaseSeconds: 60)
             #expect(rest.map(Self.sub) == ["k.p2"])

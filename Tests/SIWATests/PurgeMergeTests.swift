@@ -17,7 +17,7 @@ struct PurgeMergeTests {
         let tokensOnly: Bool
         var renotify = true
         var extra = "{}"
-        /// The job's args afterwards, its `apple_sub` aside; a moment
+        /// The job's args afterwards, its `apple_sub` and `apple_team` aside; a moment
         /// siwa took (`tokens_before`) reads "now".
         let expected: String
     }
@@ -99,7 +99,8 @@ struct PurgeMergeTests {
             if let pending = rule.pending {
                 try await db.execute("""
                     INSERT INTO siwa.jobs (kind, args, state, steps_done)
-                    VALUES ('purge_user', '\(pending.args)'::jsonb || '{"apple_sub": "\(sub)"}', '\(pending.state)', '\(pending.steps)')
+                    VALUES ('purge_user', '\(pending.args)'::jsonb || '{"apple_sub": "\(sub)", "apple_team": "TEAM123456"}',
+                            '\(pending.state)', '\(pending.steps)')
                     """)
             }
             let jti = rule.jti.map { "'\($0)'" } ?? "NULL"
@@ -110,13 +111,13 @@ struct PurgeMergeTests {
             }
             // The moments siwa takes are written with a UTC offset; the cases' own with Z.
             let found = try await db.strings("""
-                SELECT regexp_replace((args - 'apple_sub')::text, '"[0-9-]{10}T[0-9:.]+[+-][0-9:]{5}"', '"now"', 'g')
+                SELECT regexp_replace((args - 'apple_sub' - 'apple_team')::text, '"[0-9-]{10}T[0-9:.]+[+-][0-9:]{5}"', '"now"', 'g')
                 FROM siwa.jobs WHERE args->>'apple_sub' = '\(sub)'
                 """)
             let matches = try await db.strings("""
-                SELECT (regexp_replace((args - 'apple_sub')::text, '"[0-9-]{10}T[0-9:.]+[+-][0-9:]{5}"', '"now"', 'g')::jsonb
+                SELECT (regexp_replace((args - 'apple_sub' - 'apple_team')::text, '"[0-9-]{10}T[0-9:.]+[+-][0-9:]{5}"', '"now"', 'g')::jsonb
                         = '\(rule.expected)'::jsonb)::text
-                FROM siwa.jobs WHERE args->>'apple_sub' = '\(sub)'
+                FROM siwa.jobs WHERE args->>'apple_sub' = '\(sub)' AND args->>'apple_team' = 'TEAM123456'
                 """)
             #expect(matches == ["true"], "\(rule.name): \(found)")
         }

@@ -45,9 +45,10 @@ struct WorkerTests {
         #expect(try await db.strings("SELECT apple_sub FROM app.profiles") == [bystander])
         #expect(try await analytics.strings("SELECT apple_sub FROM events") == [bystander])
         #expect(try await db.scalar("SELECT count(*) FROM app.purge_log") == 2)
-        // $2 is siwa's user id.
+        // $2 is siwa's user id, $3 the sub's team.
         #expect(try await db.scalar("""
-            SELECT count(*) FROM app.purge_log p JOIN siwa.users u ON u.apple_sub = p.apple_sub AND u.id = p.siwa_user_id
+            SELECT count(*) FROM app.purge_log p
+            JOIN siwa.users u ON u.apple_sub = p.apple_sub AND u.id = p.siwa_user_id AND u.apple_team = p.apple_team
             """) == 2)
         // siwa's own personal data is erased; the tombstones keep sub and status.
         #expect(try await db.strings("SELECT status || '/' || (email IS NULL)::text FROM siwa.users WHERE apple_sub = '\(revoked)'")
@@ -66,7 +67,8 @@ struct WorkerTests {
         #expect(bySub[revoked]?.fields["job_id"] as? Int == revokedJob)
         #expect(bySub[revoked]?.webhookID == "siwa-job-\(revokedJob)-\(WorkerHarness.httpStep)")
         #expect(bySub[deleted]?.fields["event_type"] as? String == "account-delete")
-        #expect(bySub[deleted]?.fields.keys.sorted() == ["apple_sub", "event_type", "job_id", "user_id"])
+        #expect(bySub[deleted]?.fields.keys.sorted() == ["apple_sub", "apple_team", "event_type", "job_id", "user_id"])
+        #expect(bySub[deleted]?.fields["apple_team"] as? String == TestEnvironment.team)
 
         // Audit: claim, four steps, completion, per job; no personal data.
         let actions = try await db.strings("""

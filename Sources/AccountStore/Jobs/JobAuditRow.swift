@@ -10,12 +10,17 @@ enum JobAuditRow {
     static let insert = "INSERT INTO siwa.audit_log (actor, action, apple_sub, apple_team, details)"
 
     /// The SQL expressions of the user (sub, team) of the job whose args
-    /// are `args` (a column reference such as `j.args`), as two columns.
-    static func user(_ args: String) -> String { "\(args)->>'apple_sub', \(args)->>'apple_team'" }
+    /// are `args` (a column reference such as `j.args`), as two columns. A
+    /// job whose args name no team (made by hand, or forged) names no user:
+    /// its rows must still be written (the trail refuses a sub without its
+    /// team), or the job could never be failed or discarded.
+    static func user(_ args: String) -> String {
+        "CASE WHEN \(args)->>'apple_team' IS NOT NULL THEN \(args)->>'apple_sub' END, \(args)->>'apple_team'"
+    }
 
     /// The same, named `subject` and `subject_team`, for a RETURNING list.
     static func subject(_ args: String) -> String {
-        "\(args)->>'apple_sub' AS subject, \(args)->>'apple_team' AS subject_team"
+        "CASE WHEN \(args)->>'apple_team' IS NOT NULL THEN \(args)->>'apple_sub' END AS subject, \(args)->>'apple_team' AS subject_team"
     }
 
     /// The columns `subject(_:)` named, of relation `relation` (or unqualified).

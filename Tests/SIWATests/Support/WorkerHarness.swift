@@ -37,7 +37,8 @@ final class WorkerHarness: Sendable {
         try await database.execute("""
             CREATE SCHEMA app;
             CREATE TABLE app.profiles (apple_sub text NOT NULL, display_name text);
-            CREATE TABLE app.purge_log (apple_sub text NOT NULL, siwa_user_id bigint, purged_at timestamptz NOT NULL DEFAULT now());
+            CREATE TABLE app.purge_log (apple_sub text NOT NULL, siwa_user_id bigint, apple_team text,
+                                        purged_at timestamptz NOT NULL DEFAULT now());
             -- The plan's SQL runs as the purge role (SIWA_PURGE_ROLE): the app
             -- grants it what the plan does, as an operator would; neither
             -- serve's role nor the worker's (NOINHERIT) holds these.
@@ -49,7 +50,7 @@ final class WorkerHarness: Sendable {
         let server = try await TestPorts.serve { try await downstream.start(port: $0) }
         var statements = [
             "DELETE FROM app.profiles WHERE apple_sub = $1",
-            "INSERT INTO app.purge_log (apple_sub, siwa_user_id) VALUES ($1, $2)",
+            "INSERT INTO app.purge_log (apple_sub, siwa_user_id, apple_team) VALUES ($1, $2, $3)",
         ]
         if slowSQL > 0 { statements.append("SELECT pg_sleep(\(slowSQL))") }
         var steps: [[String: Any]] = [["name": sqlStep, "sql": statements]]
