@@ -85,6 +85,9 @@ struct AppWebhookTests {
             #expect(Set(delivery.envelope.keys) == ["type", "timestamp", "data"], "\(what): \(delivery.envelope.keys)")
             #expect((delivery.envelope["timestamp"] as? String)?.wholeMatch(of: /[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]+Z/) != nil, "\(what)")
             #expect(!String(decoding: delivery.body, as: UTF8.self).contains("@"), "\(what): no email address")
+            // Every event names the user's team and the client it concerns.
+            #expect(delivery.data["team"] as? String == TestEnvironment.team && delivery.data["client_id"] as? String == ServerHarness.clientID,
+                    "\(what): \(delivery.data)")
         }
         let disabled = try #require(deliveries.first { $0.type == "apple.email-disabled" })
         #expect(disabled.data["apple_type"] as? String == "email-disabled" && disabled.data["is_private_email"] as? Bool == true)
