@@ -65,7 +65,7 @@ struct AdminPageBrowserTests {
             document.querySelector('#search form').submit()
             """)
         _ = try await page.event("Page.loadEventFired")
-        let actions = try await page.evaluate("[...document.querySelectorAll('#history tbody tr td:nth-child(3)')].map(td => td.textContent)")
+        let actions = try await page.evaluate("[...document.querySelectorAll('#history tbody tr td[data-label=action]')].map(td => td.textContent)")
             as? [String] ?? []
         #expect(actions.contains("job.enqueued"), "\(actions)")
 
