@@ -12,8 +12,9 @@ import Foundation
 /// One team: sign-in is on when SIWA_APPLE_KEY_ID, SIWA_APPLE_PRIVATE_KEY_FILE
 /// and SIWA_TOKEN_ENCRYPTION_KEYS_FILE are all given (with the key's team,
 /// SIWA_APPLE_TEAM_ID), off when none is; some but not all is a mistake,
-/// and start-up names what is missing. Several (SIWA_APPLE_CLIENTS_FILE): on with the
-/// key ring, and then every client needs a key.
+/// and start-up names what is missing. Several teams
+/// (SIWA_APPLE_CLIENTS_FILE): on with the key ring, and then every client
+/// needs a key.
 public struct SignInSettings: Sendable {
     /// Which key signs which client's secrets, and each client's team.
     public var clients: AppleClientsSettings

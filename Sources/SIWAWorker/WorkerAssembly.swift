@@ -59,8 +59,7 @@ public struct WorkerAssembly: Sendable {
         let leadership = MaintenanceLeadership()
         var transfer: TransferRunnerResources?
         if let access, let signIn = settings.signIn {
-            let keys = signIn.clients
-            transfer = TransferRunnerResources(apple: access.apple, teamOfClient: { keys.key(for: $0)?.team }, pacer: pacer,
+            transfer = TransferRunnerResources(apple: access.apple, teamOfClient: { signIn.team(of: $0) }, pacer: pacer,
                                                leadership: leadership,
                                                store: TransferStore(client: client, logger: Logger(label: "siwa.transfer")))
         }
