@@ -40,9 +40,10 @@ public enum SettingsDocs {
                 lines += comment(summary(setting))
                 if let details = setting.details { lines += comment(details) }
                 let example = setting.fileExamples[file] ?? setting.example
-                let value = setting.required ? example
+                let set = setting.required || setting.setInExamples
+                let value = set ? example
                     : (setting.defaultDescription == nil ? setting.defaultValue : nil) ?? example ?? setting.defaultValue
-                lines.append((setting.required ? "" : "#") + setting.name + "=" + (value ?? ""))
+                lines.append((set ? "" : "#") + setting.name + "=" + (value ?? ""))
             }
         }
         if let trailer = trailer(file) { lines += [""] + trailer }
