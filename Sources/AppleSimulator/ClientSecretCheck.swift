@@ -22,15 +22,21 @@ enum ClientSecretCheck {
         let expiresAt: Double
     }
 
-    static func isValid(_ secret: String, clientID: String, keys: [String: TokenEndpointState.RegisteredKey], now: Date,
-                        cache: inout [String: Verified]) -> Bool {
-        team(of: secret, clientID: clientID, keys: keys, now: now, cache: &cache) != nil
+    static func isValid(_ secret: String, clientID: String, state: inout TokenEndpointState) -> Bool {
+        team(of: secret, clientID: clientID, state: &state) != nil
     }
 
     /// The team whose key signed a valid secret (its `iss`); nil when the
-    /// secret is not valid. Apple knows the calling team by it.
-    static func team(of secret: String, clientID: String, keys: [String: TokenEndpointState.RegisteredKey], now: Date,
-                     cache: inout [String: Verified]) -> String? {
+    /// secret is not valid, or the client id is another team's. Apple knows
+    /// the calling team by it.
+    static func team(of secret: String, clientID: String, state: inout TokenEndpointState) -> String? {
+        guard let team = team(of: secret, clientID: clientID, keys: state.keys, now: state.now(), cache: &state.verifiedSecrets),
+              state.clientTeams[clientID].map({ $0 == team }) ?? true else { return nil }
+        return team
+    }
+
+    private static func team(of secret: String, clientID: String, keys: [String: TokenEndpointState.RegisteredKey], now: Date,
+                             cache: inout [String: Verified]) -> String? {
         let verified: Verified
         if let known = cache[secret], keys[known.keyID]?.publicKey.rawRepresentation == known.publicKey {
             verified = known

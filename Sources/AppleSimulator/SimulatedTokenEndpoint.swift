@@ -42,8 +42,7 @@ extension AppleSimulator {
         let decision = tokenState.withLock { state -> TokenDecision in
             let now = state.now()
             guard let clientID = form["client_id"], let secret = form["client_secret"],
-                  let team = ClientSecretCheck.team(of: secret, clientID: clientID, keys: state.keys, now: now,
-                                                    cache: &state.verifiedSecrets) else { return .refuse("invalid_client") }
+                  let team = ClientSecretCheck.team(of: secret, clientID: clientID, state: &state) else { return .refuse("invalid_client") }
             switch form["grant_type"] {
             case "client_credentials":
                 // An app transfer's access token, for the whole team (TN3159).
@@ -137,7 +136,7 @@ extension AppleSimulator {
         guard isForm, let form else { return Self.error("invalid_request") }
         let decision = tokenState.withLock { state -> RevokeDecision in
             guard let clientID = form["client_id"], let secret = form["client_secret"],
-                  ClientSecretCheck.isValid(secret, clientID: clientID, keys: state.keys, now: state.now(), cache: &state.verifiedSecrets) else { return .refuse("invalid_client") }
+                  ClientSecretCheck.isValid(secret, clientID: clientID, state: &state) else { return .refuse("invalid_client") }
             guard let token = form["token"], !token.isEmpty,
                   let hint = form["token_type_hint"], hint == "refresh_token" || hint == "access_token" else { return .refuse("invalid_request") }
             state.revokedTokens.append(token)

@@ -175,8 +175,9 @@ extension AppleSimulator {
         let decision = tokenState.withLock { state -> MigrationDecision in
             let now = state.now()
             guard let clientID = form["client_id"], let secret = form["client_secret"],
-                  let team = ClientSecretCheck.team(of: secret, clientID: clientID, keys: state.keys, now: now,
-                                                    cache: &state.verifiedSecrets) else { return .refuse(.badRequest, "invalid_client") }
+                  let team = ClientSecretCheck.team(of: secret, clientID: clientID, state: &state) else {
+                return .refuse(.badRequest, "invalid_client")
+            }
             guard let bearer = authorization, bearer.hasPrefix("Bearer "),
                   let token = state.migration.tokens[String(bearer.dropFirst("Bearer ".count))],
                   token.team == team, token.clientID == clientID, token.expiresAt > now else { return .refuse(.unauthorized, "invalid_client") }

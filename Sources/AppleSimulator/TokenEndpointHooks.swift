@@ -13,6 +13,14 @@ extension AppleSimulator {
         tokenState.withLock { $0.keys[keyID] = .init(teamID: teamID, publicKey: publicKey) }
     }
 
+    /// `clientID` (an app's bundle id, a website's Services ID) belongs to
+    /// `teamID`: Apple then takes only that team's client secrets for it
+    /// (`invalid_client` for another team's), as for clients of several
+    /// teams on one siwa.
+    public func assignClient(_ clientID: String, toTeam teamID: String) {
+        tokenState.withLock { $0.clientTeams[clientID] = teamID }
+    }
+
     /// The same, from the public key's PEM (`BEGIN PUBLIC KEY`).
     public func registerClient(teamID: String, keyID: String, publicKeyPEM: String) throws {
         registerClient(teamID: teamID, keyID: keyID, publicKey: try P256.Signing.PublicKey(pemRepresentation: publicKeyPEM))

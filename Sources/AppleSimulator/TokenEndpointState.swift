@@ -110,6 +110,10 @@ struct TokenEndpointState {
     static let maximumSecretLifetime: TimeInterval = 15_777_000
 
     var keys: [String: RegisteredKey] = [:]
+    /// The team that owns each client id assigned one (`assignClient`): a
+    /// secret of another team's key is refused for it, as Apple does. A
+    /// client id not assigned is taken with any registered team's secret.
+    var clientTeams: [String: String] = [:]
     var verifiedSecrets: [String: ClientSecretCheck.Verified] = [:]
     var codes: [String: IssuedCode] = [:]
     var refreshTokens: [String: RefreshToken] = [:]

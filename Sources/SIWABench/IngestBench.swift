@@ -137,8 +137,8 @@ enum IngestBench {
         if scenario.preloadUsers > 0 {
             say("\(scenario.label): preloading \(scenario.preloadUsers) users (not timed, no ANALYZE)")
             _ = try await database.scalar("""
-                INSERT INTO siwa.users (apple_sub, email, email_event_time)
-                SELECT 'bench-sub-' || g, 'user' || g || '@privaterelay.appleid.com', 0
+                INSERT INTO siwa.users (apple_sub, apple_team, email, email_event_time)
+                SELECT 'bench-sub-' || g, '\(SignInCredentials.teamID)', 'user' || g || '@privaterelay.appleid.com', 0
                 FROM generate_series(0, \(scenario.preloadUsers - 1)) AS g
                 """)
         }

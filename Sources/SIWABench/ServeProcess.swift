@@ -22,6 +22,7 @@ struct ServeProcess {
         var environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("SIWA_") }
         environment.merge([
             "SIWA_DATABASE_URL": databaseURL, "SIWA_HTTP_PORT": String(port), "SIWA_APPLE_CLIENT_IDS": clientID,
+            "SIWA_APPLE_TEAM_ID": SignInCredentials.teamID,
             "SIWA_APPLE_JWKS_URL": jwksURL, "SIWA_LOG_FORMAT": "json",
             // Several serve processes at once: none takes the admin port.
             "SIWA_ADMIN_HTTP_PORT": "off",

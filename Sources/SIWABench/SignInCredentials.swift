@@ -8,8 +8,11 @@ import PostgresNIO
 /// ring on disk (`SimulatedTeamKeyFiles`, registered with the simulator);
 /// and an API key for `/v1`.
 enum SignInCredentials {
+    /// The bench's one developer team (notifications and sign-ins alike).
+    static let teamID = "BENCH12345"
+
     static func files(registeringWith apple: AppleSimulator) throws -> SimulatedTeamKeyFiles {
-        let files = try SimulatedTeamKeyFiles(teamID: "BENCH12345", keyID: "BENCHKEY01",
+        let files = try SimulatedTeamKeyFiles(teamID: teamID, keyID: "BENCHKEY01",
                                               keyRing: [TokenKeyRing.newKeyLine(id: "bench1")], label: "bench-signin")
         files.register(with: apple)
         return files

@@ -129,7 +129,7 @@ enum SignInStoreBench {
     }
 
     static func record(sub: String) -> SignInRecord {
-        SignInRecord(appleSub: sub, clientID: "com.example.siwa.bench", email: "\(sub)@privaterelay.appleid.com", isPrivateEmail: true,
+        SignInRecord(appleSub: sub, appleTeam: SignInCredentials.teamID, clientID: "com.example.siwa.bench", email: "\(sub)@privaterelay.appleid.com", isPrivateEmail: true,
                      givenName: nil, familyName: nil, realUserStatus: 2, signedInAt: Date(),
                      codeSHA256: Data("code-of-\(sub)".utf8), apiKeyName: "bench")
     }
@@ -148,7 +148,7 @@ enum SignInStoreBench {
     static func batchedSignIn(_ record: SignInRecord, seal: @escaping @Sendable (Int64) throws -> SealedTokenPair,
                               store: SignInStore) async throws -> Bool {
         for _ in 0..<3 {
-            let prepared = try await store.prepare(appleSub: record.appleSub, codeSHA256: record.codeSHA256)
+            let prepared = try await store.prepare(appleSub: record.appleSub, team: record.appleTeam, codeSHA256: record.codeSHA256)
             switch try await store.store(record, prepared: prepared, seal: seal) {
             case .stored: return true
             case .again: continue

@@ -102,8 +102,8 @@ enum WebhookBench {
             try await client.query("TRUNCATE siwa.jobs", logger: logger)
             try await client.query("UPDATE siwa.app_webhook SET enabled = true", logger: logger)
             try await client.query("""
-                INSERT INTO siwa.audit_log (actor, action, apple_sub, details)
-                SELECT 'bench', 'user.signed_in', 'hook' || \(round) || '.' || i,
+                INSERT INTO siwa.audit_log (actor, action, apple_sub, apple_team, details)
+                SELECT 'bench', 'user.signed_in', 'hook' || \(round) || '.' || i, \(SignInCredentials.teamID)::text,
                        jsonb_build_object('user_id', i, 'is_new_user', true, 'client_id', 'com.example.siwa.bench',
                                           'refresh_token_stored', false)
                 FROM generate_series(1, \(deliveries)) AS i

@@ -94,13 +94,14 @@ enum WorkerBench {
     /// `count` purge jobs, each for a user with an email to erase, in one statement.
     static func enqueue(_ count: Int, prefix: String, client: PostgresClient, logger: Logger) async throws {
         try await client.query("""
-            INSERT INTO siwa.users (apple_sub, email)
-            SELECT \(prefix) || '.' || i, 'bench@privaterelay.appleid.com' FROM generate_series(1, \(count)) AS i
-            ON CONFLICT (apple_sub) DO UPDATE SET email = excluded.email
+            INSERT INTO siwa.users (apple_sub, apple_team, email)
+            SELECT \(prefix) || '.' || i, \(SignInCredentials.teamID), 'bench@privaterelay.appleid.com' FROM generate_series(1, \(count)) AS i
+            ON CONFLICT (apple_sub, apple_team) DO UPDATE SET email = excluded.email
             """, logger: logger)
         try await client.query("""
             INSERT INTO siwa.jobs (kind, args)
-            SELECT 'purge_user', jsonb_build_object('apple_sub', \(prefix) || '.' || i, 'event_type', 'account-delete')
+            SELECT 'purge_user', jsonb_build_object('apple_sub', \(prefix) || '.' || i, 'apple_team', \(SignInCredentials.teamID)::text,
+                                                    'event_type', 'account-delete')
             FROM generate_series(1, \(count)) AS i
             """, logger: logger)
         // Both sides start from fresh statistics, as autovacuum would give them.
@@ -138,7 +139,8 @@ enum WorkerBench {
         var latencies: [Double] = []
         for sample in 0..<samples {
             let rows = try await client.query("""
-                INSERT INTO siwa.jobs (kind, args) VALUES ('purge_user', jsonb_build_object('apple_sub', 'wake.' || \(sample)))
+                INSERT INTO siwa.jobs (kind, args) VALUES ('purge_user', jsonb_build_object('apple_sub', 'wake.' || \(sample),
+                                                                                   'apple_team', \(SignInCredentials.teamID)::text))
                 RETURNING id
                 """, logger: logger)
             var id: Int64 = 0

@@ -59,10 +59,14 @@ public struct Setting: Sendable, Hashable {
     public let files: [EnvFile]
     /// Never printed back (a database URL carries a password).
     public let secret: Bool
+    /// Set (not commented out) in the env files though not required: what
+    /// most deployments give (the one team's settings, which the clients
+    /// file replaces).
+    public let setInExamples: Bool
 
     public init(_ name: String, _ kind: Kind, default defaultValue: String? = nil, required: Bool = false,
                 example: String? = nil, fileExamples: [EnvFile: String] = [:], defaultDescription: String? = nil, readers: Set<Reader>, files: [EnvFile],
-                secret: Bool = false, help: String, details: String? = nil) {
+                secret: Bool = false, setInExamples: Bool = false, help: String, details: String? = nil) {
         self.name = name
         self.kind = kind
         self.defaultValue = defaultValue
@@ -75,6 +79,7 @@ public struct Setting: Sendable, Hashable {
         self.readers = readers
         self.files = files
         self.secret = secret
+        self.setInExamples = setInExamples
     }
 
     /// The key swift-configuration reads it under (`SIWA_HTTP_PORT` is

@@ -104,13 +104,30 @@ public enum SettingsCatalog {
     // MARK: Receiver (siwa serve)
 
     public static let appleClientIDs = Setting(
-        "SIWA_APPLE_CLIENT_IDS", .list, required: true, example: "com.example.app,com.example.web",
-        readers: [.serve, .tokens, .transfer], files: [.serve],
-        help: "comma list of accepted audiences (`aud`): your primary App ID's bundle id, and any Services ID used for sign-in on the web",
+        "SIWA_APPLE_CLIENT_IDS", .list, example: "com.example.app,com.example.web",
+        readers: [.serve, .tokens, .transfer, .migrate], files: [.serve], setInExamples: true,
+        help: "comma list of accepted audiences (`aud`): your primary App ID's bundle id, and any Services ID used for sign-in on the web; required unless SIWA_APPLE_CLIENTS_FILE",
         details: """
             Notifications carry the primary App ID's bundle id as `aud`: without it here \
             every notification is refused (`wrong_aud`). Sign-in accepts identity tokens \
-            issued to any of them.
+            issued to any of them. All belong to the team SIWA_APPLE_TEAM_ID; apps and \
+            websites of several teams are listed in SIWA_APPLE_CLIENTS_FILE instead.
+            """)
+    public static let appleClientsFile = Setting(
+        "SIWA_APPLE_CLIENTS_FILE", .path, example: "/etc/siwa/clients.json",
+        readers: [.serve, .worker, .tokens, .transfer, .migrate], files: [.shared],
+        help: "several apps and teams on one siwa: a JSON file naming each client id's team, whether it is a web client, and the key that signs its client secret (its own or its team's); replaces SIWA_APPLE_TEAM_ID, SIWA_APPLE_CLIENT_IDS, SIWA_APPLE_WEB_CLIENT_IDS, SIWA_APPLE_KEY_ID and SIWA_APPLE_PRIVATE_KEY_FILE",
+        details: """
+            Apple's `sub` is scoped to a developer team, so siwa keys users by team and \
+            sub: a notification's or identity token's `aud` names the client, the client \
+            its team. The file (docs/several-teams.md has the whole shape):
+            `{"teams": {"ABCDE12345": {"key_id": "XYZ987WVU6", "private_key_file": \
+            "/etc/siwa/AuthKey_XYZ987WVU6.p8"}}, "clients": {"com.example.app": {"team": \
+            "ABCDE12345"}, "com.example.web": {"team": "ABCDE12345", "web": true, \
+            "return_urls": ["https://example.com/auth/apple/callback"]}}}`. A client's \
+            `key_id` and `private_key_file` override its team's. With \
+            SIWA_TOKEN_ENCRYPTION_KEYS_FILE set (sign-in on), every client needs a key. \
+            An unknown name in the file stops start-up.
             """)
     public static let appleWebClientIDs = Setting(
         "SIWA_APPLE_WEB_CLIENT_IDS", .list, example: "com.example.web=https://example.com/auth/apple/callback",
@@ -224,14 +241,19 @@ public enum SettingsCatalog {
     // MARK: Sign-in and Apple's tokens (serve's /v1 API, the worker's validation and revocation)
 
     public static let appleTeamID = Setting(
-        "SIWA_APPLE_TEAM_ID", .text, example: "ABCDE12345", readers: [.serve, .worker, .tokens, .transfer], files: [.shared],
-        help: "your Apple Developer Team ID (10 characters; Membership details in the developer account); with the three settings below it turns sign-in on",
+        "SIWA_APPLE_TEAM_ID", .text, example: "ABCDE12345", readers: [.serve, .worker, .tokens, .transfer, .migrate],
+        files: [.shared], setInExamples: true,
+        help: "your Apple Developer Team ID (10 characters; Membership details in the developer account), the team of SIWA_APPLE_CLIENT_IDS: required by serve and migrate unless SIWA_APPLE_CLIENTS_FILE",
         details: """
-            Sign-in (siwa serve's /v1 API, the worker's token validation and revocation) is \
-            on when SIWA_APPLE_TEAM_ID, SIWA_APPLE_KEY_ID, SIWA_APPLE_PRIVATE_KEY_FILE and \
-            SIWA_TOKEN_ENCRYPTION_KEYS_FILE are all set, off when none is; some but not all \
-            stops start-up naming what is missing. The Team ID is under Membership details \
-            in your account at developer.apple.com (10 upper-case letters and digits).
+            Apple's `sub` is scoped to a team: siwa keys each user by team and sub, so \
+            serve needs the team its clients belong to, and `siwa migrate` the team of the \
+            users a database holds from before siwa knew of teams. Sign-in (siwa serve's \
+            /v1 API, the worker's token validation and revocation) is on when \
+            SIWA_APPLE_KEY_ID, SIWA_APPLE_PRIVATE_KEY_FILE and \
+            SIWA_TOKEN_ENCRYPTION_KEYS_FILE are set, with this team (the key's), off when \
+            none is; some but not all stops start-up naming what is missing. The Team ID is \
+            under Membership details in your account at developer.apple.com (10 upper-case \
+            letters and digits).
             """)
     public static let appleKeyID = Setting(
         "SIWA_APPLE_KEY_ID", .text, example: "XYZ987WVU6", readers: [.serve, .worker, .tokens], files: [.shared],
@@ -573,15 +595,16 @@ public enum SettingsCatalog {
 
     public static let sections: [(title: String, settings: [Setting])] = [
         ("database", [databaseURL, migrateDatabaseURL, serveRole, workerRole, purgeRole, databaseMaxConnections, migrationsDir]),
-        ("notifications and HTTP", [appleClientIDs, httpHost, httpPort, httpIdleTimeout, maxBodyBytes]),
+        ("apps and teams", [appleClientIDs, appleTeamID, appleWebClientIDs, appleClientsFile]),
+        ("notifications and HTTP", [httpHost, httpPort, httpIdleTimeout, maxBodyBytes]),
         ("Apple's public keys (JWKS)", [appleJWKSURL, jwksRefresh, jwksRefetchCooldown]),
         ("ingest (group commit)", [ingestWriters, ingestMaxBatch, ingestTimeout]),
         ("account events", [onConsentRevoked, consentRevokedPurgeDelayDays]),
         ("refused deliveries", [rejectionsPerMinute, floodDelay, rejectionRetentionDays]),
         ("admin listener", [adminHTTPHost, adminHTTPPort, adminAuthFailuresPerMinute]),
-        ("sign-in and Apple's tokens", [appleTeamID, appleKeyID, applePrivateKeyFile, tokenEncryptionKeysFile,
+        ("sign-in and Apple's tokens", [appleKeyID, applePrivateKeyFile, tokenEncryptionKeysFile,
                                         appleBaseURL, clientSecretTTL, appleRequestTimeout, signInRequires,
-                                        appleWebClientIDs, refreshValidationHours, appleRequestsPerSecond,
+                                        refreshValidationHours, appleRequestsPerSecond,
                                         validationInvalidGrantPausePercent]),
         ("purge jobs", [purgePlan, workerConcurrency, jobLease, jobMaxRun, jobRetryBase, jobMaxAttempts,
                         jobRetentionDays, workerPoll, workerShutdownGrace]),

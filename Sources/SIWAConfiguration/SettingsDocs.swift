@@ -42,10 +42,10 @@ public enum SettingsDocs {
                 let credentials = UnitCredentials.loading(setting.name, for: file)
                 if let source = source(setting, credentials) { lines += comment(source) }
                 let example = setting.fileExamples[file] ?? setting.example
-                let value = setting.required ? example
-                    : (setting.defaultDescription == nil ? setting.defaultValue : nil) ?? example ?? setting.defaultValue
                 // A value the unit loads from a file of its own is shown, not set, here.
-                let set = setting.required && credentials.isEmpty
+                let set = (setting.required || setting.setInExamples) && credentials.isEmpty
+                let value = setting.required || setting.setInExamples ? example
+                    : (setting.defaultDescription == nil ? setting.defaultValue : nil) ?? example ?? setting.defaultValue
                 lines.append((set ? "" : "#") + setting.name + "=" + (value ?? ""))
             }
         }

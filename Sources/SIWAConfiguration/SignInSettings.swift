@@ -5,38 +5,63 @@ import AsyncHTTPClient
 import Foundation
 
 /// What siwa needs to act toward Apple (sign-in, token validation and
-/// revocation): the team's Sign in with Apple key, the key ring that
-/// encrypts stored tokens, and Apple's endpoints.
+/// revocation, app transfer): the keys that sign each client's client
+/// secret (its team's Sign in with Apple key), the key ring that encrypts
+/// stored tokens, and Apple's endpoints.
 ///
-/// Sign-in is on when the four identifying settings are all given, off when
-/// none is; some but not all is a mistake, and start-up names what is missing.
+/// One team: sign-in is on when SIWA_APPLE_KEY_ID, SIWA_APPLE_PRIVATE_KEY_FILE
+/// and SIWA_TOKEN_ENCRYPTION_KEYS_FILE are all given (with the key's team,
+/// SIWA_APPLE_TEAM_ID), off when none is; some but not all is a mistake,
+/// and start-up names what is missing. Several teams
+/// (SIWA_APPLE_CLIENTS_FILE): on with the key ring, and then every client
+/// needs a key.
 public struct SignInSettings: Sendable {
-    public var teamID: String
-    public var keyID: String
-    public var privateKeyFile: String
+    /// Which key signs which client's secrets, and each client's team.
+    public var clients: AppleClientsSettings
     public var keyRingFile: String
     public var appleBaseURL: String
     public var clientSecretTTLSeconds: Int
     /// Seconds each call to Apple may take, whole.
     public var appleRequestTimeout: Double
 
-    /// nil when sign-in is off (none of the four settings given).
+    /// The team of `clientID` as far as its key says: the clients file's,
+    /// or the one team's for any client id.
+    public func team(of clientID: String) -> String? { clients.key(for: clientID)?.team }
+
+    /// nil when sign-in is off.
     public static func read(_ env: SettingsReader) throws -> SignInSettings? {
         typealias S = SettingsCatalog
-        let parts = [S.appleTeamID, S.appleKeyID, S.applePrivateKeyFile, S.tokenEncryptionKeysFile]
+        if env.string(S.appleClientsFile) != nil {
+            let clients = try AppleClientsSettings.read(env)
+            guard env.string(S.tokenEncryptionKeysFile) != nil else {
+                if clients.hasKeys {
+                    throw SettingError(S.tokenEncryptionKeysFile.name, "is required when SIWA_APPLE_CLIENTS_FILE gives keys (sign-in needs the key ring too)")
+                }
+                return nil
+            }
+            if let lacking = clients.clients.teams.keys.sorted().first(where: { clients.key(for: $0) == nil }) {
+                throw SettingError(S.appleClientsFile.name, "client \(lacking) has no key (its own key_id and private_key_file, or its team's under \"teams\"): with SIWA_TOKEN_ENCRYPTION_KEYS_FILE set, sign-in needs one for every client")
+            }
+            return try SignInSettings(env, clients: clients)
+        }
+        let parts = [S.appleKeyID, S.applePrivateKeyFile, S.tokenEncryptionKeysFile]
         let given = parts.filter { env.string($0) != nil }
         if given.isEmpty { return nil }
-        if let missing = parts.first(where: { env.string($0) == nil }) {
-            throw SettingError(missing.name, "is required when \(given.map(\.name).joined(separator: ", ")) \(given.count == 1 ? "is" : "are") set (sign-in needs \(parts.map(\.name).joined(separator: ", ")))")
+        if let missing = ([S.appleTeamID] + parts).first(where: { env.string($0) == nil }) {
+            throw SettingError(missing.name, "is required when \(given.map(\.name).joined(separator: ", ")) \(given.count == 1 ? "is" : "are") set (sign-in needs \(([S.appleTeamID] + parts).map(\.name).joined(separator: ", ")))")
         }
-        return try SignInSettings(env)
+        let team = try appleIdentifier(env, S.appleTeamID)
+        let key = ClientKeyFile(team: team, keyID: try appleIdentifier(env, S.appleKeyID), path: try env.required(S.applePrivateKeyFile))
+        // The worker signs for whatever client a token is for: the client
+        // ids are serve's to check.
+        let clientIDs = env.string(S.appleClientIDs) == nil ? [] : try env.list(S.appleClientIDs)
+        let clients = AppleClientsSettings(clients: AppleClients(team: team, clientIDs: clientIDs), keys: [:], oneTeamKey: key)
+        return try SignInSettings(env, clients: clients)
     }
 
-    private init(_ env: SettingsReader) throws {
+    private init(_ env: SettingsReader, clients: AppleClientsSettings) throws {
         typealias S = SettingsCatalog
-        teamID = try Self.appleIdentifier(env, S.appleTeamID)
-        keyID = try Self.appleIdentifier(env, S.appleKeyID)
-        privateKeyFile = try env.required(S.applePrivateKeyFile)
+        self.clients = clients
         keyRingFile = try env.required(S.tokenEncryptionKeysFile)
         appleBaseURL = try env.url(S.appleBaseURL)
         if appleBaseURL.hasSuffix("/") { appleBaseURL.removeLast() }
@@ -87,14 +112,22 @@ public struct AppleAccess: Sendable {
     /// Said at start-up: the key ring's file is readable by others.
     public let warnings: [String]
 
-    /// Reads the `.p8` key and the key ring; one-line errors naming the file.
+    /// Reads the `.p8` keys and the key ring; one-line errors naming the file.
     public init(_ settings: SignInSettings) throws {
-        let key: AppleClientSecretKey
-        do {
-            key = try AppleClientSecretKey.load(p8Path: settings.privateKeyFile, teamID: settings.teamID, keyID: settings.keyID)
-        } catch {
-            throw SettingError(SettingsCatalog.applePrivateKeyFile.name, "\(error)")
+        var loadedKeys: [ClientKeyFile: AppleClientSecretKey] = [:]
+        func load(_ file: ClientKeyFile) throws -> AppleClientSecretKey {
+            if let key = loadedKeys[file] { return key }
+            do {
+                let key = try AppleClientSecretKey.load(p8Path: file.path, teamID: file.team, keyID: file.keyID)
+                loadedKeys[file] = key
+                return key
+            } catch {
+                let setting = settings.clients.oneTeamKey == nil ? SettingsCatalog.appleClientsFile : SettingsCatalog.applePrivateKeyFile
+                throw SettingError(setting.name, "\(error)")
+            }
         }
+        let perClient = try settings.clients.keys.mapValues(load)
+        let oneTeam = try settings.clients.oneTeamKey.map(load)
         let loaded: (ring: TokenKeyRing, warning: String?)
         do { loaded = try TokenKeyRing.load(path: settings.keyRingFile) } catch {
             throw SettingError(SettingsCatalog.tokenEncryptionKeysFile.name, "\(error)")
@@ -102,7 +135,9 @@ public struct AppleAccess: Sendable {
         keyRing = loaded.ring
         warnings = loaded.warning.map { [$0] } ?? []
         let secrets: ClientSecretProvider
-        do { secrets = try ClientSecretProvider(key: key, lifetime: .seconds(settings.clientSecretTTLSeconds)) } catch {
+        do {
+            secrets = try ClientSecretProvider(keys: perClient, anyClient: oneTeam, lifetime: .seconds(settings.clientSecretTTLSeconds))
+        } catch {
             throw SettingError(SettingsCatalog.clientSecretTTL.name, "\(error)")
         }
         httpClient = AppleAuthClient.makeHTTPClient()

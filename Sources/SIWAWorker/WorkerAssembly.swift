@@ -59,7 +59,8 @@ public struct WorkerAssembly: Sendable {
         let leadership = MaintenanceLeadership()
         var transfer: TransferRunnerResources?
         if let access, let signIn = settings.signIn {
-            transfer = TransferRunnerResources(apple: access.apple, teamID: signIn.teamID, pacer: pacer, leadership: leadership,
+            transfer = TransferRunnerResources(apple: access.apple, teamOfClient: { signIn.team(of: $0) }, pacer: pacer,
+                                               leadership: leadership,
                                                store: TransferStore(client: client, logger: Logger(label: "siwa.transfer")))
         }
         // The job kinds this worker claims and runs, each with its runner (JobKinds).

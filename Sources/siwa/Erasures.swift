@@ -3,6 +3,7 @@ import AccountStore
 import AppleSignIn
 import ArgumentParser
 import Foundation
+import SIWAConfiguration
 
 struct Erasures: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -61,6 +62,9 @@ struct Erasures: AsyncParsableCommand {
         @Flag(name: .customLong("dry-run"), help: "Verify and decide, print what would be done, write nothing.")
         var dryRun = false
 
+        @Option(help: "The team of the subs of lines written before siwa knew of several teams (version 1 lines name none); default: the one team of SIWA_APPLE_TEAM_ID or SIWA_APPLE_CLIENTS_FILE.")
+        var team: String?
+
         func validate() throws {
             guard !files.isEmpty else { throw ValidationError("give the ledger files, e.g. /var/lib/siwa/erasures/*") }
         }
@@ -70,12 +74,14 @@ struct Erasures: AsyncParsableCommand {
             let read = Self.read(files, keys: keys, acceptUnsigned: acceptUnsigned)
             for refusal in read.refused { print("refused \(refusal)") }
             let entries = read.entries
+            let oldLinesTeam = entries.contains { $0.team == nil } ? Self.teamOfOldLines(team) : ""
             let dryRun = dryRun
             let results = await CommandDatabase.run(label: "siwa.erasures", refusing: ErasureReapplicationError.self) { client, logger in
                 let reapplication = ErasureReapplication(client: client, logger: logger)
                 var results: [(ErasureLedgerLine.Entry, ErasureReapplication.Outcome, Int64?)] = []
                 for entry in entries {
-                    let (outcome, jobID) = try await reapplication.reapply(sub: entry.sub, ledgerJobID: entry.jobID,
+                    let (outcome, jobID) = try await reapplication.reapply(sub: entry.sub, team: entry.team ?? oldLinesTeam,
+                                                                           ledgerJobID: entry.jobID,
                                                                            receiptID: entry.receiptID, dryRun: dryRun)
                     results.append((entry, outcome, jobID))
                 }
@@ -92,6 +98,21 @@ struct Erasures: AsyncParsableCommand {
                   + "\(count(.pending)) already pending, \(count(.alreadyErased)) already erased, "
                   + "\(count(.alreadyReapplied)) already reapplied, \(read.refused.count) refused")
             if !read.refused.isEmpty { throw ExitCode(1) }
+        }
+
+        /// `--team`, else the one team configured: the team of version 1
+        /// lines' subs. Refuses when neither says.
+        static func teamOfOldLines(_ given: String?) -> String {
+            if let given {
+                guard SignInSettings.isAppleIdentifier(given) else {
+                    Startup.fail("--team: expected 10 upper-case letters and digits, got '\(given.prefix(40))'", code: 2)
+                }
+                return given
+            }
+            guard let team = AppleClientsSettings.singleTeam(SettingsReader()) else {
+                Startup.fail("the ledger has lines written before siwa knew of several teams (no team): give the team of their subs with --team", code: 2)
+            }
+            return team
         }
 
         /// The lines of `files` that verify, each (sub, job id) once, in

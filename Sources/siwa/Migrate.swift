@@ -53,7 +53,9 @@ struct Migrate: AsyncParsableCommand {
             Startup.settings("SIWA_DATABASE_URL") { try DatabaseConfiguration(url: runtimeURL) }
         }
         let directory = dir.map { URL(fileURLWithPath: $0) } ?? Migrator.defaultDirectory()
-        let migrator = Startup.settings { try Migrator(directory: directory) }
+        var migrator = Startup.settings { try Migrator(directory: directory) }
+        // The team of the rows of a database that predates sql/024.
+        migrator.existingRowsTeam = AppleClientsSettings.singleTeam(env)
         let purgeSLAHours = Startup.settings { try env.integer(SettingsCatalog.purgeSLAHours) }
         let roles = Startup.settings {
             RuntimeRoles(serve: try env.text(SettingsCatalog.serveRole), worker: try env.text(SettingsCatalog.workerRole))

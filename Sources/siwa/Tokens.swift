@@ -129,11 +129,14 @@ struct Tokens: AsyncParsableCommand {
         @Option(help: "The user's Apple sub.")
         var sub: String
 
+        @OptionGroup var team: TeamOption
+
         func run() async throws {
             let ring = Rekey.loadRing()
-            let sub = sub
+            let (sub, team) = (sub, team.resolved())
             let (forgotten, kept) = await CommandDatabase.run(label: "siwa.tokens", refusing: TokenKeyRingError.self) { client, logger in
-                try await UnrevocableTokens(client: client, ring: ring, logger: logger).forget(appleSub: sub, loginHint: JobsConnection.loginHint)
+                try await UnrevocableTokens(client: client, ring: ring, logger: logger).forget(appleSub: sub, team: team,
+                                                                                                   loginHint: JobsConnection.loginHint)
             }
             for token in forgotten {
                 print("forgotten: \(token.clientID) (sealed under key \(token.keyID), which the ring lacks): not revoked at Apple")

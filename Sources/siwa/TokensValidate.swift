@@ -28,6 +28,8 @@ extension Tokens {
         @Option(help: "The user's Apple sub.")
         var sub: String
 
+        @OptionGroup var team: TeamOption
+
         @Flag(help: "Check even a token that is not due (checked less than a period ago).")
         var force = false
 
@@ -43,13 +45,13 @@ extension Tokens {
                 return settings
             }
             let access = Startup.settings { try AppleAccess(signIn) }
-            let (sub, force) = (sub, force)
+            let (sub, force, team) = (sub, force, team.resolved(env))
             let results = await CommandDatabase.run(label: "siwa.tokens", refusing: SettingError.self) { client, logger in
                 let queue = TokenValidationQueue(client: client, periodHours: validation.periodHours ?? 24, logger: logger)
                 let validator = TokenValidator(queue: queue, apple: access.apple, keyRing: access.keyRing,
                                                settings: validation, logger: logger, metrics: MetricsSystem.factory)
                 var results: [(DueAppleToken, TokenValidationResult)] = []
-                for token in try await queue.claim(appleSub: sub, force: force) {
+                for token in try await queue.claim(appleSub: sub, team: team, force: force) {
                     results.append((token, await validator.validate(token)))
                 }
                 return results

@@ -37,28 +37,30 @@ struct Transfer: AsyncParsableCommand {
     /// A team id as Apple writes it (as SIWA_APPLE_TEAM_ID is checked).
     static func isTeamID(_ value: String) -> Bool { SignInSettings.isAppleIdentifier(value) }
 
-    /// SIWA_APPLE_TEAM_ID, checked, or the command ends saying what is wrong.
-    static func configuredTeam(_ env: SettingsReader, role: String) -> String {
-        guard let team = env.string(SettingsCatalog.appleTeamID) else {
-            refuse("SIWA_APPLE_TEAM_ID: is required: \(role) (run with the worker's settings and your own SIWA_DATABASE_URL)")
+    /// The transferred app's client id (`--client-id`, else the first of
+    /// SIWA_APPLE_CLIENT_IDS, else the only client of SIWA_APPLE_CLIENTS_FILE)
+    /// and its team as the settings say (the sending team's before the
+    /// transfer, the receiving team's after), or the command ends saying
+    /// what is wrong.
+    static func app(_ given: String?, _ env: SettingsReader, role: String) -> (client: String, team: String) {
+        let clients: AppleClients
+        do { clients = try AppleClientsSettings.read(env).clients } catch {
+            refuse("\(error) (\(role): run with the worker's settings and your own SIWA_DATABASE_URL)")
         }
-        guard isTeamID(team) else { refuse("SIWA_APPLE_TEAM_ID: expected 10 upper-case letters and digits, got '\(team.prefix(40))'") }
-        return team
-    }
-
-    /// `--client-id`, else the first of SIWA_APPLE_CLIENT_IDS.
-    static func clientID(_ given: String?, _ env: SettingsReader) -> String {
-        let configured = (try? env.list(SettingsCatalog.appleClientIDs)) ?? []
+        let client: String
         if let given {
-            guard configured.isEmpty || configured.contains(given) else {
-                refuse("--client-id: '\(given.prefix(100))' is not one of SIWA_APPLE_CLIENT_IDS (\(configured.joined(separator: ", ")))")
-            }
-            return given
+            client = given
+        } else if let first = (try? env.list(SettingsCatalog.appleClientIDs))?.first {
+            client = first
+        } else if clients.teams.count == 1, let only = clients.teams.keys.first {
+            client = only
+        } else {
+            refuse("--client-id: required, SIWA_APPLE_CLIENTS_FILE lists several clients (\(clients.teams.keys.sorted().joined(separator: ", ")))")
         }
-        guard let first = configured.first else {
-            refuse("SIWA_APPLE_CLIENT_IDS: is required (the transferred app's client id: its primary App ID first), or give --client-id")
+        guard let team = clients.team(of: client) else {
+            refuse("--client-id: '\(client.prefix(100))' is not one of this siwa's clients (\(clients.teams.keys.sorted().joined(separator: ", ")))")
         }
-        return first
+        return (client, team)
     }
 
     static func refuse(_ message: String) -> Never { Startup.fail(message, code: 1) }
@@ -87,7 +89,7 @@ struct Transfer: AsyncParsableCommand {
         @Option(name: .customLong("to"), help: ArgumentHelp("The receiving team's Team ID (10 upper-case letters and digits).", valueName: "team-id"))
         var to: String
 
-        @Option(help: "The transferred app's client id (default: the first of SIWA_APPLE_CLIENT_IDS).")
+        @Option(help: "The transferred app's client id (default: the first of SIWA_APPLE_CLIENT_IDS, or the only client of SIWA_APPLE_CLIENTS_FILE).")
         var clientID: String?
 
         func run() async throws {
@@ -95,11 +97,10 @@ struct Transfer: AsyncParsableCommand {
                 Transfer.refuse("--to: expected a team id, 10 upper-case letters and digits (the receiving team's Membership details), got '\(to.prefix(40))'")
             }
             let env = Startup.reader()
-            let source = Transfer.configuredTeam(env, role: "the team the app is in now, the sending team")
+            let (client, source) = Transfer.app(clientID, env, role: "the team the app is in now, the sending team")
             guard to != source else {
                 Transfer.refuse("--to \(to) is the team the app is in (SIWA_APPLE_TEAM_ID): give the team it moves to")
             }
-            let client = Transfer.clientID(clientID, env)
             let (target, hint) = (to, JobsConnection.loginHint)
             let start = await Transfer.run { try await $0.prepare(target: target, sourceTeam: source, clientID: client, loginHint: hint) }
             print(Transfer.said(start, "ask Apple for their transfer_sub toward team \(target)"))
@@ -119,13 +120,12 @@ struct Transfer: AsyncParsableCommand {
                 already. Run it again after fixing a failure.
                 """)
 
-        @Option(help: "The transferred app's client id (default: the first of SIWA_APPLE_CLIENT_IDS).")
+        @Option(help: "The transferred app's client id (default: the first of SIWA_APPLE_CLIENT_IDS, or the only client of SIWA_APPLE_CLIENTS_FILE).")
         var clientID: String?
 
         func run() async throws {
             let env = Startup.reader()
-            let team = Transfer.configuredTeam(env, role: "the team the app is in now, the receiving team")
-            let client = Transfer.clientID(clientID, env)
+            let (client, team) = Transfer.app(clientID, env, role: "the team the app is in now, the receiving team")
             let hint = JobsConnection.loginHint
             let start = await Transfer.run { try await $0.complete(team: team, clientID: client, loginHint: hint) }
             print(Transfer.said(start, "exchange their transfer_sub for their sub in team \(team)"))
@@ -218,7 +218,7 @@ struct Transfer: AsyncParsableCommand {
             abstract: "A buyer with a siwa of their own: create the users of another siwa's export as awaiting completion.",
             discussion: """
                 FILE is what siwa transfer export wrote; its target_team must be this siwa's team \
-                (SIWA_APPLE_TEAM_ID). Each user keeps the seller's siwa user id (the app's data moves \
+                (SIWA_APPLE_TEAM_ID, or one of SIWA_APPLE_CLIENTS_FILE's). Each user keeps the seller's siwa user id (the app's data moves \
                 keyed by it) and has no sub until siwa transfer complete, or their first sign-in, \
                 moves them. Refused, writing nothing, when an id is taken here already.
                 """)
@@ -228,11 +228,15 @@ struct Transfer: AsyncParsableCommand {
 
         func run() async throws {
             let env = Startup.reader()
-            let team = Transfer.configuredTeam(env, role: "this siwa's team, the receiving team")
             let (target, users) = Self.read(file)
-            guard target == team else {
-                Transfer.refuse("\(file) was prepared for team \(target), not for this siwa's SIWA_APPLE_TEAM_ID \(team)")
+            let teams: [String]
+            do { teams = try AppleClientsSettings.read(env).clients.allTeams } catch {
+                Transfer.refuse("\(error) (this siwa's teams: run with the worker's settings and your own SIWA_DATABASE_URL)")
             }
+            guard teams.contains(target) else {
+                Transfer.refuse("\(file) was prepared for team \(target), not for this siwa's (\(teams.joined(separator: ", ")))")
+            }
+            let team = target
             let hint = JobsConnection.loginHint
             let imported = await Transfer.run { try await $0.importUsers(users, team: team, loginHint: hint) }
             print("\(imported) users imported, awaiting completion: run siwa transfer complete once the app is in team \(team)")

@@ -41,7 +41,7 @@ struct AdminFunctionsTests {
         try await database.withClient { client in
             let rows = try await client.query(PostgresQuery(unsafeSQL: """
                 INSERT INTO siwa.jobs (kind, args, state, run_at, finalized_at)
-                VALUES ('purge_user', jsonb_build_object('apple_sub', '\(sub)'), '\(state)', \(runAt),
+                VALUES ('purge_user', jsonb_build_object('apple_sub', '\(sub)', 'apple_team', 'TEAM123456'), '\(state)', \(runAt),
                         CASE WHEN '\(state)' IN ('completed', 'discarded', 'cancelled') THEN now() END)
                 RETURNING id
                 """), logger: TestEnvironment.logger)
@@ -57,10 +57,10 @@ struct AdminFunctionsTests {
         let job = try await Self.job(in: database, sub: "fn.forge.1", state: "available")
         for statement in [
             "UPDATE siwa.jobs SET steps_done = '{\"siwa.erase_personal_data\": \"2026-01-01\", \"app-data\": \"2026-01-01\"}' WHERE id = \(job)",
-            "UPDATE siwa.jobs SET args = '{\"apple_sub\": \"someone.else\"}' WHERE id = \(job)",
+            "UPDATE siwa.jobs SET args = '{\"apple_sub\": \"someone.else\", \"apple_team\": \"TEAM123456\"}' WHERE id = \(job)",
             "UPDATE siwa.jobs SET state = 'completed' WHERE id = \(job)",
-            "INSERT INTO siwa.jobs (kind, args) VALUES ('purge_user', '{\"apple_sub\": \"fn.forge.2\"}')",
-            "INSERT INTO siwa.audit_log (actor, action, apple_sub, details) VALUES ('apple', 'notification.recorded', 'fn.forge.1', '{\"consent_revoked\": true}')",
+            "INSERT INTO siwa.jobs (kind, args) VALUES ('purge_user', '{\"apple_sub\": \"fn.forge.2\", \"apple_team\": \"TEAM123456\"}')",
+            "INSERT INTO siwa.audit_log (actor, action, apple_sub, details, apple_team) VALUES ('apple', 'notification.recorded', 'fn.forge.1', '{\"consent_revoked\": true}', 'TEAM123456')",
             "INSERT INTO siwa.api_keys (name, prefix, secret_sha256, created_by) VALUES ('minted', 'abcdefghijkl', sha256('x'), 'nobody')",
             "UPDATE siwa.api_keys SET revoked_at = NULL",
             "SELECT nextval('siwa.audit_log_seq')",
@@ -90,7 +90,7 @@ struct AdminFunctionsTests {
             #expect(result.status == 0, "\(arguments): \(result.output)")
         }
         let purge = try await TestDatabase.withClient(try DatabaseConfiguration(url: url)) { client in
-            try await client.query("SELECT job_id FROM siwa.request_purge('fn.caller.3', 'alice')", logger: TestEnvironment.logger)
+            try await client.query("SELECT job_id FROM siwa.request_purge('fn.caller.3', 'TEAM123456', 'alice')", logger: TestEnvironment.logger)
                 .collect().first?.decode(Int64.self)
         }
         #expect(purge != nil)

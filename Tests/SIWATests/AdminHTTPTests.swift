@@ -116,7 +116,7 @@ struct AdminHTTPTests {
 
         // Run now: a purge held back for later is due at once; a due one is refused (409), unaudited.
         let held = try await database.strings("""
-            INSERT INTO siwa.jobs (kind, args, run_at) VALUES ('purge_user', '{"apple_sub": "admin.http.sub.2"}', now() + interval '30 days')
+            INSERT INTO siwa.jobs (kind, args, run_at) VALUES ('purge_user', '{"apple_sub": "admin.http.sub.2", "apple_team": "TEAM123456"}', now() + interval '30 days')
             RETURNING id::text
             """).first ?? "0"
         let runNow = try await setup.post("/admin/jobs/\(held)/run-now", authorization: setup.bearer)

@@ -65,7 +65,7 @@ struct AdminPageBrowserTests {
             document.querySelector('#search form').submit()
             """)
         _ = try await page.event("Page.loadEventFired")
-        let actions = try await page.evaluate("[...document.querySelectorAll('#history tbody tr td:nth-child(3)')].map(td => td.textContent)")
+        let actions = try await page.evaluate("[...document.querySelectorAll('#history tbody tr td[data-label=action]')].map(td => td.textContent)")
             as? [String] ?? []
         #expect(actions.contains("job.enqueued"), "\(actions)")
 
@@ -135,8 +135,8 @@ enum AdminFixtures {
                 "ALTER TABLE siwa.audit_log DISABLE TRIGGER audit_log_stamp",
                 "ALTER TABLE siwa.audit_log ALTER COLUMN seq SET DEFAULT siwa.next_audit_seq()",
                 """
-                INSERT INTO siwa.audit_log (occurred_at, actor, action, apple_sub, details)
-                SELECT now() - make_interval(days => d, mins => i), 'apple', 'notification.recorded', 'seed.' || d || '.' || i,
+                INSERT INTO siwa.audit_log (occurred_at, actor, action, apple_sub, apple_team, details)
+                SELECT now() - make_interval(days => d, mins => i), 'apple', 'notification.recorded', 'seed.' || d || '.' || i, 'TEAM123456',
                        jsonb_build_object('event_type',
                            (ARRAY['email-disabled', 'email-enabled', 'consent-revoked', 'account-delete'])[1 + i % 4])
                 FROM generate_series(0, 13) AS d, generate_series(1, 4 + d % 5) AS i
@@ -150,14 +150,14 @@ enum AdminFixtures {
                 """
                 WITH job AS (
                     INSERT INTO siwa.jobs (kind, args, state, attempt, created_at, finalized_at)
-                    SELECT 'purge_user', jsonb_build_object('apple_sub', 'purged.' || d || '.' || i, 'event_type', 'account-delete'),
+                    SELECT 'purge_user', jsonb_build_object('apple_sub', 'purged.' || d || '.' || i, 'apple_team', 'TEAM123456', 'event_type', 'account-delete'),
                            'completed', 1, now() - make_interval(days => d, hours => 1 + i * 6 + d + CASE WHEN d = 6 THEN 55 ELSE 0 END),
                            now() - make_interval(days => d)
                     FROM generate_series(1, 13) AS d, generate_series(1, 4) AS i WHERE d NOT IN (4, 9)
                     RETURNING id, args->>'apple_sub' AS sub, finalized_at
                 )
-                INSERT INTO siwa.audit_log (occurred_at, actor, action, apple_sub, details)
-                SELECT finalized_at, 'worker', 'job.completed', sub, jsonb_build_object('job_id', id) FROM job
+                INSERT INTO siwa.audit_log (occurred_at, actor, action, apple_sub, apple_team, details)
+                SELECT finalized_at, 'worker', 'job.completed', sub, 'TEAM123456', jsonb_build_object('job_id', id) FROM job
                 """,
                 "ALTER TABLE siwa.audit_log ALTER COLUMN seq DROP DEFAULT",
                 "ALTER TABLE siwa.audit_log ENABLE TRIGGER audit_log_stamp",
@@ -166,13 +166,13 @@ enum AdminFixtures {
             }
             let late = try await client.query("""
                 INSERT INTO siwa.jobs (kind, args, created_at, run_at)
-                VALUES ('purge_user', '{"apple_sub": "admin.late.sub", "event_type": "account-delete"}',
+                VALUES ('purge_user', '{"apple_sub": "admin.late.sub", "apple_team": "TEAM123456", "event_type": "account-delete"}',
                         now() - interval '100 hours', now() + interval '1 day')
                 RETURNING id
                 """, logger: TestEnvironment.logger).collect().first?.decode(Int64.self) ?? 0
             let waiting = try await client.query("""
                 INSERT INTO siwa.jobs (kind, args, run_at, steps_done)
-                VALUES ('purge_user', jsonb_build_object('apple_sub', 'admin.waiting.sub', 'event_type', 'consent-revoked',
+                VALUES ('purge_user', jsonb_build_object('apple_sub', 'admin.waiting.sub', 'apple_team', 'TEAM123456', 'event_type', 'consent-revoked',
                                                          'purge_after', siwa.utc_iso(now() + interval '29 days')),
                         now() + interval '29 days', jsonb_build_object('apple.revoke_tokens', now()))
                 RETURNING id

@@ -30,22 +30,28 @@ struct AnswerBytesTests {
     func signIn() throws {
         var users: [SignedInAnswer] = []
         for text in Self.awkward {
-            users.append(SignedInAnswer(userID: 1, appleSub: text, status: text, email: text, isPrivateEmail: true, realUserStatus: 2,
-                                        isNewUser: true, refreshTokenStored: false))
-            users.append(SignedInAnswer(userID: 2, appleSub: "001.n", status: "active", email: text, emailVerified: false,
-                                        isPrivateEmail: false, givenName: text, familyName: text, realUserStatus: 1,
-                                        isNewUser: false, refreshTokenStored: true))
+            users.append(SignedInAnswer(SignedInUser(userID: 1, appleSub: text, appleTeam: text, clientID: text, status: text,
+                                                     email: text, emailVerified: nil, isPrivateEmail: true, givenName: nil,
+                                                     familyName: nil, realUserStatus: 2, isNewUser: true, refreshTokenStored: false)))
+            users.append(SignedInAnswer(SignedInUser(userID: 2, appleSub: "001.n", appleTeam: "TEAM123456", clientID: nil,
+                                                     status: "active", email: text, emailVerified: false, isPrivateEmail: false,
+                                                     givenName: text, familyName: text, realUserStatus: 1, isNewUser: false,
+                                                     refreshTokenStored: true)))
         }
         // A real_user_status Apple may add is answered 1 (unknown), as the encoder is given it.
-        let added = SignedInAnswer(SignedInUser(userID: 3, appleSub: "001.c", status: "active", email: nil, emailVerified: nil,
+        let added = SignedInAnswer(SignedInUser(userID: 3, appleSub: "001.c", appleTeam: "TEAM123456", clientID: "com.example.app",
+                                                status: "active", email: nil, emailVerified: nil,
                                                 isPrivateEmail: nil, givenName: "Ada", familyName: nil, realUserStatus: 7,
                                                 isNewUser: true, refreshTokenStored: false))
         #expect(added.realUserStatus == 1 && added.json.contains(#""real_user_status":1,"#))
         users.append(added)
-        users.append(SignedInAnswer(userID: Int64.max, appleSub: "001.a", status: "active", email: nil, isPrivateEmail: nil,
-                                    realUserStatus: nil, isNewUser: false, refreshTokenStored: true))
-        users.append(SignedInAnswer(userID: 0, appleSub: "001.b", status: "revoked", email: "x@privaterelay.appleid.com",
-                                    isPrivateEmail: false, realUserStatus: 0, isNewUser: false, refreshTokenStored: false))
+        users.append(SignedInAnswer(SignedInUser(userID: Int64.max, appleSub: "001.a", appleTeam: "TEAM123456", clientID: "web",
+                                                 status: "active", email: nil, emailVerified: nil, isPrivateEmail: nil, givenName: nil,
+                                                 familyName: nil, realUserStatus: nil, isNewUser: false, refreshTokenStored: true)))
+        users.append(SignedInAnswer(SignedInUser(userID: 0, appleSub: "001.b", appleTeam: "TEAM123456", clientID: nil,
+                                                 status: "revoked", email: "x@privaterelay.appleid.com", emailVerified: nil,
+                                                 isPrivateEmail: false, givenName: nil, familyName: nil, realUserStatus: 0,
+                                                 isNewUser: false, refreshTokenStored: false)))
         // (`SignInAnswer(.signedIn(user))` answers 200 with `SignedInAnswer(user).json`.)
         for user in users {
             #expect(user.json == (try Self.encoded(user)))
@@ -75,9 +81,9 @@ struct AnswerBytesTests {
     func notification() throws {
         var results: [ReceiveResult] = []
         for type in Self.awkward + ["consent-revoked", String(repeating: "é", count: 100)] {
-            results.append(.accepted(.recorded(notificationID: 1, purgeJobID: 2), eventType: type))
-            results.append(.accepted(.recorded(notificationID: 1, purgeJobID: nil), eventType: type))
-            results.append(.accepted(.duplicate, eventType: type))
+            results.append(.accepted(.recorded(notificationID: 1, purgeJobID: 2), eventType: type, team: "TEAM123456", clientID: type))
+            results.append(.accepted(.recorded(notificationID: 1, purgeJobID: nil), eventType: type, team: type, clientID: "app"))
+            results.append(.accepted(.duplicate, eventType: type, team: "TEAM123456", clientID: "com.example.app"))
             results.append(.unavailable(type))
             results.append(.rejected(Rejection(reason: type, detail: type)))
         }
@@ -92,10 +98,12 @@ struct AnswerBytesTests {
         for result in results {
             let answer = NotificationAnswer(result)
             switch (result, answer.body) {
-            case (.accepted(let outcome, let type), .accepted(let accepted)):
+            case (.accepted(let outcome, let type, let team, let clientID), .accepted(let accepted)):
                 #expect(answer.status == .ok)
                 #expect(accepted.status == (outcome == .duplicate ? "duplicate" : "recorded") && accepted.eventType == String(type.prefix(64)))
-                let expected = try AnswerJSON.inOrder(["status": accepted.status, "event_type": accepted.eventType])
+                #expect(accepted.team == team && accepted.clientID == clientID)
+                let expected = try AnswerJSON.inOrder(["status": accepted.status, "event_type": accepted.eventType, "team": team,
+                                                       "client_id": clientID])
                 #expect(answer.json == String(decoding: expected, as: UTF8.self))
             case (.rejected(let rejection), .refused(let error)):
                 #expect(answer.status == .badRequest && error == ErrorAnswer(rejection.reason, rejection.detail))

@@ -85,6 +85,9 @@ struct AppWebhookTests {
             #expect(Set(delivery.envelope.keys) == ["type", "timestamp", "data"], "\(what): \(delivery.envelope.keys)")
             #expect((delivery.envelope["timestamp"] as? String)?.wholeMatch(of: /[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]+Z/) != nil, "\(what)")
             #expect(!String(decoding: delivery.body, as: UTF8.self).contains("@"), "\(what): no email address")
+            // Every event names the user's team and the client it concerns.
+            #expect(delivery.data["team"] as? String == TestEnvironment.team && delivery.data["client_id"] as? String == ServerHarness.clientID,
+                    "\(what): \(delivery.data)")
         }
         let disabled = try #require(deliveries.first { $0.type == "apple.email-disabled" })
         #expect(disabled.data["apple_type"] as? String == "email-disabled" && disabled.data["is_private_email"] as? Bool == true)
@@ -113,17 +116,21 @@ struct AppWebhookTests {
         try await setup.post("email-enabled", sub: sub)
         #expect(try await eventually(upTo: .seconds(30)) { setup.hook.accepted(sub: sub).count == 1 }, "\(worker.log.suffix(2000))")
         let seq = try await setup.database.scalar("SELECT seq FROM siwa.audit_log WHERE action = 'notification.recorded' AND apple_sub = '\(sub)'")
-        let forged = [
-            (sub, "purge.completed", "evt_\(seq)_1"),
-            (sub, "consent.revoked", "evt_\(seq)_2"),
-            (sub, "apple.email-enabled", "evt_\(seq)_7"),
-            ("001.forge.other", "apple.email-enabled", "evt_\(seq)_1"),
+        // The last two name the row's event exactly, but another team, or none.
+        let forged: [(String, String, String, String?)] = [
+            (sub, "purge.completed", "evt_\(seq)_1", TestEnvironment.team),
+            (sub, "consent.revoked", "evt_\(seq)_2", TestEnvironment.team),
+            (sub, "apple.email-enabled", "evt_\(seq)_7", TestEnvironment.team),
+            ("001.forge.other", "apple.email-enabled", "evt_\(seq)_1", TestEnvironment.team),
+            (sub, "apple.email-enabled", "evt_\(seq)_1", "OTHER12345"),
+            (sub, "apple.email-enabled", "evt_\(seq)_1", nil),
         ]
         try await TestDatabase.withClient(try setup.database.serveConfiguration) { client in
-            for (target, type, id) in forged {
+            for (target, type, id, team) in forged {
                 try await client.query("""
-                    INSERT INTO siwa.jobs (kind, args) VALUES ('app_event', jsonb_build_object(
-                        'apple_sub', \(target)::text, 'event_type', \(type)::text, 'audit_seq', \(seq)::bigint, 'event_id', \(id)::text))
+                    INSERT INTO siwa.jobs (kind, args) VALUES ('app_event', jsonb_strip_nulls(jsonb_build_object(
+                        'apple_sub', \(target)::text, 'apple_team', \(team)::text, 'event_type', \(type)::text, 'audit_seq', \(seq)::bigint,
+                        'event_id', \(id)::text)))
                     """, logger: TestEnvironment.logger)
             }
         }
@@ -165,8 +172,8 @@ struct AppWebhookTests {
             return all > 0 && all == completed
         })
         try await setup.database.execute("""
-            INSERT INTO siwa.audit_log (actor, action, apple_sub, details)
-            VALUES ('api', 'user.signed_in', '001.wake.2', '{"user_id": 7, "is_new_user": true}')
+            INSERT INTO siwa.audit_log (actor, action, apple_sub, apple_team, details)
+            VALUES ('api', 'user.signed_in', '001.wake.2', 'TEAM123456', '{"user_id": 7, "is_new_user": true}')
             """)
         #expect(try await eventually(upTo: .seconds(5)) { setup.hook.accepted(sub: "001.wake.2").count == 1 }, "\(worker.log.suffix(2000))")
         #expect(setup.hook.accepted(sub: "001.wake.2").first?.type == "user.signed_in")
@@ -377,7 +384,7 @@ struct AppWebhookTests {
         #expect(setup.hook.accepted(sub: "001.replay.1").map(\.webhookID) == first + first)
         #expect(setup.hook.accepted(sub: "001.replay.2").count == 1)
         #expect(try await setup.database.scalar("""
-            SELECT count(*) FROM siwa.audit_log WHERE action = 'app_events.replayed' AND apple_sub = '001.replay.1'
+            SELECT count(*) FROM siwa.audit_log WHERE action = 'app_events.replayed' AND details->>'sub' = '001.replay.1'
               AND details->>'enqueued' = '2' AND db_user = 'siwa_test_replay_admin'
             """) == 1)
         // Nothing since a future time; a bad time is refused before anything runs.

@@ -79,9 +79,9 @@ struct AuditAccessTests {
         try await database.execute("""
             INSERT INTO siwa.notifications (jti, event_type, apple_sub, event_time, audience, issued_at, claims)
             SELECT 'bulk-' || i, 'email-enabled', 'bulk.' || (i % 5000), 0, 'aud', now(), '{}' FROM generate_series(1, 15000) AS i;
-            INSERT INTO siwa.audit_log (actor, action, apple_sub, details)
-            SELECT 'apple', 'notification.recorded', 'bulk.' || (i % 5000), jsonb_build_object('n', i) FROM generate_series(1, 50000) AS i;
-            INSERT INTO siwa.jobs (kind, args) SELECT 'purge_user', jsonb_build_object('apple_sub', 'bulk.' || i) FROM generate_series(1, 2000) AS i;
+            INSERT INTO siwa.audit_log (actor, action, apple_sub, apple_team, details)
+            SELECT 'apple', 'notification.recorded', 'bulk.' || (i % 5000), 'TEAM123456', jsonb_build_object('n', i) FROM generate_series(1, 50000) AS i;
+            INSERT INTO siwa.jobs (kind, args) SELECT 'purge_user', jsonb_build_object('apple_sub', 'bulk.' || i, 'apple_team', 'TEAM123456') FROM generate_series(1, 2000) AS i;
             """)
         for query in ["SELECT * FROM siwa.user_history WHERE apple_sub = 'bulk.7'",
                       "SELECT * FROM siwa.purge_latency WHERE apple_sub = 'bulk.7'"] {
@@ -111,8 +111,8 @@ struct AuditAccessTests {
         #expect(migrate.status == 0, "\(migrate.output)")
         try await database.execute("""
             INSERT INTO siwa.jobs (kind, args, created_at, run_at) VALUES
-                ('purge_user', '{"apple_sub": "late.1", "event_type": "account-delete"}', now() - interval '3 hours', now() + interval '1 day'),
-                ('purge_user', '{"apple_sub": "recent.1"}', now() - interval '1 hour', now() + interval '1 day')
+                ('purge_user', '{"apple_sub": "late.1", "apple_team": "TEAM123456", "event_type": "account-delete"}', now() - interval '3 hours', now() + interval '1 day'),
+                ('purge_user', '{"apple_sub": "recent.1", "apple_team": "TEAM123456"}', now() - interval '1 hour', now() + interval '1 day')
             """)
         let summary = try await AuditViewsTests.reports(database) { try await $0.summary(days: 1) }
         #expect(summary.purgeSLAHours == 2)
@@ -166,7 +166,11 @@ struct AuditAccessTests {
                 ('apple', 'notification.recorded', 'old.signout', '{"event_type": "consent-revoked", "sign_out_job_id": 900003}')
             """)
         try await owner.execute("INSERT INTO siwa.audit_log (actor, action, apple_sub, details) VALUES ('worker', 'job.completed', 'old.done', '{\"job_id\": 900001}')")
-        try await owner.withClient { client in try await all.migrate(client: client, logger: TestEnvironment.logger) }
+        // The queued purge names a user: sql/024 needs the team of the rows it finds.
+        var upgrade = all
+        upgrade.existingRowsTeam = TestEnvironment.team
+        try await owner.withClient { client in try await upgrade.migrate(client: client, logger: TestEnvironment.logger) }
+        #expect(try await owner.strings("SELECT args->>'apple_team' FROM siwa.jobs WHERE args->>'apple_sub' = 'old.queued'") == [TestEnvironment.team])
 
         let rows = try await owner.strings("""
             SELECT apple_sub || ' ' || coalesce(event_type, '-') || ' ' || state FROM siwa.purge_latency ORDER BY apple_sub

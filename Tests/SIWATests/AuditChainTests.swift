@@ -197,7 +197,7 @@ struct AuditChainTests {
         let configuration = try await MigrationTests.emptyDatabase()
         try await TestDatabase.withClient(configuration) { client in
             try await Migrator(directory: before).migrate(client: client, logger: TestEnvironment.logger)
-            try await Self.appendRows(client, count: 40, action: "test.old")
+            try await Self.appendRows(client, count: 40, action: "test.old", team: nil)
             let upgrade = try Migrator(directory: sql)
             #expect(try await upgrade.migrate(client: client, logger: TestEnvironment.logger)
                         == upgrade.migrations.filter { $0.version >= 9 }.map(\.name))
@@ -241,7 +241,7 @@ struct AuditChainTests {
         let subs = (0..<30).map { "chain.\($0)" }
         let serves = try (0..<2).map { _ in
             try SIWAProcess(port: try freePort(), environment: [
-                "SIWA_DATABASE_URL": harness.database.serveURL, "SIWA_APPLE_CLIENT_IDS": ServerHarness.clientID,
+                "SIWA_DATABASE_URL": harness.database.serveURL, "SIWA_APPLE_TEAM_ID": TestEnvironment.team, "SIWA_APPLE_CLIENT_IDS": ServerHarness.clientID,
                 "SIWA_APPLE_JWKS_URL": appleServer.baseURL + "/auth/keys", "SIWA_LOG_LEVEL": "warning",
             ])
         }
@@ -305,10 +305,19 @@ struct AuditChainTests {
         try await database.scalar("SELECT count(*) FROM siwa.audit_log l WHERE NOT EXISTS (SELECT FROM siwa.audit_chain c WHERE c.seq = l.seq)")
     }
 
-    static func appendRows(_ client: PostgresClient, count: Int, action: String) async throws {
+    /// With no team, as a database before sql/024 holds them (the column
+    /// did not exist).
+    static func appendRows(_ client: PostgresClient, count: Int, action: String, team: String? = TestEnvironment.team) async throws {
+        guard let team else {
+            try await client.query("""
+                INSERT INTO siwa.audit_log (actor, action, apple_sub, details)
+                SELECT 'test', \(action), 'sub.' || g, jsonb_build_object('n', g, 'note', 'é ✓') FROM generate_series(1, \(count)) AS g
+                """, logger: TestEnvironment.logger)
+            return
+        }
         try await client.query("""
-            INSERT INTO siwa.audit_log (actor, action, apple_sub, details)
-            SELECT 'test', \(action), 'sub.' || g, jsonb_build_object('n', g, 'note', 'é ✓') FROM generate_series(1, \(count)) AS g
+            INSERT INTO siwa.audit_log (actor, action, apple_sub, apple_team, details)
+            SELECT 'test', \(action), 'sub.' || g, \(team), jsonb_build_object('n', g, 'note', 'é ✓') FROM generate_series(1, \(count)) AS g
             """, logger: TestEnvironment.logger)
     }
 

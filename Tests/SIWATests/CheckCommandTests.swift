@@ -22,7 +22,7 @@ struct CheckCommandTests {
             // Two that only a component's own reader sees: a port that is
             // no number nor off, and sign-in set in part.
             "SIWA_ADMIN_HTTP_PORT": "eighty",
-            "SIWA_APPLE_TEAM_ID": "ABCDE12345",
+            "SIWA_APPLE_TEAM_ID": "ABCDE12345", "SIWA_APPLE_KEY_ID": "XYZ987WVU6",
         ])
         #expect(result.status == 2, "\(result.output)")
         let lines = result.output.split(separator: "\n").map(String.init)
@@ -36,7 +36,7 @@ struct CheckCommandTests {
             "siwa: SIWA_ADMIN_HTTP_PORT: expected off or a whole number in 0...65535, got 'eighty'",
         ]
         for line in expected { #expect(lines.contains(line), "missing: \(line)\n\(result.output)") }
-        #expect(lines.contains { $0.hasPrefix("siwa: SIWA_APPLE_KEY_ID: is required when SIWA_APPLE_TEAM_ID is set") }, "\(result.output)")
+        #expect(lines.contains { $0.hasPrefix("siwa: SIWA_APPLE_PRIVATE_KEY_FILE: is required when SIWA_APPLE_KEY_ID is set") }, "\(result.output)")
         #expect(lines.first == expected[0], "\(result.output)")
         #expect(lines.last == "siwa: check serve: \(lines.count - 1) problems", "\(result.output)")
         // Each setting once, however many readers refused it.
@@ -50,7 +50,7 @@ struct CheckCommandTests {
         // The URL as the units give it: a credential.
         _ = try SecretFilesTests.write(database.serveURL + "\n", to: directory, "SIWA_DATABASE_URL")
         let serve = try await runSIWA(["check", "serve"], environment: [
-            "CREDENTIALS_DIRECTORY": directory.path, "SIWA_APPLE_CLIENT_IDS": ServerHarness.clientID,
+            "CREDENTIALS_DIRECTORY": directory.path, "SIWA_APPLE_TEAM_ID": TestEnvironment.team, "SIWA_APPLE_CLIENT_IDS": ServerHarness.clientID,
         ])
         #expect(serve.status == 0, "\(serve.output)")
         #expect(serve.output.contains("ok: schema: up to date"), "\(serve.output)")
@@ -76,7 +76,7 @@ struct CheckCommandTests {
         }
 
         let check = try await runSIWA(["check", "serve"], environment: [
-            "SIWA_DATABASE_URL": url, "SIWA_APPLE_CLIENT_IDS": ServerHarness.clientID,
+            "SIWA_DATABASE_URL": url, "SIWA_APPLE_TEAM_ID": TestEnvironment.team, "SIWA_APPLE_CLIENT_IDS": ServerHarness.clientID,
         ])
         #expect(check.status == 0, "\(check.output)")
         #expect(check.output.contains("siwa: warning: SIWA_DATABASE_URL: postgres://siwa_serve@127.0.0.1:\(port)/siwa: cannot connect to 127.0.0.1:\(port): connection refused"),
@@ -122,7 +122,7 @@ struct CheckCommandTests {
     /// carries its syslog priority, so `journalctl -p warning` shows it.
     @Test func aFatalConfigurationErrorCarriesItsJournalPriority() async throws {
         let siwa = try SIWAProcess(environment: ["SIWA_DATABASE_URL": "postgres://u:p@127.0.0.1:1/x?sslmode=disable",
-                                                 "SIWA_APPLE_CLIENT_IDS": ServerHarness.clientID,
+                                                 "SIWA_APPLE_TEAM_ID": TestEnvironment.team, "SIWA_APPLE_CLIENT_IDS": ServerHarness.clientID,
                                                  "SIWA_HTTP_PROT": "1", "SIWA_HTTP_PORT": "99999"],
                                    journal: true)
         let status = await siwa.child.wait()

@@ -232,7 +232,7 @@ struct ConsentPolicyTests {
 
     @Test func aMisspelledPolicyStopsStartUpWithOneLine() async throws {
         let result = try await runSIWA(["serve"], environment: [
-            "SIWA_DATABASE_URL": "postgres://u@127.0.0.1:9/x", "SIWA_APPLE_CLIENT_IDS": "app", "SIWA_ON_CONSENT_REVOKED": "delete",
+            "SIWA_DATABASE_URL": "postgres://u@127.0.0.1:9/x", "SIWA_APPLE_TEAM_ID": TestEnvironment.team, "SIWA_APPLE_CLIENT_IDS": "app", "SIWA_ON_CONSENT_REVOKED": "delete",
         ])
         #expect(result.status == 2)
         #expect(result.output == "siwa: SIWA_ON_CONSENT_REVOKED: expected one of purge, sign_out, got 'delete'\n", "\(result.output)")

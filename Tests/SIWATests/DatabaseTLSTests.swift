@@ -95,7 +95,7 @@ struct DatabaseTLSTests {
         let url = "postgres://siwa@127.0.0.1:5432/siwa?sslmode=verify-full&sslrootcert=/nonexistent/siwa-ca.pem"
         let expected = "sslrootcert=/nonexistent/siwa-ca.pem: cannot read the CA file (no such file)"
         let cases: [([String], [String: String], String)] = [
-            (["serve"], ["SIWA_DATABASE_URL": url, "SIWA_APPLE_CLIENT_IDS": "app"], "siwa: SIWA_DATABASE_URL: \(expected)"),
+            (["serve"], ["SIWA_DATABASE_URL": url, "SIWA_APPLE_TEAM_ID": TestEnvironment.team, "SIWA_APPLE_CLIENT_IDS": "app"], "siwa: SIWA_DATABASE_URL: \(expected)"),
             (["worker"], ["SIWA_DATABASE_URL": url], "siwa: SIWA_DATABASE_URL: \(expected)"),
             (["migrate"], ["SIWA_MIGRATE_DATABASE_URL": url, "SIWA_DATABASE_URL": "postgres://siwa_app@127.0.0.1/siwa"],
              "siwa: SIWA_MIGRATE_DATABASE_URL: \(expected)"),
@@ -123,7 +123,7 @@ struct DatabaseTLSTests {
         // siwa serve and siwa worker say so in one line and stop (exit 2: a setting to fix).
         for command in ["serve", "worker"] {
             let result = try await runSIWA([command], environment: [
-                "SIWA_DATABASE_URL": "\(database.serveURL)?sslmode=require", "SIWA_APPLE_CLIENT_IDS": "app", "SIWA_HTTP_PORT": "0",
+                "SIWA_DATABASE_URL": "\(database.serveURL)?sslmode=require", "SIWA_APPLE_TEAM_ID": TestEnvironment.team, "SIWA_APPLE_CLIENT_IDS": "app", "SIWA_HTTP_PORT": "0",
             ])
             #expect(result.status == 2, "\(command): \(result.output)")
             #expect(result.output == "siwa: SIWA_DATABASE_URL: postgres://\(TestDatabase.serveRole)@127.0.0.1:\(database.configuration.port)/"
@@ -132,7 +132,7 @@ struct DatabaseTLSTests {
         }
         // And with prefer (the default) siwa serve runs, without TLS.
         let serve = try SIWAProcess(port: try freePort(), environment: [
-            "SIWA_DATABASE_URL": database.serveURL, "SIWA_APPLE_CLIENT_IDS": "app", "SIWA_APPLE_JWKS_URL": "http://127.0.0.1:9/keys",
+            "SIWA_DATABASE_URL": database.serveURL, "SIWA_APPLE_TEAM_ID": TestEnvironment.team, "SIWA_APPLE_CLIENT_IDS": "app", "SIWA_APPLE_JWKS_URL": "http://127.0.0.1:9/keys",
         ])
         try await serve.waitForLog("Database")
         #expect(serve.log.contains("sslmode=prefer: TLS if the server offers it"), "\(serve.log)")

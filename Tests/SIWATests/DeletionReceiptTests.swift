@@ -78,7 +78,8 @@ struct DeletionReceiptTests {
         #expect(String(decoding: header, as: UTF8.self) == #"{"alg":"ES256","kid":"\#(kid)","typ":"siwa-deletion-receipt+jwt"}"#)
 
         // The claims, against what the database recorded.
-        #expect(Set(claims.keys) == ["iss", "sub", "jti", "iat", "purge"])
+        #expect(Set(claims.keys) == ["iss", "sub", "team", "client_id", "jti", "iat", "purge"])
+        #expect(claims["team"] as? String == TestEnvironment.team && claims["client_id"] as? String == ServerHarness.clientID)
         #expect(claims["jti"] as? String == (try await setup.database.strings("SELECT jti FROM siwa.deletion_receipts")).first)
         let iat = try #require((claims["iat"] as? NSNumber)?.doubleValue)
         #expect(iat >= started && iat <= Date().timeIntervalSince1970)
@@ -188,7 +189,7 @@ struct DeletionReceiptTests {
             #expect(receipt.purge.appleTokenRevocation == DeletionReceipt.Revocation(outcome: "none_stored", tokens: [], forgottenClientIDs: []))
         }
 
-        try await harness.database.execute("INSERT INTO siwa.jobs (kind, args) VALUES ('purge_user', '{\"apple_sub\": \"\(subs[0])\"}')")
+        try await harness.database.execute("INSERT INTO siwa.jobs (kind, args) VALUES ('purge_user', '{\"apple_sub\": \"\(subs[0])\", \"apple_team\": \"TEAM123456\"}')")
         #expect(try await harness.wait { try await harness.count(state: "completed") == subs.count + 1 }, "\(worker.log)")
         let both = try await ReceiptFixture.receipts(in: harness.database, sub: subs[0])
         let jobIDs = try both.map { try DeletionReceipt.verify($0, keys: keySet).receipt.purge.jobID }

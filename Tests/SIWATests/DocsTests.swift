@@ -175,7 +175,7 @@ struct DocsTests {
     static func routes() async throws -> Set<String> {
         let logger = Logger(label: "siwa.docs-test", factory: { _ in SwiftLogNoOpLogHandler() })
         let settings = try ServerSettings(environment: SettingsReader([
-            "SIWA_DATABASE_URL": "postgres://siwa_serve@127.0.0.1:1/siwa", "SIWA_APPLE_CLIENT_IDS": "com.example.app",
+            "SIWA_DATABASE_URL": "postgres://siwa_serve@127.0.0.1:1/siwa", "SIWA_APPLE_TEAM_ID": TestEnvironment.team, "SIWA_APPLE_CLIENT_IDS": "com.example.app",
         ]))
         // Clients that are never run: nothing connects.
         let client = PostgresClient(configuration: try settings.database.configuration().postgresClientConfiguration,
@@ -185,7 +185,7 @@ struct DocsTests {
         let keys = AppleKeySet(source: StaticJWKS(data: Data(#"{"keys":[]}"#.utf8)), logger: logger)
         let policy = VerificationPolicy(audiences: ["com.example.app"])
         let receiver = NotificationReceiver(
-            verifier: NotificationVerifier(keys: keys, policy: policy), router: settings.events,
+            verifier: NotificationVerifier(keys: keys, policy: policy), router: settings.events, clients: settings.clients,
             inbox: InboxWriter(client: client, logger: logger), rejections: RejectionWriter(client: client, logger: logger),
             metrics: metrics, logger: logger)
         var dependencies = ServerDependencies(receiver: receiver, keys: keys, queries: AccountQueries(client: client),
@@ -197,7 +197,7 @@ struct DocsTests {
             apple: AppleAuthClient(httpClient: HTTPClient.shared, secrets: try ClientSecretProvider(key: appleKey)),
             keyRing: try TokenKeyRing(keys: [(id: "k1", bytes: Data(repeating: 7, count: 32))]),
             store: SignInStore(client: client, validationPeriodHours: 24, logger: logger),
-            directory: directory, logger: logger, metrics: metrics)
+            directory: directory, clients: settings.clients, logger: logger, metrics: metrics)
         dependencies.signIn = SignInDependencies(service: signIn, directory: directory,
                                                  apiKeys: APIKeyVerifier(client: client, logger: logger))
         let admin = try #require(settings.admin)

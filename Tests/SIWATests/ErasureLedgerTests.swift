@@ -47,7 +47,7 @@ struct ErasureLedgerTests {
         // After the backup: a and b delete their accounts, c is purged by hand.
         var jobs = [try #require(try await setup.delete(a).json["job_id"] as? Int), try #require(try await setup.delete(b).json["job_id"] as? Int)]
         jobs.append(try await database.scalar("""
-            INSERT INTO siwa.jobs (kind, args) VALUES ('purge_user', jsonb_build_object('apple_sub', '\(c)')) RETURNING id
+            INSERT INTO siwa.jobs (kind, args) VALUES ('purge_user', jsonb_build_object('apple_sub', '\(c)', 'apple_team', 'TEAM123456')) RETURNING id
             """))
         worker = try setup.worker.startWorker()
         for job in jobs { #expect(try await setup.worker.wait { try await setup.jobState(job) == ["completed"] }, "\(worker.log)") }
@@ -146,22 +146,24 @@ struct ErasureLedgerTests {
         let key = P256.Signing.PrivateKey()
         let signer = ErasureLedgerSigner(key: key)
         let keys = ES256KeySet([key.publicKey])
-        let record = ErasureRecord(sub: "001.line.0001", jobID: 42, completedAt: Date(timeIntervalSince1970: 1_767_225_600.5),
+        let record = ErasureRecord(sub: "001.line.0001", team: "TEAM123456", jobID: 42, completedAt: Date(timeIntervalSince1970: 1_767_225_600.5),
                                    receiptID: "0b7c1f2e-0000-4000-8000-000000000001")
         let line = try ErasureLedgerLine.encode(record, signer: signer)
-        #expect(line.hasPrefix(#"{"completed_at":"2026-01-01T00:00:00.500Z","job_id":42,"receipt_id":"0b7c1f2e-0000-4000-8000-000000000001","sub":"001.line.0001","v":1,"jws":""#))
+        #expect(line.hasPrefix(#"{"completed_at":"2026-01-01T00:00:00.500Z","job_id":42,"receipt_id":"0b7c1f2e-0000-4000-8000-000000000001","sub":"001.line.0001","team":"TEAM123456","v":2,"jws":""#))
         #expect(line.hasSuffix("\"}\n") && line.filter { $0 == "\n" }.count == 1)
         let text = line.dropLast()
         let entry = try ErasureLedgerLine.verify(text, keys: keys)
-        #expect(entry.sub == record.sub && entry.jobID == 42 && entry.receiptID == record.receiptID && entry.keyID == signer.keyID)
+        #expect(entry.sub == record.sub && entry.team == "TEAM123456" && entry.jobID == 42 && entry.receiptID == record.receiptID
+                && entry.keyID == signer.keyID)
 
-        let other = try ErasureLedgerLine.encode(ErasureRecord(sub: "001.line.0002", jobID: 43, completedAt: Date(), receiptID: nil),
+        let other = try ErasureLedgerLine.encode(ErasureRecord(sub: "001.line.0002", team: "TEAM123456", jobID: 43, completedAt: Date(), receiptID: nil),
                                                  signer: signer).dropLast()
         let otherSignature = try #require(other.split(separator: ",").last)
         for changed in [
             text.replacingOccurrences(of: "001.line.0001", with: "001.line.0009"),
             text.replacingOccurrences(of: #""job_id":42"#, with: #""job_id":41"#),
             text.replacingOccurrences(of: "00.500Z", with: "00.501Z"),
+            text.replacingOccurrences(of: "TEAM123456", with: "TEAM123457"),
             text.replacingOccurrences(of: "000000000001\",\"sub", with: "000000000002\",\"sub"),
             String(text.split(separator: ",").dropLast().joined(separator: ",")) + "," + otherSignature,
         ] {
@@ -178,6 +180,15 @@ struct ErasureLedgerTests {
         let unsigned = try ErasureLedgerLine.encode(record, signer: nil)
         #expect(!unsigned.contains("jws"))
         #expect(try ErasureLedgerLine.verify(unsigned.dropLast(), keys: keys).keyID == nil)
+
+        // A line written before siwa knew of teams (version 1) names none;
+        // a version 2 line must.
+        let old = #"{"completed_at":"2026-01-01T00:00:00.500Z","job_id":7,"receipt_id":null,"sub":"001.old","v":1}"#
+        let oldEntry = try ErasureLedgerLine.verify(old[...], keys: keys)
+        #expect(oldEntry.sub == "001.old" && oldEntry.team == nil && oldEntry.keyID == nil)
+        #expect(throws: ErasureLineFailure("a version 2 line names its team")) {
+            try ErasureLedgerLine.verify(old.replacingOccurrences(of: #""v":1"#, with: #""v":2"#)[...], keys: keys)
+        }
     }
 
     /// The ledger line is written in the transaction that completes the
@@ -186,8 +197,8 @@ struct ErasureLedgerTests {
     @Test func noErasureCommitsWithoutItsLedgerLine() async throws {
         let database = try await TestDatabase.create()
         try await database.execute("""
-            INSERT INTO siwa.users (apple_sub, email) VALUES ('001.durable.0001', 'x@privaterelay.appleid.com');
-            INSERT INTO siwa.jobs (kind, args) VALUES ('purge_user', '{"apple_sub": "001.durable.0001"}');
+            INSERT INTO siwa.users (apple_sub, email, apple_team) VALUES ('001.durable.0001', 'x@privaterelay.appleid.com', 'TEAM123456');
+            INSERT INTO siwa.jobs (kind, args) VALUES ('purge_user', '{"apple_sub": "001.durable.0001", "apple_team": "TEAM123456"}');
             """)
         try await database.withClient { client in
             let failing = PurgeQueue(jobs: JobQueue(client: client, worker: "test", logger: TestEnvironment.logger,
@@ -278,7 +289,7 @@ struct ErasureLedgerTests {
 
     static func unsignedLedgerFile() throws -> String {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("siwa-unsigned-\(UUID().uuidString).jsonl").path
-        let line = try ErasureLedgerLine.encode(ErasureRecord(sub: "001.nobody.0001", jobID: 1, completedAt: Date(), receiptID: nil), signer: nil)
+        let line = try ErasureLedgerLine.encode(ErasureRecord(sub: "001.nobody.0001", team: TestEnvironment.team, jobID: 1, completedAt: Date(), receiptID: nil), signer: nil)
         try Data(line.utf8).write(to: URL(fileURLWithPath: path))
         return path
     }

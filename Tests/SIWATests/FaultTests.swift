@@ -52,7 +52,7 @@ struct FaultTests {
         let port = try freePort()
         let environment = [
             "SIWA_DATABASE_URL": database.serveURL,
-            "SIWA_APPLE_CLIENT_IDS": ServerHarness.clientID,
+            "SIWA_APPLE_TEAM_ID": TestEnvironment.team, "SIWA_APPLE_CLIENT_IDS": ServerHarness.clientID,
             "SIWA_APPLE_JWKS_URL": appleServer.baseURL + "/auth/keys",
             "SIWA_LOG_LEVEL": "warning",
         ]

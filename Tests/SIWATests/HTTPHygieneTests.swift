@@ -23,7 +23,7 @@ struct HTTPHygieneTests {
         let appleServer = try await TestPorts.serve { try await apple.start(port: $0) }
         let database = try await TestDatabase.create()
         let siwa = try await SIWAProcess.serve(environment: [
-            "SIWA_DATABASE_URL": database.serveURL, "SIWA_APPLE_CLIENT_IDS": ServerHarness.clientID,
+            "SIWA_DATABASE_URL": database.serveURL, "SIWA_APPLE_TEAM_ID": TestEnvironment.team, "SIWA_APPLE_CLIENT_IDS": ServerHarness.clientID,
             "SIWA_APPLE_JWKS_URL": appleServer.baseURL + "/auth/keys", "SIWA_HTTP_IDLE_TIMEOUT_SECONDS": "0.5",
         ])
         try atTestEnd { await siwa.kill9(); await appleServer.stop() }
@@ -71,7 +71,7 @@ struct HTTPHygieneTests {
     /// SIWA_HTTP_IDLE_TIMEOUT_SECONDS: 60 by default; a bad value stops
     /// start-up with an error naming it.
     @Test func theIdleTimeoutSetting() throws {
-        let base = ["SIWA_DATABASE_URL": "postgres://siwa:x@127.0.0.1:5432/siwa", "SIWA_APPLE_CLIENT_IDS": "com.example.app"]
+        let base = ["SIWA_DATABASE_URL": "postgres://siwa:x@127.0.0.1:5432/siwa", "SIWA_APPLE_TEAM_ID": TestEnvironment.team, "SIWA_APPLE_CLIENT_IDS": "com.example.app"]
         #expect(try ServerSettings(environment: SettingsReader(base)).http.idleTimeout == .seconds(60))
         #expect(try ServerSettings(environment: SettingsReader(base.merging(["SIWA_HTTP_IDLE_TIMEOUT_SECONDS": "2.5"]) { $1 }))
             .http.idleTimeout == .milliseconds(2500))

@@ -7,8 +7,9 @@ import Testing
 /// batch may hold several events for one user and the same `jti` twice.
 @Suite("Inbox batches", .testDatabases)
 struct InboxBatchTests {
-    static func entry(_ jti: String, sub: String, at eventTime: Int64, _ effect: UserEffect, type: String = "email-enabled") -> InboxEntry {
-        InboxEntry(jti: jti, eventType: type, appleSub: sub, eventTime: eventTime, audience: "com.example.siwa.tests",
+    static func entry(_ jti: String, sub: String, at eventTime: Int64, _ effect: UserEffect, type: String = "email-enabled",
+                      team: String = TestEnvironment.team) -> InboxEntry {
+        InboxEntry(jti: jti, eventType: type, appleSub: sub, appleTeam: team, eventTime: eventTime, audience: "com.example.siwa.tests",
                    issuedAt: Date(), claimsJSON: #"{"jti":"\#(jti)"}"#, effect: effect)
     }
 

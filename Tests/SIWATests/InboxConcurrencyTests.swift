@@ -16,7 +16,7 @@ struct InboxConcurrencyTests {
         try atTestEnd { await siwa.stop() }
         let db = siwa.database
         let sub = "race.\(UUID().uuidString)"
-        try await db.execute("INSERT INTO siwa.users (apple_sub, email) VALUES ('\(sub)', 'before@privaterelay.appleid.com')")
+        try await db.execute("INSERT INTO siwa.users (apple_sub, email, apple_team) VALUES ('\(sub)', 'before@privaterelay.appleid.com', 'TEAM123456')")
 
         // The deletion's transaction (the worker's erase, as its role) holds the user row...
         let post = try await OpenConnection.with(db.workerConfiguration) { deletion in
@@ -46,7 +46,7 @@ struct InboxConcurrencyTests {
     /// hold the jti A needs while waiting for the user A holds (a deadlock).
     @Test func aRedeliveryBetweenTwoRoundsDoesNotDeadlock() async throws {
         let database = try await TestDatabase.create()
-        try await database.execute("INSERT INTO siwa.users (apple_sub) VALUES ('shared')")
+        try await database.execute("INSERT INTO siwa.users (apple_sub, apple_team) VALUES ('shared', 'TEAM123456')")
         let effect = UserEffect(emailForwardingEnabled: true)
         let first = InboxBatchTests.entry("j-first", sub: "shared", at: 1, effect)
         let second = InboxBatchTests.entry("j-second", sub: "shared", at: 2, effect)

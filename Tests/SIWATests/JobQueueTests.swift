@@ -25,7 +25,7 @@ struct JobQueueTests {
 
     /// Inserts a job of `kind` per sub, made runnable `age` seconds ago.
     static func enqueue(_ database: TestDatabase, kind: String, _ jobs: [(sub: String, age: Int)]) async throws {
-        let rows = jobs.map { "('\(kind)', jsonb_build_object('apple_sub', '\($0.sub)'), now() - interval '\($0.age) seconds')" }
+        let rows = jobs.map { "('\(kind)', jsonb_build_object('apple_sub', '\($0.sub)', 'apple_team', 'TEAM123456'), now() - interval '\($0.age) seconds')" }
         try await database.execute("INSERT INTO siwa.jobs (kind, args, run_at) VALUES \(rows.joined(separator: ", "))")
     }
 
@@ -60,7 +60,7 @@ struct JobQueueTests {
             #expect(first.map(Self.sub) == ["k.p1", "k.a1"], "\(first.map(Self.sub))")
             #expect(first.map(\.kind) == ["purge_user", "app_event"])
             let args = try JSONValue(parsing: String(decoding: try #require(first.last).args, as: UTF8.self))
-            #expect(args == .object(["apple_sub": .string("k.a1")]))
+            #expect(args == .object(["apple_sub": .string("k.a1"), "apple_team": .string(TestEnvironment.team)]))
             #expect(try first[1].parameters(as: AppEventParameters.self) == AppEventParameters(appleSub: "k.a1", eventType: nil))
             let rest = try await queue.claim(limit: 10, kinds: ["purge_user", "app_event"], leaseSeconds: 60)
             #expect(rest.map(Self.sub) == ["k.p2"])

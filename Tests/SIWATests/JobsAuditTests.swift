@@ -14,7 +14,7 @@ struct JobsAuditTests {
         try await database.withClient { client in
             let rows = try await client.query(PostgresQuery(unsafeSQL: """
                 INSERT INTO siwa.jobs (kind, args, state, attempt, max_attempts, finalized_at)
-                VALUES ('purge_user', jsonb_build_object('apple_sub', '\(sub)'), 'discarded', 3, 3, now())
+                VALUES ('purge_user', jsonb_build_object('apple_sub', '\(sub)', 'apple_team', 'TEAM123456'), 'discarded', 3, 3, now())
                 RETURNING id
                 """), logger: TestEnvironment.logger)
             for try await id in rows.decode(Int64.self) { return id }
@@ -116,11 +116,11 @@ struct JobsAuditTests {
 
         let adminConfiguration = try DatabaseConfiguration(url: url)
         #expect(try await AdminFunctionsTests.sqlState(of: """
-            SELECT * FROM siwa.request_purge('actor.sub.3', 'alice')
+            SELECT * FROM siwa.request_purge('actor.sub.3', 'TEAM123456', 'alice')
             """, on: adminConfiguration) == nil)
         for statement in ["DELETE FROM siwa.jobs", "UPDATE siwa.users SET email = NULL", "SELECT count(*) FROM siwa.notifications",
                           "TRUNCATE siwa.jobs", "DELETE FROM siwa.audit_log",
-                          "INSERT INTO siwa.jobs (kind, args) VALUES ('purge_user', '{\"apple_sub\": \"actor.sub.3\"}')",
+                          "INSERT INTO siwa.jobs (kind, args) VALUES ('purge_user', '{\"apple_sub\": \"actor.sub.3\", \"apple_team\": \"TEAM123456\"}')",
                           "UPDATE siwa.jobs SET state = 'available'", "INSERT INTO siwa.audit_log (actor, action) VALUES ('admin', 'x')"] {
             #expect(try await LeastPrivilegeTests.sqlState(of: statement, on: adminConfiguration) == "42501", "admin: \(statement)")
         }

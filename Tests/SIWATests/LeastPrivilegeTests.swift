@@ -45,7 +45,7 @@ struct LeastPrivilegeTests {
     @Test func theRuntimeRoleCannotAlterTheAuditTrailOrTheSchema() async throws {
         let database = try await TestDatabase.create()
         try await database.execute("""
-            INSERT INTO siwa.audit_log (actor, action, apple_sub) VALUES ('test', 'test.row', 'sub.1');
+            INSERT INTO siwa.audit_log (actor, action, apple_sub, apple_team) VALUES ('test', 'test.row', 'sub.1', 'TEAM123456');
             INSERT INTO siwa.audit_chain (seq, prev_hash, row_hash) VALUES (1, decode(repeat('00', 32), 'hex'), decode(repeat('11', 32), 'hex'))
             """)
 
@@ -145,9 +145,9 @@ struct LeastPrivilegeTests {
     @Test func serveCannotWriteTheChainTheSealMarkReceiptsOrStepsDone() async throws {
         let database = try await TestDatabase.create()
         try await database.execute("""
-            INSERT INTO siwa.audit_log (actor, action, apple_sub) VALUES ('test', 'test.row', 'sub.1');
+            INSERT INTO siwa.audit_log (actor, action, apple_sub, apple_team) VALUES ('test', 'test.row', 'sub.1', 'TEAM123456');
             INSERT INTO siwa.audit_seal_mark (seq, xid) VALUES (0, pg_current_xact_id());
-            INSERT INTO siwa.jobs (kind, args) VALUES ('purge_user', '{"apple_sub": "sub.1"}');
+            INSERT INTO siwa.jobs (kind, args) VALUES ('purge_user', '{"apple_sub": "sub.1", "apple_team": "TEAM123456"}');
             """)
         let workerOnly = [
             "INSERT INTO siwa.audit_chain (seq, prev_hash, row_hash) VALUES (1, decode(repeat('00', 32), 'hex'), decode(repeat('11', 32), 'hex'))",
@@ -155,7 +155,7 @@ struct LeastPrivilegeTests {
             "INSERT INTO siwa.audit_seal_mark (seq, xid) VALUES (5, pg_current_xact_id()) ON CONFLICT (only_row) DO UPDATE SET seq = 5",
             "INSERT INTO siwa.deletion_receipts (job_id, apple_sub, jti, key_id, receipt) VALUES (1, 'sub.1', 'j1', 'k', 'a.b.c')",
             #"UPDATE siwa.jobs SET steps_done = '{"siwa": "2026-01-01T00:00:00Z"}'"#,
-            #"INSERT INTO siwa.jobs (kind, args, steps_done) VALUES ('purge_user', '{"apple_sub": "sub.2"}', '{"siwa": "x"}')"#,
+            #"INSERT INTO siwa.jobs (kind, args, steps_done) VALUES ('purge_user', '{"apple_sub": "sub.2", "apple_team": "TEAM123456"}', '{"siwa": "x"}')"#,
             "UPDATE siwa.jobs SET locked_by = 'serve', attempt = 99",
             // A pending purge turned into a sign-out, or put off for years.
             #"UPDATE siwa.jobs SET args = args || '{"scope": "tokens"}'"#,
@@ -171,9 +171,9 @@ struct LeastPrivilegeTests {
         }
         // What serve does still works: enqueue deliveries, enqueue or merge a purge (a function), read.
         for statement in [
-            #"INSERT INTO siwa.jobs (kind, args) VALUES ('app_event', '{"apple_sub": "sub.3"}')"#,
-            "SELECT * FROM siwa.enqueue_purge('sub.3', 'account-delete', 'j3', false, true)",
-            "SELECT * FROM siwa.enqueue_purge('sub.1', 'account-delete', 'j2', false, true)",
+            #"INSERT INTO siwa.jobs (kind, args) VALUES ('app_event', '{"apple_sub": "sub.3", "apple_team": "TEAM123456"}')"#,
+            "SELECT * FROM siwa.enqueue_purge('sub.3', 'TEAM123456', 'account-delete', 'j3', false, true)",
+            "SELECT * FROM siwa.enqueue_purge('sub.1', 'TEAM123456', 'account-delete', 'j2', false, true)",
             "SELECT count(*) FROM siwa.audit_chain", "SELECT count(*) FROM siwa.deletion_receipts", "SELECT steps_done FROM siwa.jobs",
         ] {
             #expect(try await Self.sqlState(of: statement, on: serve) == nil, "serve: \(statement)")
@@ -194,11 +194,11 @@ struct LeastPrivilegeTests {
     @Test func serveWritesOnlyItsOwnAuditActionsAndJobKinds() async throws {
         let database = try await TestDatabase.create()
         let refused = [
-            "INSERT INTO siwa.audit_log (actor, action, apple_sub, details) VALUES ('worker', 'job.completed', 'sub.1', '{\"job_id\": 1}')",
-            "INSERT INTO siwa.audit_log (actor, action, apple_sub, details) VALUES ('worker', 'token.invalid_grant', 'sub.1', '{\"signed_out\": true}')",
-            "INSERT INTO siwa.audit_log (actor, action, apple_sub) VALUES ('admin', 'purge.cancelled', 'sub.1')",
+            "INSERT INTO siwa.audit_log (actor, action, apple_sub, details, apple_team) VALUES ('worker', 'job.completed', 'sub.1', '{\"job_id\": 1}', 'TEAM123456')",
+            "INSERT INTO siwa.audit_log (actor, action, apple_sub, details, apple_team) VALUES ('worker', 'token.invalid_grant', 'sub.1', '{\"signed_out\": true}', 'TEAM123456')",
+            "INSERT INTO siwa.audit_log (actor, action, apple_sub, apple_team) VALUES ('admin', 'purge.cancelled', 'sub.1', 'TEAM123456')",
             "INSERT INTO siwa.audit_log (actor, action) VALUES ('admin', 'api_key.created')",
-            #"INSERT INTO siwa.jobs (kind, args) VALUES ('purge_user', '{"apple_sub": "sub.1"}')"#,
+            #"INSERT INTO siwa.jobs (kind, args) VALUES ('purge_user', '{"apple_sub": "sub.1", "apple_team": "TEAM123456"}')"#,
             #"INSERT INTO siwa.jobs (kind, args) VALUES ('validate_tokens', '{}')"#,
         ]
         let serve = try database.serveConfiguration
@@ -207,7 +207,7 @@ struct LeastPrivilegeTests {
             #expect(try await Self.sqlState(of: statement, on: try database.workerConfiguration) == nil, "worker: \(statement)")
         }
         for action in ["notification.recorded", "user.signed_in", "user.account_restarted", "user.deletion_requested"] {
-            let statement = "INSERT INTO siwa.audit_log (actor, action, apple_sub) VALUES ('api', '\(action)', 'sub.1')"
+            let statement = "INSERT INTO siwa.audit_log (actor, action, apple_sub, apple_team) VALUES ('api', '\(action)', 'sub.1', 'TEAM123456')"
             #expect(try await Self.sqlState(of: statement, on: serve) == nil, "serve: \(statement)")
         }
         // Granted as the worker's role (or both), the same role loses the limit.
@@ -232,7 +232,7 @@ struct LeastPrivilegeTests {
             INSERT INTO siwa.api_keys (name, prefix, secret_sha256, created_by) VALUES ('sneaky', 'siwa_sneaky', decode(repeat('00', 32), 'hex'), 'worker')
             """,
             "SELECT secret_sha256 FROM siwa.api_keys",
-            "INSERT INTO siwa.users (apple_sub) VALUES ('made.up')",
+            "INSERT INTO siwa.users (apple_sub, apple_team) VALUES ('made.up', 'TEAM123456')",
             "INSERT INTO siwa.rejected_notifications (received_at, reason, body_sha256, body_bytes) VALUES (now(), 'forged', '', 0)",
         ]
         let worker = try database.workerConfiguration
@@ -314,7 +314,7 @@ struct LeastPrivilegeTests {
     /// start; on their own roles they do not.
     @Test func serveAndWorkerWarnWhenTheyShareARole() async throws {
         let database = try await TestDatabase.create()
-        let base = ["SIWA_APPLE_CLIENT_IDS": "app", "SIWA_APPLE_JWKS_URL": "http://127.0.0.1:9/auth/keys"]
+        let base = ["SIWA_APPLE_TEAM_ID": TestEnvironment.team, "SIWA_APPLE_CLIENT_IDS": "app", "SIWA_APPLE_JWKS_URL": "http://127.0.0.1:9/auth/keys"]
         let warning = "run with a shared database role"
         for (url, shared) in [(database.url, true), (database.serveURL, false)] {
             let serve = try SIWAProcess(port: try freePort(), environment: base.merging(["SIWA_DATABASE_URL": url]) { $1 })

@@ -23,9 +23,9 @@ struct MaintenanceLeaderTests {
     /// A running job whose worker died: its lease ran out ten seconds ago.
     static func insertExpiredJob(_ harness: WorkerHarness, sub: String) async throws {
         try await harness.database.execute("""
-            INSERT INTO siwa.users (apple_sub, email) VALUES ('\(sub)', '\(sub)@privaterelay.appleid.com');
+            INSERT INTO siwa.users (apple_sub, email, apple_team) VALUES ('\(sub)', '\(sub)@privaterelay.appleid.com', 'TEAM123456');
             INSERT INTO siwa.jobs (kind, args, state, attempt, attempted_at, locked_by, locked_until)
-                VALUES ('purge_user', jsonb_build_object('apple_sub', '\(sub)'), 'running', 1, now() - interval '1 minute',
+                VALUES ('purge_user', jsonb_build_object('apple_sub', '\(sub)', 'apple_team', 'TEAM123456'), 'running', 1, now() - interval '1 minute',
                         'dead-worker', now() - interval '10 seconds');
             """)
     }

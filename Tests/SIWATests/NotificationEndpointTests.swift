@@ -150,7 +150,7 @@ struct NotificationEndpointTests {
         #expect(metrics.contains(#"siwa_notifications_total{outcome="rejected",type="none"} 1"#))
         #expect(metrics.contains("siwa_notification_request_duration_seconds_bucket"))
         // The purge queue, read at scrape time.
-        try await siwa.database.execute("INSERT INTO siwa.jobs (kind, args) VALUES ('purge_user', '{\"apple_sub\": \"m1\"}')")
+        try await siwa.database.execute("INSERT INTO siwa.jobs (kind, args) VALUES ('purge_user', '{\"apple_sub\": \"m1\", \"apple_team\": \"TEAM123456\"}')")
         let queue = try await siwa.get("/metrics").text
         #expect(queue.contains(#"siwa_jobs{kind="purge_user",state="available"} 1"#), "\(queue)")
         #expect(queue.contains(#"siwa_jobs{kind="purge_user",state="discarded"} 0"#))

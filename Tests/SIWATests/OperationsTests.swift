@@ -6,12 +6,12 @@ import Testing
 @Suite("Operations", .testDatabases, .timeLimit(.minutes(10)))
 struct OperationsTests {
     @Test(arguments: [
-        (["SIWA_APPLE_CLIENT_IDS": "app"], "SIWA_DATABASE_URL"),
+        (["SIWA_APPLE_TEAM_ID": TestEnvironment.team, "SIWA_APPLE_CLIENT_IDS": "app"], "SIWA_DATABASE_URL"),
         (["SIWA_DATABASE_URL": "postgres://siwa@127.0.0.1/siwa"], "SIWA_APPLE_CLIENT_IDS"),
-        (["SIWA_DATABASE_URL": "mysql://x@y/z", "SIWA_APPLE_CLIENT_IDS": "app"], "SIWA_DATABASE_URL"),
-        (["SIWA_DATABASE_URL": "postgres://siwa@127.0.0.1/siwa", "SIWA_APPLE_CLIENT_IDS": "app", "SIWA_HTTP_PORT": "eighty"], "SIWA_HTTP_PORT"),
-        (["SIWA_DATABASE_URL": "postgres://siwa@127.0.0.1/siwa", "SIWA_APPLE_CLIENT_IDS": "app", "SIWA_LOG_FORMAT": "xml"], "SIWA_LOG_FORMAT"),
-        (["SIWA_DATABASE_URL": "postgres://siwa@127.0.0.1/siwa", "SIWA_APPLE_CLIENT_IDS": "app", "SIWA_APPLE_JWKS_URL": "ftp://x"], "SIWA_APPLE_JWKS_URL"),
+        (["SIWA_DATABASE_URL": "mysql://x@y/z", "SIWA_APPLE_TEAM_ID": TestEnvironment.team, "SIWA_APPLE_CLIENT_IDS": "app"], "SIWA_DATABASE_URL"),
+        (["SIWA_DATABASE_URL": "postgres://siwa@127.0.0.1/siwa", "SIWA_APPLE_TEAM_ID": TestEnvironment.team, "SIWA_APPLE_CLIENT_IDS": "app", "SIWA_HTTP_PORT": "eighty"], "SIWA_HTTP_PORT"),
+        (["SIWA_DATABASE_URL": "postgres://siwa@127.0.0.1/siwa", "SIWA_APPLE_TEAM_ID": TestEnvironment.team, "SIWA_APPLE_CLIENT_IDS": "app", "SIWA_LOG_FORMAT": "xml"], "SIWA_LOG_FORMAT"),
+        (["SIWA_DATABASE_URL": "postgres://siwa@127.0.0.1/siwa", "SIWA_APPLE_TEAM_ID": TestEnvironment.team, "SIWA_APPLE_CLIENT_IDS": "app", "SIWA_APPLE_JWKS_URL": "ftp://x"], "SIWA_APPLE_JWKS_URL"),
     ])
     func badSettingsStopStartUpWithOneLineNamingThem(_ environment: [String: String], _ name: String) async throws {
         var env = environment
@@ -86,7 +86,7 @@ struct OperationsTests {
         let appleServer = try await TestPorts.serve { try await apple.start(port: $0) }
         do {
             let siwa = try await SIWAProcess.serve(environment: [
-                "SIWA_DATABASE_URL": database.serveURL, "SIWA_APPLE_CLIENT_IDS": ServerHarness.clientID,
+                "SIWA_DATABASE_URL": database.serveURL, "SIWA_APPLE_TEAM_ID": TestEnvironment.team, "SIWA_APPLE_CLIENT_IDS": ServerHarness.clientID,
                 "SIWA_APPLE_JWKS_URL": appleServer.baseURL + "/auth/keys", "SIWA_LOG_LEVEL": level, "SIWA_LOG_FORMAT": "json",
             ])
             return (siwa, apple, appleServer)

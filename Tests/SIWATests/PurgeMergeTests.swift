@@ -17,7 +17,7 @@ struct PurgeMergeTests {
         let tokensOnly: Bool
         var renotify = true
         var extra = "{}"
-        /// The job's args afterwards, its `apple_sub` aside; a moment
+        /// The job's args afterwards, its `apple_sub` and `apple_team` aside; a moment
         /// siwa took (`tokens_before`) reads "now".
         let expected: String
     }
@@ -92,31 +92,32 @@ struct PurgeMergeTests {
         for (index, rule) in Self.cases.enumerated() {
             let sub = "merge.\(index)"
             try await db.execute("""
-                INSERT INTO siwa.users (apple_sub) VALUES ('\(sub)');
+                INSERT INTO siwa.users (apple_sub, apple_team) VALUES ('\(sub)', 'TEAM123456');
                 INSERT INTO siwa.apple_tokens (user_id, client_id, key_id, refresh_token, validate_after)
                 SELECT id, 'app', 'k1', '\\x01', now() FROM siwa.users WHERE apple_sub = '\(sub)';
                 """)
             if let pending = rule.pending {
                 try await db.execute("""
                     INSERT INTO siwa.jobs (kind, args, state, steps_done)
-                    VALUES ('purge_user', '\(pending.args)'::jsonb || '{"apple_sub": "\(sub)"}', '\(pending.state)', '\(pending.steps)')
+                    VALUES ('purge_user', '\(pending.args)'::jsonb || '{"apple_sub": "\(sub)", "apple_team": "TEAM123456"}',
+                            '\(pending.state)', '\(pending.steps)')
                     """)
             }
             let jti = rule.jti.map { "'\($0)'" } ?? "NULL"
             try await OpenConnection.with(db.serveConfiguration) { connection in
                 try await connection.run("""
-                    SELECT * FROM siwa.enqueue_purge('\(sub)', '\(rule.event)', \(jti), \(rule.tokensOnly), \(rule.renotify), '\(rule.extra)')
+                    SELECT * FROM siwa.enqueue_purge('\(sub)', 'TEAM123456', '\(rule.event)', \(jti), \(rule.tokensOnly), \(rule.renotify), '\(rule.extra)')
                     """)
             }
             // The moments siwa takes are written with a UTC offset; the cases' own with Z.
             let found = try await db.strings("""
-                SELECT regexp_replace((args - 'apple_sub')::text, '"[0-9-]{10}T[0-9:.]+[+-][0-9:]{5}"', '"now"', 'g')
+                SELECT regexp_replace((args - 'apple_sub' - 'apple_team')::text, '"[0-9-]{10}T[0-9:.]+[+-][0-9:]{5}"', '"now"', 'g')
                 FROM siwa.jobs WHERE args->>'apple_sub' = '\(sub)'
                 """)
             let matches = try await db.strings("""
-                SELECT (regexp_replace((args - 'apple_sub')::text, '"[0-9-]{10}T[0-9:.]+[+-][0-9:]{5}"', '"now"', 'g')::jsonb
+                SELECT (regexp_replace((args - 'apple_sub' - 'apple_team')::text, '"[0-9-]{10}T[0-9:.]+[+-][0-9:]{5}"', '"now"', 'g')::jsonb
                         = '\(rule.expected)'::jsonb)::text
-                FROM siwa.jobs WHERE args->>'apple_sub' = '\(sub)'
+                FROM siwa.jobs WHERE args->>'apple_sub' = '\(sub)' AND args->>'apple_team' = 'TEAM123456'
                 """)
             #expect(matches == ["true"], "\(rule.name): \(found)")
         }
@@ -125,9 +126,9 @@ struct PurgeMergeTests {
     /// A sign-out for a user who holds no token enqueues nothing.
     @Test func aSignOutWithoutATokenEnqueuesNothing() async throws {
         let db = try await TestDatabase.create()
-        try await db.execute("INSERT INTO siwa.users (apple_sub) VALUES ('tokenless')")
+        try await db.execute("INSERT INTO siwa.users (apple_sub, apple_team) VALUES ('tokenless', 'TEAM123456')")
         try await OpenConnection.with(db.serveConfiguration) { connection in
-            try await connection.run("SELECT * FROM siwa.enqueue_purge('tokenless', 'consent-revoked', 'n1', true, true)")
+            try await connection.run("SELECT * FROM siwa.enqueue_purge('tokenless', 'TEAM123456', 'consent-revoked', 'n1', true, true)")
         }
         #expect(try await db.scalar("SELECT count(*) FROM siwa.jobs") == 0)
     }

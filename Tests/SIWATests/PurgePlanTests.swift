@@ -23,13 +23,13 @@ struct PurgePlanTests {
                 .parameters(as: PurgeParameters.self)
         }
         let full = try parameters("""
-            {"apple_sub": "001.a", "event_type": "consent-revoked", "jti": "n1", "purge_after": "2999-01-01T00:00:00.000000Z",
+            {"apple_sub": "001.a", "apple_team": "TEAM123456", "event_type": "consent-revoked", "jti": "n1", "purge_after": "2999-01-01T00:00:00.000000Z",
              "tokens_before": "2026-01-01T00:00:00Z"}
             """)
-        #expect(full == PurgeParameters(appleSub: "001.a", eventType: "consent-revoked", purgeAfter: "2999-01-01T00:00:00.000000Z"))
+        #expect(full == PurgeParameters(appleSub: "001.a", appleTeam: "TEAM123456", eventType: "consent-revoked", purgeAfter: "2999-01-01T00:00:00.000000Z"))
         #expect(!full.tokensOnly)
-        #expect(try parameters(#"{"apple_sub": "001.b", "scope": "tokens"}"#).tokensOnly)
-        #expect(try parameters(#"{"apple_sub": 7, "event_type": null}"#) == PurgeParameters(appleSub: nil))
+        #expect(try parameters(#"{"apple_sub": "001.b", "apple_team": "TEAM123456", "scope": "tokens"}"#).tokensOnly)
+        #expect(try parameters(#"{"apple_sub": 7, "event_type": null}"#) == PurgeParameters(appleSub: nil, appleTeam: nil))
         #expect(throws: DecodingError.self) { try parameters(#"["not", "an", "object"]"#) }
     }
 
@@ -59,7 +59,7 @@ struct PurgePlanTests {
 
     /// Each bad plan is refused with a message naming the step and the problem.
     @Test(arguments: [
-        (#"{"steps": [{"name": "a", "sql": ["DELETE FROM t WHERE x = $3"]}]}"#, "step 'a': statement 1 uses $3"),
+        (#"{"steps": [{"name": "a", "sql": ["DELETE FROM t WHERE x = $4"]}]}"#, "step 'a': statement 1 uses $4"),
         (#"{"steps": [{"name": "a", "sql": ["DELETE FROM t; DELETE FROM u"]}]}"#, "step 'a': statement 1 holds more than one statement"),
         (#"{"steps": [{"name": "a", "sql": []}]}"#, "step 'a': \"sql\" must be a non-empty list"),
         (#"{"steps": [{"name": "a", "sql": ["  ;"]}]}"#, "step 'a': statement 1 is empty"),
@@ -138,7 +138,7 @@ struct PurgePlanTests {
         ("DO $body$BEGIN NULL; END$body$", "dollar-quoted block"),
         ("DELETE FROM t WHERE a = $q$x$q$ AND b = $1", "dollar-quoted block"),
         ("DO 'BEGIN DELETE FROM t; END'", "is a code block (DO)"),
-        ("DELETE FROM t WHERE a = $1 AND b = $3 -- $2", "uses $3"),
+        ("DELETE FROM t WHERE a = $1 AND b = $4 -- $2", "uses $4"),
     ])
     func unsafeStatementsAreRefused(statement: String, expected: String) throws {
         let json = try JSONSerialization.data(withJSONObject: ["steps": [["name": "wipe", "sql": ["SELECT 1", statement]]]])
@@ -152,17 +152,17 @@ struct PurgePlanTests {
         }
     }
 
-    /// What the refusals must not catch: `;` and `$3` inside quotes and
+    /// What the refusals must not catch: `;` and `$4` inside quotes and
     /// comments, nested comments, E'' escapes, `$` inside names, SET LOCAL.
     @Test(arguments: [
         ("DELETE FROM t WHERE note = 'a; DROP TABLE t; --' AND sub = $1", 1),
         ("DELETE FROM t WHERE a = $1 /* ; DROP TABLE t */", 1),
-        ("DELETE FROM t WHERE a = $1 -- trailing note; with $3", 1),
+        ("DELETE FROM t WHERE a = $1 -- trailing note; with $4", 1),
         ("DELETE FROM t WHERE a = $1 /* nested /* */ ; DROP TABLE t */", 1),
         ("DELETE FROM t WHERE a = $1 ;; ", 1),
         ("DELETE FROM \"odd;name\" WHERE \"x\"\"y\" = $2", 2),
-        (#"DELETE FROM t WHERE a = E'it\'s; $3' AND b = $1"#, 1),
-        ("UPDATE t SET price$3 = 0 WHERE sub = $1", 1),
+        (#"DELETE FROM t WHERE a = E'it\'s; $4' AND b = $1"#, 1),
+        ("UPDATE t SET price$4 = 0 WHERE sub = $1", 1),
         ("SET LOCAL lock_timeout = '5s'", 0),
         ("SELECT app.purge($1, $2::bigint)", 2),
         ("DELETE FROM t WHERE commit_note = 'BEGIN' AND sub = $1", 1),

@@ -85,7 +85,7 @@ struct ReceiptKeyTests {
         let keys = try await ReceiptFixture.make()
         defer { keys.remove() }
         let error = #expect(throws: SettingError.self) {
-            try ServerSettings(environment: SettingsReader(["SIWA_DATABASE_URL": "postgres://a@b/c", "SIWA_APPLE_CLIENT_IDS": "x",
+            try ServerSettings(environment: SettingsReader(["SIWA_DATABASE_URL": "postgres://a@b/c", "SIWA_APPLE_TEAM_ID": TestEnvironment.team, "SIWA_APPLE_CLIENT_IDS": "x",
                                                             "SIWA_RECEIPT_JWKS_FILE": keys.keyFile]))
         }
         #expect(error?.description == "SIWA_RECEIPT_JWKS_FILE: \(keys.keyFile): not a JSON key set ({\"keys\": [...]})")

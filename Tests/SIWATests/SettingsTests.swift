@@ -50,9 +50,10 @@ struct SettingsTests {
     }
 
     @Test func defaultsBoundsAndOneLineErrors() throws {
-        let base = ["SIWA_DATABASE_URL": "postgres://u@h/d", "SIWA_APPLE_CLIENT_IDS": "a, b,,"]
+        let base = ["SIWA_DATABASE_URL": "postgres://u@h/d", "SIWA_APPLE_CLIENT_IDS": "a, b,,", "SIWA_APPLE_TEAM_ID": "ABCDE12345"]
         let settings = try ServerSettings(environment: SettingsReader(base))
-        #expect(settings.http.port == 8080 && settings.inbox.lanes == 1 && settings.appleKeys.audiences == ["a", "b"])
+        #expect(settings.http.port == 8080 && settings.inbox.lanes == 1 && settings.clients.audiences == ["a", "b"]
+                && settings.clients.team(of: "b") == "ABCDE12345")
         #expect(settings.events.onConsentRevoked == .purge && settings.events.consentRevokedPurgeDelaySeconds == 30 * 86400
                 && settings.signInRequires == .code && settings.jobMaxRunSeconds == 900)
         #expect(try ServerSettings(environment: SettingsReader(base.merging(["SIWA_JOB_LEASE_SECONDS": "1200"]) { $1 }))
@@ -63,6 +64,10 @@ struct SettingsTests {
             ("SIWA_ON_CONSENT_REVOKED", "delete", "SIWA_ON_CONSENT_REVOKED: expected one of purge, sign_out, got 'delete'"),
             ("SIWA_APPLE_JWKS_URL", "ftp://x", "SIWA_APPLE_JWKS_URL: expected an http(s) URL, got 'ftp://x'"),
             ("SIWA_APPLE_CLIENT_IDS", " , ", "SIWA_APPLE_CLIENT_IDS: lists nothing"),
+            ("SIWA_APPLE_TEAM_ID", " ",
+             "SIWA_APPLE_TEAM_ID: is required: the team of SIWA_APPLE_CLIENT_IDS (siwa keys users by team and sub; several teams: SIWA_APPLE_CLIENTS_FILE)"),
+            ("SIWA_APPLE_CLIENTS_FILE", "/etc/siwa/clients.json",
+             "SIWA_APPLE_TEAM_ID: set it in SIWA_APPLE_CLIENTS_FILE instead: with the clients file set, SIWA_APPLE_TEAM_ID, SIWA_APPLE_CLIENT_IDS, SIWA_APPLE_WEB_CLIENT_IDS, SIWA_APPLE_KEY_ID, SIWA_APPLE_PRIVATE_KEY_FILE must be unset"),
         ]
         for (name, value, message) in cases {
             #expect(throws: (any Error).self) { try ServerSettings(environment: SettingsReader(base.merging([name: value]) { $1 })) }
@@ -141,7 +146,7 @@ struct SettingsTests {
     /// The admin listener: on by default, on loopback port 8081; `off`
     /// turns it off; anything else is one line naming the setting.
     @Test func theAdminListenerIsOnLoopbackByDefaultAndOffWithOff() throws {
-        let base = ["SIWA_DATABASE_URL": "postgres://u@h/d", "SIWA_APPLE_CLIENT_IDS": "a"]
+        let base = ["SIWA_DATABASE_URL": "postgres://u@h/d", "SIWA_APPLE_CLIENT_IDS": "a", "SIWA_APPLE_TEAM_ID": "ABCDE12345"]
         let admin = try #require(try ServerSettings(environment: SettingsReader(base)).admin)
         #expect(admin.host == "127.0.0.1" && admin.port == 8081 && admin.authFailuresPerMinute == 10)
         for off in ["off", "OFF", " off "] {
@@ -157,15 +162,15 @@ struct SettingsTests {
         }
     }
 
-    /// Sign-in is all four settings or none; a malformed one stops start-up
-    /// with one line naming it.
+    /// Sign-in is all three settings (with the team) or none; a malformed
+    /// one stops start-up with one line naming it.
     @Test func signInSettingsAreAllOrNone() throws {
-        let base = ["SIWA_DATABASE_URL": "postgres://u@h/d", "SIWA_APPLE_CLIENT_IDS": "a"]
+        let base = ["SIWA_DATABASE_URL": "postgres://u@h/d", "SIWA_APPLE_CLIENT_IDS": "a", "SIWA_APPLE_TEAM_ID": "ABCDE12345"]
         #expect(try ServerSettings(environment: SettingsReader(base)).signIn == nil)
-        let some = base.merging(["SIWA_APPLE_TEAM_ID": "ABCDE12345"]) { $1 }
+        let some = base.merging(["SIWA_APPLE_KEY_ID": "XYZ987WVU6"]) { $1 }
         #expect(throws: (any Error).self) { try ServerSettings(environment: SettingsReader(some)) }
         do { _ = try ServerSettings(environment: SettingsReader(some)) } catch {
-            #expect("\(error)".hasPrefix("SIWA_APPLE_KEY_ID: is required when SIWA_APPLE_TEAM_ID is set"), "\(error)")
+            #expect("\(error)".hasPrefix("SIWA_APPLE_PRIVATE_KEY_FILE: is required when SIWA_APPLE_KEY_ID is set"), "\(error)")
         }
         let all = base.merging(["SIWA_APPLE_TEAM_ID": "ABCDE12345", "SIWA_APPLE_KEY_ID": "XYZ987WVU6",
                                 "SIWA_APPLE_PRIVATE_KEY_FILE": "/k.p8", "SIWA_TOKEN_ENCRYPTION_KEYS_FILE": "/ring"]) { $1 }

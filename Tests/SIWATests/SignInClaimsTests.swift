@@ -22,7 +22,7 @@ struct SignInClaimsTests {
         let apple = try AppleSimulator()
         apple.serve(document: token.jwks)
         let server = try await ServerHarness.start(
-            settings: ["SIWA_SIGN_IN_REQUIRES": "token", "SIWA_APPLE_CLIENT_IDS": token.aud], signIn: fixture, simulator: apple,
+            settings: ["SIWA_SIGN_IN_REQUIRES": "token", "SIWA_APPLE_TEAM_ID": TestEnvironment.team, "SIWA_APPLE_CLIENT_IDS": token.aud], signIn: fixture, simulator: apple,
             adjust: { $0.identityTokenClock = { Date(timeIntervalSince1970: token.iat + 1) } })
         let setup = Setup(server: server, fixture: fixture, key: try await SignInFixture.apiKey(in: server.database))
         return (setup, token)

@@ -20,7 +20,7 @@ struct SignInLogTests {
         try atTestEnd { await appleServer.stop() }
         files.register(with: apple)
         let base: [String: String] = SignInFixture.settings(files, appleBaseURL: appleServer.baseURL).merging([
-            "SIWA_DATABASE_URL": database.serveURL, "SIWA_APPLE_CLIENT_IDS": ServerHarness.clientID,
+            "SIWA_DATABASE_URL": database.serveURL, "SIWA_APPLE_TEAM_ID": TestEnvironment.team, "SIWA_APPLE_CLIENT_IDS": ServerHarness.clientID,
             "SIWA_APPLE_JWKS_URL": appleServer.baseURL + "/auth/keys",
             "SIWA_LOG_LEVEL": "trace", "SIWA_LOG_FORMAT": "json",
         ]) { $1 }

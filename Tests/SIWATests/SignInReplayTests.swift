@@ -20,9 +20,9 @@ struct SignInReplayTests {
             try await SignInStoreTests.running(store) {
                 let recent = try await store.replay(codeSHA256: Data([1]))
                 #expect(recent?.userID == 7 && recent?.appleSub == "replayed" && recent?.isNewUser == true && recent?.refreshTokenStored == true)
-                #expect(try await store.prepare(appleSub: "replayed", codeSHA256: Data([1])).replay == recent)
+                #expect(try await store.prepare(appleSub: "replayed", team: TestEnvironment.team, codeSHA256: Data([1])).replay == recent)
                 #expect(try await store.replay(codeSHA256: Data([2])) == nil)
-                #expect(try await store.prepare(appleSub: "expired", codeSHA256: Data([2])).replay == nil)
+                #expect(try await store.prepare(appleSub: "expired", team: TestEnvironment.team, codeSHA256: Data([2])).replay == nil)
                 #expect(try await store.replay(codeSHA256: Data([3])) == nil)
             }
         }

@@ -29,7 +29,7 @@ struct SignInStoreTests {
     }
 
     static func record(_ sub: String, email: String? = nil, code: Data? = nil) -> SignInRecord {
-        SignInRecord(appleSub: sub, clientID: "com.example.app", email: email, isPrivateEmail: email.map { _ in true },
+        SignInRecord(appleSub: sub, appleTeam: TestEnvironment.team, clientID: "com.example.app", email: email, isPrivateEmail: email.map { _ in true },
                      givenName: nil, familyName: nil, realUserStatus: nil, signedInAt: Date(timeIntervalSince1970: 1_700_000_000),
                      codeSHA256: code, apiKeyName: "tests")
     }
@@ -51,7 +51,7 @@ struct SignInStoreTests {
                             // Every other one without an email: NULLs in the batch's arrays.
                             let record = Self.record("batch-\(index)", email: index % 2 == 0 ? "u\(index)@privaterelay.appleid.com" : nil,
                                                      code: Data("code-\(index)".utf8))
-                            let prepared = try await store.prepare(appleSub: record.appleSub, codeSHA256: record.codeSHA256)
+                            let prepared = try await store.prepare(appleSub: record.appleSub, team: record.appleTeam, codeSHA256: record.codeSHA256)
                             #expect(prepared.currentID == nil && prepared.replay == nil)
                             return (record.appleSub, try await store.store(record, prepared: prepared, seal: Self.seal))
                         }
@@ -115,15 +115,15 @@ struct SignInStoreTests {
     /// the batch fails, and each is retried alone, so only that one fails.
     @Test func oneBatchKeepsEachSignInApart() async throws {
         let db = try await TestDatabase.create()
-        try await db.execute("INSERT INTO siwa.users (id, apple_sub) VALUES (999999, 'holder')")
+        try await db.execute("INSERT INTO siwa.users (id, apple_sub, apple_team) VALUES (999999, 'holder', 'TEAM123456')")
         try await TestDatabase.withClient(db.serveConfiguration) { client in
             let store = Self.store(client, lanes: 1, timeout: .seconds(120))
             try await Self.running(store) {
-                let holder = try await store.prepare(appleSub: "holder", codeSHA256: nil)
+                let holder = try await store.prepare(appleSub: "holder", team: TestEnvironment.team, codeSHA256: nil)
                 let twins = try await Self.oneBatch(store, db, holder: holder, [
-                    ("twin", try await store.prepare(appleSub: "twin", codeSHA256: nil)),
-                    ("twin", try await store.prepare(appleSub: "twin", codeSHA256: nil)),
-                    ("other", try await store.prepare(appleSub: "other", codeSHA256: nil)),
+                    ("twin", try await store.prepare(appleSub: "twin", team: TestEnvironment.team, codeSHA256: nil)),
+                    ("twin", try await store.prepare(appleSub: "twin", team: TestEnvironment.team, codeSHA256: nil)),
+                    ("other", try await store.prepare(appleSub: "other", team: TestEnvironment.team, codeSHA256: nil)),
                 ])
                 let stored = twins.compactMap { try? $0.get() }
                 #expect(stored.count == 3, "\(twins)")
@@ -132,11 +132,11 @@ struct SignInStoreTests {
                 #expect(store.storeBatches.failed == 0 && store.storeBatches.sent == 2, "\(store.storeBatches)")  // holder's, then the three
 
                 // Its fresh id is taken by another user meanwhile: its INSERT fails.
-                let bad = try await store.prepare(appleSub: "bad", codeSHA256: nil)
-                try await db.execute("INSERT INTO siwa.users (id, apple_sub) VALUES (\(bad.freshID), 'taken')")
-                let holderAgain = try await store.prepare(appleSub: "holder", codeSHA256: nil)
+                let bad = try await store.prepare(appleSub: "bad", team: TestEnvironment.team, codeSHA256: nil)
+                try await db.execute("INSERT INTO siwa.users (id, apple_sub, apple_team) VALUES (\(bad.freshID), 'taken', 'TEAM123456')")
+                let holderAgain = try await store.prepare(appleSub: "holder", team: TestEnvironment.team, codeSHA256: nil)
                 let mixed = try await Self.oneBatch(store, db, holder: holderAgain, [
-                    ("good", try await store.prepare(appleSub: "good", codeSHA256: nil)), ("bad", bad),
+                    ("good", try await store.prepare(appleSub: "good", team: TestEnvironment.team, codeSHA256: nil)), ("bad", bad),
                 ])
                 #expect(store.storeBatches.failed == 1 && store.storeBatches.sent == 4, "\(store.storeBatches)")
                 if case .success(.stored(_, true, _)) = mixed[0] {} else { Issue.record("good: \(mixed[0])") }
@@ -155,14 +155,14 @@ struct SignInStoreTests {
     /// and a retry by the backend would find its answer.
     @Test func aFailedBatchIsRetriedAloneEvenAfterItsCallersGaveUp() async throws {
         let db = try await TestDatabase.create()
-        try await db.execute("INSERT INTO siwa.users (id, apple_sub) VALUES (999999, 'holder'), (999998, 'good')")
+        try await db.execute("INSERT INTO siwa.users (id, apple_sub, apple_team) VALUES (999999, 'holder', 'TEAM123456'), (999998, 'good', 'TEAM123456')")
         try await TestDatabase.withClient(db.serveConfiguration) { client in
             let store = Self.store(client, lanes: 1, timeout: .seconds(3))
             try await Self.running(store) {
-                let holder = try await store.prepare(appleSub: "holder", codeSHA256: nil)
-                let good = try await store.prepare(appleSub: "good", codeSHA256: nil)
-                let bad = try await store.prepare(appleSub: "bad", codeSHA256: nil)
-                try await db.execute("INSERT INTO siwa.users (id, apple_sub) VALUES (\(bad.freshID), 'taken')")
+                let holder = try await store.prepare(appleSub: "holder", team: TestEnvironment.team, codeSHA256: nil)
+                let good = try await store.prepare(appleSub: "good", team: TestEnvironment.team, codeSHA256: nil)
+                let bad = try await store.prepare(appleSub: "bad", team: TestEnvironment.team, codeSHA256: nil)
+                try await db.execute("INSERT INTO siwa.users (id, apple_sub, apple_team) VALUES (\(bad.freshID), 'taken', 'TEAM123456')")
                 try await OpenConnection.with(db.serveConfiguration) { goodLock in
                     try await goodLock.run("BEGIN")
                     try await goodLock.run("SELECT FROM siwa.users WHERE apple_sub = 'good' FOR UPDATE")
@@ -191,15 +191,15 @@ struct SignInStoreTests {
     /// is told it was not, and is never sent.
     @Test func aCallerPastItsTimeoutKnowsWhetherItWasSent() async throws {
         let db = try await TestDatabase.create()
-        try await db.execute("INSERT INTO siwa.users (id, apple_sub) VALUES (999999, 'holder')")
+        try await db.execute("INSERT INTO siwa.users (id, apple_sub, apple_team) VALUES (999999, 'holder', 'TEAM123456')")
         try await TestDatabase.withClient(db.serveConfiguration) { client in
             let store = Self.store(client, lanes: 1, timeout: .seconds(2))
             try await Self.running(store) {
                 try await OpenConnection.with(db.serveConfiguration) { blocker in
                     try await blocker.run("BEGIN")
                     try await blocker.run("SELECT FROM siwa.users WHERE apple_sub = 'holder' FOR UPDATE")
-                    let holder = try await store.prepare(appleSub: "holder", codeSHA256: nil)
-                    let later = try await store.prepare(appleSub: "later", codeSHA256: nil)
+                    let holder = try await store.prepare(appleSub: "holder", team: TestEnvironment.team, codeSHA256: nil)
+                    let later = try await store.prepare(appleSub: "later", team: TestEnvironment.team, codeSHA256: nil)
                     let held = Task { try await store.store(Self.record("holder"), prepared: holder, seal: nil) }
                     #expect(try await eventually(upTo: .seconds(10)) { try await InboxConcurrencyTests.waitingForALock(db) })
                     let queued = Task { try await store.store(Self.record("later"), prepared: later, seal: nil) }

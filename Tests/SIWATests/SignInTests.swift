@@ -232,7 +232,7 @@ struct SignInRaceTests {
         let signIn = try await OpenConnection.with(db.serveConfiguration) { deletion in
             try await deletion.run("BEGIN")
             try await deletion.run("UPDATE siwa.users SET status = 'deleted' WHERE apple_sub = '\(sub)'")
-            try await deletion.run("SELECT siwa.enqueue_purge('\(sub)', 'app-deletion', NULL, false, false, '{}')")
+            try await deletion.run("SELECT siwa.enqueue_purge('\(sub)', 'TEAM123456', 'app-deletion', NULL, false, false, '{}')")
             // ...while the user signs in again.
             let body = try setup.appleSignIn(sub: sub)
             let signIn = Task { try await setup.signIn(body) }

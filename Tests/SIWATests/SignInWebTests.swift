@@ -16,7 +16,7 @@ struct SignInWebTests {
     static let returnURL = "https://app.example.com/auth/apple/callback"
     static let otherReturnURL = "https://app.example.com/other/callback"
     static let settings = [
-        "SIWA_APPLE_CLIENT_IDS": "\(native),\(web)",
+        "SIWA_APPLE_TEAM_ID": TestEnvironment.team, "SIWA_APPLE_CLIENT_IDS": "\(native),\(web)",
         "SIWA_APPLE_WEB_CLIENT_IDS": "\(web)=\(returnURL), \(web)=\(otherReturnURL)",
     ]
 
@@ -182,11 +182,11 @@ struct SignInWebTests {
     }
 
     @Test func theWebClientSettingIsCheckedAtStart() throws {
-        let base = ["SIWA_DATABASE_URL": "postgres://u@h/d", "SIWA_APPLE_CLIENT_IDS": "app,web"]
+        let base = ["SIWA_DATABASE_URL": "postgres://u@h/d", "SIWA_APPLE_TEAM_ID": TestEnvironment.team, "SIWA_APPLE_CLIENT_IDS": "app,web"]
         func read(_ value: String) throws -> WebClients {
-            try ServerSettings(environment: SettingsReader(base.merging(["SIWA_APPLE_WEB_CLIENT_IDS": value]) { $1 })).webClients
+            try ServerSettings(environment: SettingsReader(base.merging(["SIWA_APPLE_WEB_CLIENT_IDS": value]) { $1 })).clients.web
         }
-        #expect(try ServerSettings(environment: SettingsReader(base)).webClients == WebClients())
+        #expect(try ServerSettings(environment: SettingsReader(base)).clients.web == WebClients())
         #expect(try read("web") == WebClients(returnURLs: ["web": []]))
         #expect(try read("web=https://a.example/cb, web=https://b.example/cb")
                 == WebClients(returnURLs: ["web": ["https://a.example/cb", "https://b.example/cb"]]))

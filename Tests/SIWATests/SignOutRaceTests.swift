@@ -45,7 +45,7 @@ struct SignOutRaceTests {
             guard let job = try rows.first?.decode(Int64.self) else { return nil }
             let store = AppleTokenStore(client: client, queue: JobQueue(client: client, worker: "test", logger: TestEnvironment.logger),
                                         logger: TestEnvironment.logger)
-            return (job, try await store.tokens(appleSub: sub, signOut: job).map(\.clientID))
+            return (job, try await store.tokens(appleSub: sub, team: TestEnvironment.team, signOut: job).map(\.clientID))
         }
     }
 
@@ -94,7 +94,7 @@ struct SignOutRaceTests {
     @Test func aRevocationThatBeganBeforeTheSignInStillCoversItsToken() async throws {
         let db = try await TestDatabase.create()
         try await db.execute("""
-            INSERT INTO siwa.users (apple_sub, status, status_event_time) VALUES ('a.other', 'active', NULL), ('b.target', 'active', 1000)
+            INSERT INTO siwa.users (apple_sub, status, status_event_time, apple_team) VALUES ('a.other', 'active', NULL, 'TEAM123456'), ('b.target', 'active', 1000, 'TEAM123456')
             """)
         let outcomes = try await OpenConnection.with(db.serveConfiguration) { other in
         try await OpenConnection.with(db.serveConfiguration) { signIn in
@@ -126,7 +126,7 @@ struct SignOutRaceTests {
     /// transaction began first) comes after it: its token is kept.
     @Test func aSignInQueuedBehindTheRevocationKeepsItsToken() async throws {
         let db = try await TestDatabase.create()
-        try await db.execute("INSERT INTO siwa.users (apple_sub, status, status_event_time) VALUES ('kept', 'active', 1000)")
+        try await db.execute("INSERT INTO siwa.users (apple_sub, status, status_event_time, apple_team) VALUES ('kept', 'active', 1000, 'TEAM123456')")
         try await OpenConnection.with(db.serveConfiguration) { early in
             try await Self.signIn("kept", client: "app", iat: 1000, on: early)
         }
@@ -155,7 +155,7 @@ struct SignOutRaceTests {
     /// token too. While it runs: a sign-out follows it.
     @Test func aSecondRevocationCoversTheTokensOfTheSignInBetween() async throws {
         let db = try await TestDatabase.create()
-        try await db.execute("INSERT INTO siwa.users (apple_sub, status, status_event_time) VALUES ('twice', 'active', 1000)")
+        try await db.execute("INSERT INTO siwa.users (apple_sub, status, status_event_time, apple_team) VALUES ('twice', 'active', 1000, 'TEAM123456')")
         try await OpenConnection.with(db.serveConfiguration) { connection in
             try await Self.signIn("twice", client: "app", iat: 1000, on: connection)
             _ = try await connection.record([Self.revocation("r-1", sub: "twice", at: 2000)])
@@ -190,7 +190,7 @@ struct SignOutRaceTests {
         let outcomes = try await OpenConnection.with(db.serveConfiguration) { signIn in
         try await OpenConnection.with(db.serveConfiguration) { inbox in
             try await signIn.run("BEGIN")
-            try await signIn.run("INSERT INTO siwa.users (apple_sub, status, status_event_time) VALUES ('newcomer', 'active', 2000)")
+            try await signIn.run("INSERT INTO siwa.users (apple_sub, status, status_event_time, apple_team) VALUES ('newcomer', 'active', 2000, 'TEAM123456')")
             try await Self.signIn("newcomer", client: "app", iat: 2000, on: signIn)
             let batch = Task {
                 try await inbox.record([Self.revocation("old-purge", sub: "newcomer", at: 1000, purge: true)])

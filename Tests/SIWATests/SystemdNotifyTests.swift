@@ -17,7 +17,7 @@ struct SystemdNotifyTests {
         try atTestEnd { await appleServer.stop() }
         let socket = try NotifySocket(abstract: false)
         let siwa = try await SIWAProcess.serve(environment: [
-            "SIWA_DATABASE_URL": database.serveURL, "SIWA_APPLE_CLIENT_IDS": ServerHarness.clientID,
+            "SIWA_DATABASE_URL": database.serveURL, "SIWA_APPLE_TEAM_ID": TestEnvironment.team, "SIWA_APPLE_CLIENT_IDS": ServerHarness.clientID,
             "SIWA_APPLE_JWKS_URL": appleServer.baseURL + "/auth/keys",
             "NOTIFY_SOCKET": socket.address, "WATCHDOG_USEC": "400000",
         ])

@@ -16,7 +16,7 @@ struct TokenRekeyTests {
     }
 
     static func insertUser(_ client: PostgresClient, sub: String) async throws -> Int64 {
-        let rows = try await client.query("INSERT INTO siwa.users (apple_sub) VALUES (\(sub)) RETURNING id", logger: TestEnvironment.logger)
+        let rows = try await client.query("INSERT INTO siwa.users (apple_sub, apple_team) VALUES (\(sub), 'TEAM123456') RETURNING id", logger: TestEnvironment.logger)
         for try await id in rows.decode(Int64.self) { return id }
         throw TestSetupError("no user inserted")
     }

@@ -32,7 +32,7 @@ struct TracingTests {
         let appleServer = try await TestPorts.serve { try await apple.start(port: $0) }
         try atTestEnd { await appleServer.stop() }
         let serve = try await SIWAProcess.serve(environment: tracing.merging([
-            "SIWA_DATABASE_URL": harness.database.serveURL, "SIWA_APPLE_CLIENT_IDS": ServerHarness.clientID,
+            "SIWA_DATABASE_URL": harness.database.serveURL, "SIWA_APPLE_TEAM_ID": TestEnvironment.team, "SIWA_APPLE_CLIENT_IDS": ServerHarness.clientID,
             "SIWA_APPLE_JWKS_URL": appleServer.baseURL + "/auth/keys",
         ]) { $1 })
         let token = try apple.notification(type: "account-delete", sub: "traced.sub", audience: ServerHarness.clientID)

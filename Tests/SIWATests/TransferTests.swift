@@ -60,8 +60,8 @@ struct TransferTests {
         func users(_ count: Int, prefix: String) async throws -> [String] {
             let subs = (0..<count).map { String(format: "001.\(prefix).%04d", $0) }
             try await database.execute("""
-                INSERT INTO siwa.users (apple_sub, email, is_private_email, given_name, family_name)
-                SELECT s, CASE WHEN n % 2 = 0 THEN 'r' || n || '@privaterelay.appleid.com' ELSE 'person' || n || '@example.com' END,
+                INSERT INTO siwa.users (apple_sub, apple_team, email, is_private_email, given_name, family_name)
+                SELECT s, '\(TransferTests.teamA)', CASE WHEN n % 2 = 0 THEN 'r' || n || '@privaterelay.appleid.com' ELSE 'person' || n || '@example.com' END,
                        n % 2 = 0, 'Given ' || n, 'Family ' || n
                 FROM unnest(ARRAY[\(subs.map { "'\($0)'" }.joined(separator: ","))]) WITH ORDINALITY AS u(s, n)
                 """)
@@ -333,7 +333,7 @@ struct TransferTests {
         let worker = try database.workerConfiguration
         let start = "SELECT * FROM siwa.start_transfer_prepare('\(Self.teamB)', '\(Self.teamA)', 'com.example.app', NULL)"
         let complete = "SELECT siwa.complete_user_transfer(1, 't', '\(Self.teamB)', 'new.sub', NULL, NULL)"
-        let link = "SELECT siwa.link_transferred_sign_in('t', 'new.sub')"
+        let link = "SELECT siwa.link_transferred_sign_in('t', 'new.sub', '\(Self.teamB)')"
         let move = "SELECT siwa.move_transferred_user_as('admin', 'x', 1, 't', '\(Self.teamB)', 'new.sub', NULL, NULL)"
         let cases: [(String, String, DatabaseConfiguration, String?)] = [
             ("admin starts", start, admin, nil),

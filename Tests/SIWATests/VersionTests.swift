@@ -41,7 +41,7 @@ struct VersionTests {
         let apple = try AppleSimulator()
         let appleServer = try await TestPorts.serve { try await apple.start(port: $0) }
         let siwa = try await SIWAProcess.serve(environment: [
-            "SIWA_DATABASE_URL": database.serveURL, "SIWA_APPLE_CLIENT_IDS": ServerHarness.clientID,
+            "SIWA_DATABASE_URL": database.serveURL, "SIWA_APPLE_TEAM_ID": TestEnvironment.team, "SIWA_APPLE_CLIENT_IDS": ServerHarness.clientID,
             "SIWA_APPLE_JWKS_URL": appleServer.baseURL + "/auth/keys",
         ])
         try atTestEnd { await siwa.kill9(); await appleServer.stop() }

@@ -237,10 +237,10 @@ struct WorkerDeadlineTests {
         try atTestEnd { await siwa.stop() }
         try await siwa.database.execute("""
             INSERT INTO siwa.jobs (kind, args, state, attempt, locked_by, locked_until, attempted_at) VALUES
-              ('purge_user', '{"apple_sub": "fresh"}', 'running', 1, 'w/1', now() + interval '1 minute', now() - interval '1 minute'),
-              ('purge_user', '{"apple_sub": "too-long"}', 'running', 1, 'w/2', now() + interval '1 minute', now() - interval '11 minutes'),
-              ('purge_user', '{"apple_sub": "lease-gone"}', 'running', 1, 'w/3', now() - interval '1 second', now() - interval '2 minutes'),
-              ('purge_user', '{"apple_sub": "waiting"}', 'available', 0, NULL, NULL, now() - interval '1 hour');
+              ('purge_user', '{"apple_sub": "fresh", "apple_team": "TEAM123456"}', 'running', 1, 'w/1', now() + interval '1 minute', now() - interval '1 minute'),
+              ('purge_user', '{"apple_sub": "too-long", "apple_team": "TEAM123456"}', 'running', 1, 'w/2', now() + interval '1 minute', now() - interval '11 minutes'),
+              ('purge_user', '{"apple_sub": "lease-gone", "apple_team": "TEAM123456"}', 'running', 1, 'w/3', now() - interval '1 second', now() - interval '2 minutes'),
+              ('purge_user', '{"apple_sub": "waiting", "apple_team": "TEAM123456"}', 'available', 0, NULL, NULL, now() - interval '1 hour');
             """)
         let metrics = try await siwa.get("/metrics").text
         #expect(metrics.contains("siwa_jobs_running_overdue 2"), "\(metrics)")

@@ -22,9 +22,9 @@ struct WorkerMetricsTests {
         try await harness.enqueue(subs: ["m.1", "m.2", "m.3"])
         try await harness.database.execute("""
             INSERT INTO siwa.jobs (kind, args) VALUES ('purge_user', '{}');
-            INSERT INTO siwa.users (apple_sub, email) VALUES ('m.rescued', 'm.rescued@privaterelay.appleid.com');
+            INSERT INTO siwa.users (apple_sub, email, apple_team) VALUES ('m.rescued', 'm.rescued@privaterelay.appleid.com', 'TEAM123456');
             INSERT INTO siwa.jobs (kind, args, state, attempt, attempted_at, locked_by, locked_until)
-                VALUES ('purge_user', '{"apple_sub": "m.rescued"}', 'running', 1, now() - interval '1 minute',
+                VALUES ('purge_user', '{"apple_sub": "m.rescued", "apple_team": "TEAM123456"}', 'running', 1, now() - interval '1 minute',
                         'dead-worker', now() - interval '10 seconds');
             """)
         let port = try freePort()
@@ -126,7 +126,7 @@ struct WorkerMetricsTests {
         let appleServer = try await TestPorts.serve { try await apple.start(port: $0) }
         try atTestEnd { await appleServer.stop() }
         let serve = try await SIWAProcess.serve(environment: [
-            "SIWA_DATABASE_URL": harness.database.serveURL, "SIWA_APPLE_CLIENT_IDS": ServerHarness.clientID,
+            "SIWA_DATABASE_URL": harness.database.serveURL, "SIWA_APPLE_TEAM_ID": TestEnvironment.team, "SIWA_APPLE_CLIENT_IDS": ServerHarness.clientID,
             "SIWA_APPLE_JWKS_URL": appleServer.baseURL + "/auth/keys",
         ])
         try await harness.wait { try await harness.count(state: "completed") == 1 }

@@ -45,9 +45,10 @@ struct WorkerTests {
         #expect(try await db.strings("SELECT apple_sub FROM app.profiles") == [bystander])
         #expect(try await analytics.strings("SELECT apple_sub FROM events") == [bystander])
         #expect(try await db.scalar("SELECT count(*) FROM app.purge_log") == 2)
-        // $2 is siwa's user id.
+        // $2 is siwa's user id, $3 the sub's team.
         #expect(try await db.scalar("""
-            SELECT count(*) FROM app.purge_log p JOIN siwa.users u ON u.apple_sub = p.apple_sub AND u.id = p.siwa_user_id
+            SELECT count(*) FROM app.purge_log p
+            JOIN siwa.users u ON u.apple_sub = p.apple_sub AND u.id = p.siwa_user_id AND u.apple_team = p.apple_team
             """) == 2)
         // siwa's own personal data is erased; the tombstones keep sub and status.
         #expect(try await db.strings("SELECT status || '/' || (email IS NULL)::text FROM siwa.users WHERE apple_sub = '\(revoked)'")
@@ -66,7 +67,8 @@ struct WorkerTests {
         #expect(bySub[revoked]?.fields["job_id"] as? Int == revokedJob)
         #expect(bySub[revoked]?.webhookID == "siwa-job-\(revokedJob)-\(WorkerHarness.httpStep)")
         #expect(bySub[deleted]?.fields["event_type"] as? String == "account-delete")
-        #expect(bySub[deleted]?.fields.keys.sorted() == ["apple_sub", "event_type", "job_id", "user_id"])
+        #expect(bySub[deleted]?.fields.keys.sorted() == ["apple_sub", "apple_team", "event_type", "job_id", "user_id"])
+        #expect(bySub[deleted]?.fields["apple_team"] as? String == TestEnvironment.team)
 
         // Audit: claim, four steps, completion, per job; no personal data.
         let actions = try await db.strings("""
@@ -144,7 +146,7 @@ struct WorkerTests {
         // admin's own role changes jobs (the service's may not: sql/017).
         #expect(await worker.terminate() == 0)
         let admin = ["SIWA_DATABASE_URL": try await APIKeysTests.loginURL("siwa_test_worker_admin", in: "siwa_admin", for: db)]
-        try await db.execute("INSERT INTO siwa.jobs (kind, args) VALUES ('purge_user', '{\"apple_sub\": \"doomed\"}')")
+        try await db.execute("INSERT INTO siwa.jobs (kind, args) VALUES ('purge_user', '{\"apple_sub\": \"doomed\", \"apple_team\": \"TEAM123456\"}')")
         let newer = try await db.scalar("SELECT max(id) FROM siwa.jobs")
         let refused = try await runSIWA(["jobs", "retry", String(id)], environment: admin)
         #expect(refused.status == 1)
@@ -230,7 +232,7 @@ struct WorkerTests {
         // claim, which LISTEN starting triggers, finds nothing).
         #expect(try await harness.wait(upTo: .seconds(30)) { try await db.jobListeners() == 1 }, "\(worker.log.suffix(2000))")
         for sample in 0..<10 {
-            try await db.execute("INSERT INTO siwa.jobs (kind, args) VALUES ('purge_user', jsonb_build_object('apple_sub', 'wake.\(sample)'))")
+            try await db.execute("INSERT INTO siwa.jobs (kind, args) VALUES ('purge_user', jsonb_build_object('apple_sub', 'wake.\(sample)', 'apple_team', 'TEAM123456'))")
             let done = try await harness.wait(upTo: .seconds(10)) { try await harness.count(state: "completed") == sample + 1 }
             #expect(done, "\(worker.log.suffix(2000))")
         }

@@ -51,11 +51,13 @@ public struct EventRouter: Sendable {
         }
     }
 
-    public func entry(for notification: AppleNotification) -> InboxEntry {
+    /// - Parameter team: the team of the notification's client (`aud`).
+    public func entry(for notification: AppleNotification, team: String) -> InboxEntry {
         InboxEntry(
             jti: notification.jti,
             eventType: notification.event.type,
             appleSub: notification.event.sub,
+            appleTeam: team,
             eventTime: notification.event.eventTime,
             audience: notification.audience,
             issuedAt: notification.issuedAt,

@@ -25,8 +25,9 @@ public struct Rejection: Error, Sendable, Equatable {
 
 /// The result of one delivery, for the HTTP layer to turn into a status.
 public enum ReceiveResult: Sendable, Equatable {
-    /// Committed (or a duplicate of something committed): answer 200.
-    case accepted(InboxOutcome, eventType: String)
+    /// Committed (or a duplicate of something committed): answer 200,
+    /// naming the client (`aud`) and its team.
+    case accepted(InboxOutcome, eventType: String, team: String, clientID: String)
     /// Verifiably bad: answer 400 with the reason.
     case rejected(Rejection)
     /// Cannot decide now (database or Apple's keys unreachable): answer 503 so Apple retries.
@@ -38,15 +39,19 @@ public enum ReceiveResult: Sendable, Equatable {
 public struct NotificationReceiver: Sendable {
     let verifier: NotificationVerifier
     let router: EventRouter
+    let clients: AppleClients
     let inbox: InboxWriter
     let rejections: RejectionWriter
     let metrics: NotificationMetrics
     let logger: Logger
 
-    public init(verifier: NotificationVerifier, router: EventRouter, inbox: InboxWriter, rejections: RejectionWriter,
-                metrics: any MetricsFactory, logger: Logger) {
+    /// - Parameter clients: whom a notification may be for (the verifier's
+    ///   audiences), each client's team.
+    public init(verifier: NotificationVerifier, router: EventRouter, clients: AppleClients, inbox: InboxWriter,
+                rejections: RejectionWriter, metrics: any MetricsFactory, logger: Logger) {
         self.verifier = verifier
         self.router = router
+        self.clients = clients
         self.inbox = inbox
         self.rejections = rejections
         self.metrics = NotificationMetrics(factory: metrics)
@@ -68,16 +73,20 @@ public struct NotificationReceiver: Sendable {
             return .unavailable("Apple's signing keys are unavailable")
         }
 
+        // The verifier accepts only the clients' audiences: a team is there.
+        guard let team = clients.team(of: notification.audience) else {
+            return reject(.token(.wrongAudience), body: body)
+        }
         let type = Self.metricType(notification.event.type)
         do {
             let outcome = try await withSpan("siwa.notification.record") { span in
                 span.attributes["siwa.notification.type"] = type
-                return try await inbox.record(router.entry(for: notification))
+                return try await inbox.record(router.entry(for: notification, team: team))
             }
             let label = outcome == .duplicate ? "duplicate" : "recorded"
             count(outcome: label, type: type)
             logger.info("Notification \(label)", metadata: ["jti": "\(notification.jti)", "type": "\(type)"])
-            return .accepted(outcome, eventType: notification.event.type)
+            return .accepted(outcome, eventType: notification.event.type, team: team, clientID: notification.audience)
         } catch {
             count(outcome: "unavailable", type: type)
             let why = (error as? InboxUnavailable)?.reason ?? "database error"

@@ -60,8 +60,9 @@ public final class PurgeJobRunner: JobKindRunner {
     /// One attempt at the job.
     public func run(_ job: ClaimedJob, _ parameters: PurgeParameters) async throws -> JobRunOutcome {
         let looked = targets.withLock { $0.removeValue(forKey: job.lease) }
-        guard let sub = parameters.appleSub, !sub.isEmpty else {
-            throw StepFailure(step: nil, detail: "args has no apple_sub", summary: "args has no apple_sub", permanent: true)
+        guard let sub = parameters.appleSub, !sub.isEmpty, let team = parameters.appleTeam, !team.isEmpty else {
+            throw StepFailure(step: nil, detail: "args has no apple_sub and apple_team", summary: "args has no apple_sub and apple_team",
+                              permanent: true)
         }
         if parameters.tokensOnly {
             // A sign-out (consent revoked under `sign_out`): revoke and
@@ -70,7 +71,7 @@ public final class PurgeJobRunner: JobKindRunner {
             // args.scope 'tokens'); a deletion merged into it later makes it
             // a whole purge, or a rerun that is one, and that gets a receipt.
             let step = JobStep(job, name: AppleTokenStore.revokeStepName, completesJob: true)
-            return try await measured(step) { try await revokeTokens(job, sub: sub, signOut: true, as: step) } ? .completed : .leaseLost
+            return try await measured(step) { try await revokeTokens(job, sub: sub, team: team, signOut: true, as: step) } ? .completed : .leaseLost
         }
         let target: PurgeTarget
         if let looked {
@@ -85,7 +86,7 @@ public final class PurgeJobRunner: JobKindRunner {
         }
         if target.holdsTokens && !job.stepsDone.contains(AppleTokenStore.revokeStepName) {
             let step = JobStep(job, name: AppleTokenStore.revokeStepName, completesJob: false)
-            guard try await measured(step, { try await revokeTokens(job, sub: sub, signOut: false, as: step) }) else { return .leaseLost }
+            guard try await measured(step, { try await revokeTokens(job, sub: sub, team: team, signOut: false, as: step) }) else { return .leaseLost }
         }
         // A consent revocation's purge: the tokens are gone now; the data
         // waits out the grace delay (a sign-in before then cancels the job).
@@ -103,7 +104,7 @@ public final class PurgeJobRunner: JobKindRunner {
             // lost steps since): complete it.
             return try await queue.complete(job) ? .completed : .leaseLost
         }
-        let context = StepContext(jobID: job.id, sub: sub, userID: target.userID, eventType: parameters.eventType)
+        let context = StepContext(jobID: job.id, sub: sub, team: team, userID: target.userID, eventType: parameters.eventType)
         for index in remaining {
             try Task.checkCancellation()
             let step = JobStep(job, name: names[index], completesJob: index == lastRemaining)
@@ -121,6 +122,7 @@ public final class PurgeJobRunner: JobKindRunner {
     struct StepContext: Sendable {
         let jobID: Int64
         let sub: String
+        let team: String
         let userID: Int64?
         let eventType: String?
     }
@@ -130,12 +132,12 @@ public final class PurgeJobRunner: JobKindRunner {
         try await metrics.measure(step: step.name, jobID: step.jobID, body)
     }
 
-    private func revokeTokens(_ job: ClaimedJob, sub: String, signOut: Bool, as step: JobStep) async throws -> Bool {
+    private func revokeTokens(_ job: ClaimedJob, sub: String, team: String, signOut: Bool, as step: JobStep) async throws -> Bool {
         guard let revoker else {
             let text = "the user has stored Apple tokens and this worker has no sign-in settings (SIWA_APPLE_TEAM_ID, SIWA_APPLE_KEY_ID, SIWA_APPLE_PRIVATE_KEY_FILE, SIWA_TOKEN_ENCRYPTION_KEYS_FILE) to revoke them"
             throw StepFailure(step: step.name, detail: text, summary: text, permanent: false)
         }
-        return try await revoker.revoke(for: job, sub: sub, signOut: signOut, step: step)
+        return try await revoker.revoke(for: job, sub: sub, team: team, signOut: signOut, step: step)
     }
 
     private func eraseSiwaData(_ step: JobStep) async throws -> Bool {
@@ -172,7 +174,7 @@ public final class PurgeJobRunner: JobKindRunner {
         let parameters = jobs.map { try? $0.parameters(as: PurgeParameters.self) }
         // Sign-outs, and jobs waiting out a grace delay, run one by one.
         let candidates = jobs.indices.filter { index in
-            guard let job = parameters[index], !(job.appleSub ?? "").isEmpty else { return false }
+            guard let job = parameters[index], !(job.appleSub ?? "").isEmpty, !(job.appleTeam ?? "").isEmpty else { return false }
             return !jobs[index].stepsDone.contains(builtIn) && !job.tokensOnly && !Self.waiting(job)
         }
         // The users of all but the sign-outs (which need none), for the runs too.
@@ -230,7 +232,7 @@ public final class PurgeJobRunner: JobKindRunner {
                 return try await withTimeLimit(seconds: PurgePlan.clientDeadline(forSQLTimeout: timeout)) {
                     [queue = self.queue, purgeRole = self.purgeRole, logger = self.logger] in
                     try await queue.inStepTransaction(step) { connection in
-                        try await PurgeJobRunner.run(statements, sub: context.sub, userID: context.userID, timeoutSeconds: timeout,
+                        try await PurgeJobRunner.run(statements, sub: context.sub, team: context.team, userID: context.userID, timeoutSeconds: timeout,
                                                      as: purgeRole, on: connection, logger: logger)
                     }
                 }
@@ -244,7 +246,7 @@ public final class PurgeJobRunner: JobKindRunner {
             do {
                 try await withTimeLimit(seconds: PurgePlan.clientDeadline(forSQLTimeout: timeout)) { [logger = self.logger] in
                     try await client.withGuardedTransaction(logger: logger) { connection in
-                        try await PurgeJobRunner.run(statements, sub: context.sub, userID: context.userID, timeoutSeconds: timeout,
+                        try await PurgeJobRunner.run(statements, sub: context.sub, team: context.team, userID: context.userID, timeoutSeconds: timeout,
                                                      on: connection, logger: logger)
                     }
                 }
@@ -269,18 +271,18 @@ public final class PurgeJobRunner: JobKindRunner {
         "siwa-job-\(jobID)-\(step)"
     }
 
-    /// `{"job_id","apple_sub","user_id","event_type"}` (keys in this order).
+    /// `{"job_id","apple_sub","apple_team","user_id","event_type"}` (keys in this order).
     static func webhookBody(_ context: StepContext) -> Data {
         let userID = context.userID.map(String.init) ?? "null"
         let eventType = context.eventType.map(JSONText.quoted) ?? "null"
-        return Data(#"{"job_id":\#(context.jobID),"apple_sub":\#(JSONText.quoted(context.sub)),"user_id":\#(userID),"event_type":\#(eventType)}"#.utf8)
+        return Data(#"{"job_id":\#(context.jobID),"apple_sub":\#(JSONText.quoted(context.sub)),"apple_team":\#(JSONText.quoted(context.team)),"user_id":\#(userID),"event_type":\#(eventType)}"#.utf8)
     }
 
     /// The statements of one step, in the caller's transaction, after
     /// `stepSettings` (the step's statement_timeout). On siwa's database
     /// (`role` set) they run as the purge role, and the connection's own
     /// role is back before the caller records the step.
-    static func run(_ statements: [PurgePlan.SQLStatement], sub: String, userID: Int64?, timeoutSeconds: Double,
+    static func run(_ statements: [PurgePlan.SQLStatement], sub: String, team: String, userID: Int64?, timeoutSeconds: Double,
                     as role: String? = nil, on connection: PostgresConnection, logger: Logger) async throws {
         try await drain(stepSettings(timeoutSeconds: timeoutSeconds), on: connection, logger: logger)
         if let role { try await drain(PurgeRole.become(role), on: connection, logger: logger) }
@@ -288,6 +290,7 @@ public final class PurgeJobRunner: JobKindRunner {
             var query = PostgresQuery(unsafeSQL: statement.text)
             if statement.parameterCount >= 1 { query.binds.append(sub) }
             if statement.parameterCount >= 2 { query.binds.append(userID) }
+            if statement.parameterCount >= 3 { query.binds.append(team) }
             try await drain(query, on: connection, logger: logger)
         }
         if role != nil { try await drain(PurgeRole.leave, on: connection, logger: logger) }

@@ -237,7 +237,7 @@ private struct StepParser {
     }
 
     /// One statement per string (the extended protocol runs one at a time),
-    /// parameters $1 and $2 at most, and nothing that would step outside the
+    /// parameters $1 to $3 at most, and nothing that would step outside the
     /// step's transaction or siwa's role: no transaction control, no role
     /// changes, no session settings that outlive the step, no code blocks.
     /// Quotes and comments are read as PostgreSQL reads them (PlanStatement).
@@ -269,8 +269,8 @@ private struct StepParser {
             throw PurgePlanError(step: step, "statement \(position) \(refusal)")
         }
         let highest = PlanStatement.highestParameter(in: code)
-        guard highest <= 2 else {
-            throw PurgePlanError(step: step, "statement \(position) uses $\(highest); only $1 (the Apple sub) and $2 (siwa's user id, or NULL) exist")
+        guard highest <= 3 else {
+            throw PurgePlanError(step: step, "statement \(position) uses $\(highest); only $1 (the Apple sub), $2 (siwa's user id, or NULL) and $3 (the sub's team) exist")
         }
         return PurgePlan.SQLStatement(text: body, parameterCount: highest)
     }

@@ -108,7 +108,7 @@ public struct PurgePlanCheck: Sendable {
     }
 
     /// Statements PREPARE accepts are prepared with the parameter types siwa
-    /// binds ($1 text, $2 bigint), which analyses them against the schema.
+    /// binds ($1 text, $2 bigint, $3 text), which analyses them against the schema.
     /// Others (CALL, TRUNCATE, ...) go through the protocol's Parse only,
     /// which checks their syntax.
     private static func prepare(_ statement: PurgePlan.SQLStatement, index: Int, on connection: PostgresConnection,
@@ -123,7 +123,7 @@ public struct PurgePlanCheck: Sendable {
         }
         if isPreparable {
             let name = "siwa_plan_check_\(index)"
-            let types = ["text", "bigint"].prefix(statement.parameterCount)
+            let types = ["text", "bigint", "text"].prefix(statement.parameterCount)
             let parameters = types.isEmpty ? "" : " (\(types.joined(separator: ", ")))"
             try await connection.query(PostgresQuery(unsafeSQL: "PREPARE \(name)\(parameters) AS \(statement.text)\n"), logger: logger)
             try await connection.query(PostgresQuery(unsafeSQL: "DEALLOCATE \(name)"), logger: logger)

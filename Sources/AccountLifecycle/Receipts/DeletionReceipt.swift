@@ -15,9 +15,18 @@ public struct DeletionReceipt: Codable, Sendable, Equatable {
     public let iss: String
     /// The Apple `sub` whose data was purged.
     public let sub: String
+    /// The developer team `sub` belongs to (Apple's subs are team-scoped);
+    /// absent from receipts signed before siwa knew of several teams.
+    public let team: String?
+    /// The client id (app or website) the user's request came through: the
+    /// notification's `aud`, else the user's latest client; absent when
+    /// siwa never saw one.
+    public let clientID: String?
     public let jti: String
     public let iat: Int64
     public let purge: Purge
+
+    enum CodingKeys: String, CodingKey { case iss, sub, team, clientID = "client_id", jti, iat, purge }
 
     public struct Purge: Codable, Sendable, Equatable {
         /// siwa's job id (the audit trail's `job_id`).
@@ -102,6 +111,8 @@ public struct DeletionReceipt: Codable, Sendable, Equatable {
     public init(issuer: String, jti: String, issuedAt: Date, facts: PurgeFacts) {
         iss = issuer
         sub = facts.appleSub
+        team = facts.appleTeam
+        clientID = facts.clientID
         self.jti = jti
         iat = Int64(issuedAt.timeIntervalSince1970.rounded(.down))
         let outcome = !facts.forgottenClientIDs.isEmpty ? "manual" : facts.revocations.isEmpty ? "none_stored" : "revoked"

@@ -48,6 +48,11 @@ public enum SignInRequirement: String, Sendable, CaseIterable {
 public struct SignedInUser: Sendable, Equatable {
     public let userID: Int64
     public let appleSub: String
+    /// The developer team `appleSub` belongs to.
+    public let appleTeam: String
+    /// The client id (`aud`) the user signed in with; for a retried
+    /// request's first answer, the user's latest client id.
+    public let clientID: String?
     public let status: String
     public let email: String?
     public let emailVerified: Bool?
@@ -59,10 +64,13 @@ public struct SignedInUser: Sendable, Equatable {
     public let isNewUser: Bool
     public let refreshTokenStored: Bool
 
-    public init(userID: Int64, appleSub: String, status: String, email: String?, emailVerified: Bool?, isPrivateEmail: Bool?,
-                givenName: String?, familyName: String?, realUserStatus: Int?, isNewUser: Bool, refreshTokenStored: Bool) {
+    public init(userID: Int64, appleSub: String, appleTeam: String, clientID: String?, status: String, email: String?,
+                emailVerified: Bool?, isPrivateEmail: Bool?, givenName: String?, familyName: String?, realUserStatus: Int?,
+                isNewUser: Bool, refreshTokenStored: Bool) {
         self.userID = userID
         self.appleSub = appleSub
+        self.appleTeam = appleTeam
+        self.clientID = clientID
         self.status = status
         self.email = email
         self.emailVerified = emailVerified

@@ -14,10 +14,10 @@ extension SignInService {
             return .refused(reason: "client_id_required",
                             detail: "an authorization_code without identity_token must come with the client_id it was issued to (the Services ID)")
         }
-        guard verifier.accepts(audience: clientID) else {
+        guard verifier.accepts(audience: clientID), let team = clients.team(of: clientID) else {
             return .refused(reason: "wrong_aud", detail: "client_id is not one of the configured client ids (SIWA_APPLE_CLIENT_IDS)")
         }
-        if let refusal = webClients.refusal(clientID: clientID, redirectURI: request.redirectURI) { return refusal }
+        if let refusal = clients.web.refusal(clientID: clientID, redirectURI: request.redirectURI) { return refusal }
         let codeHash = Data(SHA256.hash(data: Data(code.utf8)))
         let tokens: AppleTokenResponse
         switch try await exchange(code: code, clientID: clientID, redirectURI: request.redirectURI, codeHash: codeHash, replaying: { earlier in
@@ -26,7 +26,7 @@ extension SignInService {
             // replay window's start), so that a revocation or an ended
             // session since then makes the retry stale rather than signed in.
             let earliest = Date().addingTimeInterval(-Double(SignInStore.replayWindowSeconds))
-            return try await answer(replaying: earlier, sub: earlier.appleSub, signedInAt: earliest)
+            return try await answer(replaying: earlier, sub: earlier.appleSub, team: team, signedInAt: earliest)
         }) {
         case .tokens(let response): tokens = response
         case .answered(let outcome): return outcome
@@ -49,17 +49,18 @@ extension SignInService {
             revokeUnstored(refreshToken, clientID: clientID)
             return .refused(reason: "wrong_aud", detail: "the aud of Apple's id_token for this code is not client_id")
         }
-        var record = Self.record(of: verified, givenName: request.givenName, familyName: request.familyName, apiKeyName: apiKeyName)
+        var record = Self.record(of: verified, team: team, givenName: request.givenName, familyName: request.familyName,
+                                 apiKeyName: apiKeyName)
         record.codeSHA256 = codeHash
         let prepared: SignInStore.Prepared
-        do { prepared = try await store.prepare(appleSub: verified.claims.sub, codeSHA256: codeHash) } catch {
+        do { prepared = try await store.prepare(appleSub: verified.claims.sub, team: team, codeSHA256: codeHash) } catch {
             revokeUnstored(refreshToken, clientID: clientID)
             throw error
         }
         if let earlier = prepared.replay {
             // Apple honoured a code siwa had stored: keep the first answer.
             revokeUnstored(refreshToken, clientID: clientID)
-            return try await answer(replaying: earlier, sub: verified.claims.sub, signedInAt: verified.issuedAt)
+            return try await answer(replaying: earlier, sub: verified.claims.sub, team: team, signedInAt: verified.issuedAt)
         }
         return try await keep(tokens, refreshToken: refreshToken, record: record, prepared: prepared, codeHash: codeHash)
     }

@@ -14,7 +14,8 @@ public struct SignInService: Sendable {
     static let invalidGrantDetail = "Apple refused the authorization code: the code was used, expired, or issued for another client or redirect URI"
 
     let verifier: IdentityTokenVerifier
-    let webClients: WebClients
+    /// Each client's team (a user is a sub in a team) and the web clients.
+    public let clients: AppleClients
     let apple: AppleAuthClient
     let keyRing: TokenKeyRing
     let store: SignInStore
@@ -26,10 +27,10 @@ public struct SignInService: Sendable {
     let unknownOutcomes: UnknownSignInOutcomes
 
     public init(verifier: IdentityTokenVerifier, apple: AppleAuthClient, keyRing: TokenKeyRing, store: SignInStore,
-                directory: UserDirectory, requires: SignInRequirement = .code, webClients: WebClients = WebClients(),
+                directory: UserDirectory, requires: SignInRequirement = .code, clients: AppleClients,
                 unknownOutcomes: UnknownSignInOutcomes? = nil, logger: Logger, metrics: any MetricsFactory) {
         self.verifier = verifier
-        self.webClients = webClients
+        self.clients = clients
         self.apple = apple
         self.keyRing = keyRing
         self.store = store
@@ -88,20 +89,26 @@ public struct SignInService: Sendable {
             return .refused(reason: "wrong_aud", detail: "client_id is not the identity token's aud")
         }
         let claims = verified.claims
-        var record = Self.record(of: verified, givenName: request.givenName, familyName: request.familyName, apiKeyName: apiKeyName)
+        guard let team = clients.team(of: verified.audience) else {
+            return .refused(reason: "wrong_aud", detail: "the identity token's aud is not one of the configured client ids")
+        }
+        var record = Self.record(of: verified, team: team, givenName: request.givenName, familyName: request.familyName,
+                                 apiKeyName: apiKeyName)
 
         guard let code = request.authorizationCode else {
             return try await store(record, seal: nil)
         }
-        if let refusal = webClients.refusal(clientID: verified.audience, redirectURI: request.redirectURI) { return refusal }
+        if let refusal = clients.web.refusal(clientID: verified.audience, redirectURI: request.redirectURI) { return refusal }
         let codeHash = Data(SHA256.hash(data: Data(code.utf8)))
         record.codeSHA256 = codeHash
-        let prepared = try await store.prepare(appleSub: claims.sub, codeSHA256: codeHash)
-        if let earlier = prepared.replay { return try await answer(replaying: earlier, sub: claims.sub, signedInAt: verified.issuedAt) }
+        let prepared = try await store.prepare(appleSub: claims.sub, team: team, codeSHA256: codeHash)
+        if let earlier = prepared.replay {
+            return try await answer(replaying: earlier, sub: claims.sub, team: team, signedInAt: verified.issuedAt)
+        }
 
         let tokens: AppleTokenResponse
         switch try await exchange(code: code, clientID: verified.audience, redirectURI: request.redirectURI, codeHash: codeHash, replaying: {
-            try await answer(replaying: $0, sub: claims.sub, signedInAt: verified.issuedAt)
+            try await answer(replaying: $0, sub: claims.sub, team: team, signedInAt: verified.issuedAt)
         }) {
         case .tokens(let response): tokens = response
         case .answered(let outcome): return outcome
@@ -184,7 +191,7 @@ public struct SignInService: Sendable {
             throw error
         }
         if outcome == .deletionInProgress || outcome == .staleIdentityToken { revokeUnstored(refreshToken, clientID: clientID) }
-        return answer(outcome, sub: record.appleSub, tokensStored: true)
+        return answer(outcome, record: record, tokensStored: true)
     }
 
     /// Stores the sign-in (prepare, then one transaction), again if the
@@ -199,7 +206,9 @@ public struct SignInService: Sendable {
             if let prepared {
                 ready = prepared
             } else {
-                do { ready = try await store.prepare(appleSub: record.appleSub, codeSHA256: nil) } catch { throw SignInNotStored(cause: error) }
+                do { ready = try await store.prepare(appleSub: record.appleSub, team: record.appleTeam, codeSHA256: nil) } catch {
+                    throw SignInNotStored(cause: error)
+                }
             }
             let outcome = try await store.store(record, prepared: ready, seal: seal)
             if outcome != .again { return outcome }
@@ -210,7 +219,7 @@ public struct SignInService: Sendable {
 
     private func store(_ record: SignInRecord, seal: (@Sendable (Int64) throws -> SealedTokenPair)?) async throws -> SignInOutcome {
         do {
-            return answer(try await storeOutcome(record, seal: seal), sub: record.appleSub, tokensStored: seal != nil)
+            return answer(try await storeOutcome(record, seal: seal), record: record, tokensStored: seal != nil)
         } catch let notStored as SignInNotStored {
             throw notStored.cause
         }
@@ -226,12 +235,12 @@ public struct SignInService: Sendable {
     }
 
     /// The first answer again, for a retried request (the same code).
-    func answer(replaying earlier: SignInReplay, sub: String, signedInAt: Date) async throws -> SignInOutcome {
+    func answer(replaying earlier: SignInReplay, sub: String, team: String, signedInAt: Date) async throws -> SignInOutcome {
         guard earlier.appleSub == sub else {
             // Never the first user's record for another user's token.
             return .refused(reason: "invalid_grant", detail: "this authorization code was used for another user")
         }
-        guard let user = try await directory.user(appleSub: sub), user.userID == earlier.userID else {
+        guard let user = try await directory.user(appleSub: sub, team: team), user.userID == earlier.userID else {
             return .refused(reason: "invalid_grant", detail: "this authorization code was used for an account that no longer exists")
         }
         // Revoked, deleted or signed out since the first answer: the same
@@ -239,20 +248,22 @@ public struct SignInService: Sendable {
         if user.status != "active" || user.staleTokensUntil.map({ signedInAt <= $0 }) == true {
             return .staleIdentityToken
         }
-        return .signedIn(SignedInUser(userID: user.userID, appleSub: sub, status: user.status, email: user.email,
+        return .signedIn(SignedInUser(userID: user.userID, appleSub: sub, appleTeam: team, clientID: user.clientID,
+                                      status: user.status, email: user.email,
                                       emailVerified: user.emailVerified, isPrivateEmail: user.isPrivateEmail,
                                       givenName: user.givenName, familyName: user.familyName, realUserStatus: user.realUserStatus,
                                       isNewUser: earlier.isNewUser, refreshTokenStored: earlier.refreshTokenStored))
     }
 
-    private func answer(_ outcome: SignInStoreOutcome, sub: String, tokensStored: Bool) -> SignInOutcome {
+    private func answer(_ outcome: SignInStoreOutcome, record: SignInRecord, tokensStored: Bool) -> SignInOutcome {
         switch outcome {
         case .deletionInProgress, .again:
             return .deletionInProgress
         case .staleIdentityToken:
             return .staleIdentityToken
         case .stored(let userID, let isNew, let profile):
-            return .signedIn(SignedInUser(userID: userID, appleSub: sub, status: "active", email: profile.email,
+            return .signedIn(SignedInUser(userID: userID, appleSub: record.appleSub, appleTeam: record.appleTeam,
+                                          clientID: record.clientID, status: "active", email: profile.email,
                                           emailVerified: profile.emailVerified, isPrivateEmail: profile.isPrivateEmail,
                                           givenName: profile.givenName, familyName: profile.familyName,
                                           realUserStatus: profile.realUserStatus, isNewUser: isNew, refreshTokenStored: tokensStored))
@@ -263,11 +274,11 @@ public struct SignInService: Sendable {
     /// claims as Apple sent them, with an empty `email` as none (Apple
     /// School Manager accounts), `is_private_email` read from the address
     /// when Apple leaves it out, and `email_verified` only with an address.
-    static func record(of verified: VerifiedIdentityToken, givenName: String?, familyName: String?,
+    static func record(of verified: VerifiedIdentityToken, team: String, givenName: String?, familyName: String?,
                        apiKeyName: String) -> SignInRecord {
         let claims = verified.claims
         return SignInRecord(
-            appleSub: claims.sub, clientID: verified.audience, email: claims.email, isPrivateEmail: claims.emailIsPrivate,
+            appleSub: claims.sub, appleTeam: team, clientID: verified.audience, email: claims.email, isPrivateEmail: claims.emailIsPrivate,
             givenName: name(givenName), familyName: name(familyName), realUserStatus: claims.realUserStatusValue,
             signedInAt: verified.issuedAt, codeSHA256: nil, apiKeyName: apiKeyName,
             emailVerified: claims.email == nil ? nil : claims.emailVerified, orgID: claims.orgID, transferSub: claims.transferSub)

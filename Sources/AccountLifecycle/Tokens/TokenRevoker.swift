@@ -24,8 +24,8 @@ public struct TokenRevoker: Sendable {
 
     /// Revokes and deletes the job's user's tokens (for a token-only
     /// sign-out, `signOut`, those stored before its revocation). false: the lease was lost.
-    func revoke(for job: ClaimedJob, sub: String, signOut: Bool, step: JobStep) async throws -> Bool {
-        let tokens = try await store.tokens(appleSub: sub, signOut: signOut ? job.id : nil)
+    func revoke(for job: ClaimedJob, sub: String, team: String, signOut: Bool, step: JobStep) async throws -> Bool {
+        let tokens = try await store.tokens(appleSub: sub, team: team, signOut: signOut ? job.id : nil)
         var revoked: [TokenRevocation] = []
         for token in tokens {
             let plaintext: String
@@ -52,7 +52,7 @@ public struct TokenRevoker: Sendable {
             revoked.append(TokenRevocation(userID: token.userID, clientID: token.clientID, refreshToken: token.refreshToken,
                                            appleStatus: status))
         }
-        return try await store.recordRevoked(revoked, appleSub: sub, step: step)
+        return try await store.recordRevoked(revoked, appleSub: sub, team: team, step: step)
     }
 
     static func failure(_ step: JobStep, _ text: String) -> StepFailure {

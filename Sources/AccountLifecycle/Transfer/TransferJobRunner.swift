@@ -4,22 +4,25 @@ import Foundation
 import Logging
 
 /// What the app transfer's two job kinds share (`siwa worker` makes it
-/// when sign-in is configured): Apple's user migration endpoints, this
-/// worker's team, the worker's one pacer of calls to Apple, and whether
-/// this worker leads maintenance.
+/// when sign-in is configured): Apple's user migration endpoints, the team
+/// of each client this worker has a key for, the worker's one pacer of
+/// calls to Apple, and whether this worker leads maintenance.
 public struct TransferRunnerResources: Sendable {
     public let migration: AppleUserMigration
-    /// SIWA_APPLE_TEAM_ID: the sending team's while preparing, the
-    /// receiving team's while completing (the operator switches them).
-    public let teamID: String
+    /// The team whose key signs a client's secrets (SIWA_APPLE_TEAM_ID, or
+    /// the client's in SIWA_APPLE_CLIENTS_FILE): the sending team's while
+    /// preparing, the receiving team's while completing (the operator
+    /// switches them).
+    public let teamOfClient: @Sendable (String) -> String?
     /// nil: no cap (SIWA_APPLE_REQUESTS_PER_SECOND=0).
     public let pacer: Pacer?
     public let leadership: MaintenanceLeadership
     public let store: TransferStore
 
-    public init(apple: AppleAuthClient, teamID: String, pacer: Pacer?, leadership: MaintenanceLeadership, store: TransferStore) {
+    public init(apple: AppleAuthClient, teamOfClient: @escaping @Sendable (String) -> String?, pacer: Pacer?,
+                leadership: MaintenanceLeadership, store: TransferStore) {
         self.migration = AppleUserMigration(client: apple)
-        self.teamID = teamID
+        self.teamOfClient = teamOfClient
         self.pacer = pacer
         self.leadership = leadership
         self.store = store
@@ -98,9 +101,12 @@ public struct TransferPrepareRunner: SelfClaimingJobKindRunner {
                                                    reason: "the user was deleted before the transfer was prepared", isFinal: true)
             return try await TransferRunnerResources.complete(job, queue: queue)
         }
-        guard transfer.teamID != parameters.team else {
+        let sending = transfer.teamOfClient(parameters.clientID)
+        guard sending != parameters.team, sending != nil, sending == user.appleTeam else {
             try await transfer.misconfigured(
-                "this worker's SIWA_APPLE_TEAM_ID is \(parameters.team), the team the app moves to: transfer identifiers are asked for with the sending team's settings",
+                sending == parameters.team
+                    ? "this worker's key for \(parameters.clientID) is team \(parameters.team)'s, the team the app moves to: transfer identifiers are asked for with the sending team's settings"
+                    : "this worker has no key of the user's team \(user.appleTeam ?? "?") for \(parameters.clientID): transfer identifiers are asked for with the sending team's settings",
                 parameters: parameters, phase: Self.phase, step: Self.stepName)
         }
         let outcome = try await metrics.measure(step: Self.stepName, jobID: job.id) {
@@ -153,9 +159,10 @@ public struct TransferCompleteRunner: SelfClaimingJobKindRunner {
                                                    reason: "the user was deleted before the transfer completed", isFinal: true)
             return try await TransferRunnerResources.complete(job, queue: queue)
         }
-        guard transfer.teamID == parameters.team else {
+        let receiving = transfer.teamOfClient(parameters.clientID)
+        guard receiving == parameters.team else {
             try await transfer.misconfigured(
-                "this worker's SIWA_APPLE_TEAM_ID is \(transfer.teamID), not \(parameters.team): switch the settings to the receiving team's (team id, key id, key) before siwa transfer complete",
+                "this worker's key for \(parameters.clientID) is team \(receiving ?? "none")'s, not \(parameters.team): switch the settings to the receiving team's (team id, key id, key) before siwa transfer complete",
                 parameters: parameters, phase: Self.phase, step: Self.stepName)
         }
         let outcome = try await metrics.measure(step: Self.stepName, jobID: job.id) {

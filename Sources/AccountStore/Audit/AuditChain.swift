@@ -22,25 +22,31 @@ import PostgresNIO
 ///
 ///     "siwa.audit_log/v2" ‖ (version 1's fields, in its order) ‖ text db_user
 ///
+/// and version 3, for the rows that name the team of their sub
+/// (`apple_team`, since sql/024; rows written before have none):
+///
+///     "siwa.audit_log/v3" ‖ (version 2's fields, in its order) ‖ text apple_team
+///
 /// int8: 8 bytes, big-endian two's complement; text: its UTF-8 byte count
 /// as a 4-byte big-endian integer, then the bytes, and -1 alone for NULL;
 /// details is jsonb's own text form (`details::text`). The version follows
-/// from the row (db_user NULL or not): clearing or setting db_user changes
-/// the hash like any other edit.
+/// from the row (apple_team, then db_user, NULL or not): clearing or setting
+/// either changes the hash like any other edit.
 public enum AuditChain {
     /// The first sealed row's prev_hash.
     public static let genesis = [UInt8](repeating: 0, count: 32)
     static let versionTag = Array("siwa.audit_log/v1".utf8)
     static let versionTagWithRole = Array("siwa.audit_log/v2".utf8)
+    static let versionTagWithTeam = Array("siwa.audit_log/v3".utf8)
 
     /// The columns both the sealer and the verifier read, in `AuditRow`'s
     /// order, from `siwa.audit_log` as `l`.
-    static let rowColumns = "l.seq, l.occurred_at, l.actor, l.action, l.apple_sub, l.details::text, l.db_user"
+    static let rowColumns = "l.seq, l.occurred_at, l.actor, l.action, l.apple_sub, l.details::text, l.db_user, l.apple_team"
 
     /// The row_hash of `row` sealed after a row whose row_hash is `prev`.
     static func rowHash(prev: [UInt8], _ row: AuditRow) -> [UInt8] {
         var hasher = SHA256()
-        hasher.update(data: row.dbUser == nil ? versionTag : versionTagWithRole)
+        hasher.update(data: row.appleTeam != nil ? versionTagWithTeam : row.dbUser == nil ? versionTag : versionTagWithRole)
         hasher.update(data: prev)
         hasher.update(int8: row.seq)
         hasher.update(int8: row.occurredAt.microsecondsSince1970)
@@ -48,7 +54,8 @@ public enum AuditChain {
         hasher.update(text: row.action)
         hasher.update(text: row.appleSub)
         hasher.update(text: row.details)
-        if let dbUser = row.dbUser { hasher.update(text: dbUser) }
+        if row.appleTeam != nil || row.dbUser != nil { hasher.update(text: row.dbUser) }
+        if let appleTeam = row.appleTeam { hasher.update(text: appleTeam) }
         return Array(hasher.finalize())
     }
 }
@@ -64,9 +71,11 @@ struct AuditRow {
     var details: ByteBuffer
     /// nil on rows written before sql/017 (encoding version 1).
     var dbUser: ByteBuffer?
+    /// nil on rows written before sql/024, and on rows naming no sub.
+    var appleTeam: ByteBuffer?
 
-    init(_ values: (Int64, ExactTimestamp, ByteBuffer, ByteBuffer, ByteBuffer?, ByteBuffer, ByteBuffer?)) {
-        (seq, occurredAt, actor, action, appleSub, details, dbUser) = values
+    init(_ values: (Int64, ExactTimestamp, ByteBuffer, ByteBuffer, ByteBuffer?, ByteBuffer, ByteBuffer?, ByteBuffer?)) {
+        (seq, occurredAt, actor, action, appleSub, details, dbUser, appleTeam) = values
     }
 }
 

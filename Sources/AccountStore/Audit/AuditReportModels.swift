@@ -11,12 +11,15 @@ public struct AuditEntry: Sendable, Equatable, Codable {
     public let actor: String
     public let action: String
     public let appleSub: String?
+    /// The team of `appleSub` (nil on rows written before sql/024).
+    public let appleTeam: String?
     public let details: JSONValue
 
     enum CodingKeys: String, CodingKey {
         case seq, actor, action, details
         case occurredAt = "occurred_at"
         case appleSub = "apple_sub"
+        case appleTeam = "apple_team"
     }
 }
 
@@ -42,12 +45,20 @@ public struct HistoryEntry: Sendable, Equatable, Codable {
     public let at: Date
     public let source: String
     public let action: String
+    /// The team of the row's sub (nil on audit rows written before sql/024).
+    public let appleTeam: String?
     public let details: JSONValue
+
+    enum CodingKeys: String, CodingKey {
+        case at, source, action, details
+        case appleTeam = "apple_team"
+    }
 }
 
 /// One row of `siwa.purge_latency`.
 public struct PurgeLatency: Sendable, Equatable, Codable {
     public let appleSub: String?
+    public let appleTeam: String?
     public let jobID: Int64
     public let eventType: String?
     public let requestedAt: Date
@@ -58,6 +69,7 @@ public struct PurgeLatency: Sendable, Equatable, Codable {
     enum CodingKeys: String, CodingKey {
         case seconds, state
         case appleSub = "apple_sub"
+        case appleTeam = "apple_team"
         case jobID = "job_id"
         case eventType = "event_type"
         case requestedAt = "requested_at"
@@ -69,6 +81,8 @@ public struct PurgeLatency: Sendable, Equatable, Codable {
 /// there are more), and each of their purges.
 public struct UserReport: Sendable, Equatable, Codable {
     public let appleSub: String
+    /// nil: the sub's rows in every team.
+    public let appleTeam: String?
     public let history: [HistoryEntry]
     public let truncated: Bool
     public let purges: [PurgeLatency]
@@ -76,6 +90,7 @@ public struct UserReport: Sendable, Equatable, Codable {
     enum CodingKeys: String, CodingKey {
         case history, truncated, purges
         case appleSub = "apple_sub"
+        case appleTeam = "apple_team"
     }
 }
 
@@ -107,6 +122,7 @@ public struct DaySummary: Sendable, Equatable, Codable {
 public struct AttentionItem: Sendable, Equatable, Codable {
     public let jobID: Int64
     public let appleSub: String?
+    public let appleTeam: String?
     public let state: String
     public let attempt: Int
     public let lastError: String?
@@ -116,6 +132,7 @@ public struct AttentionItem: Sendable, Equatable, Codable {
         case state, attempt, since
         case jobID = "job_id"
         case appleSub = "apple_sub"
+        case appleTeam = "apple_team"
         case lastError = "last_error"
     }
 }
@@ -125,12 +142,14 @@ public struct AttentionItem: Sendable, Equatable, Codable {
 public struct WaitingPurge: Sendable, Equatable, Codable {
     public let jobID: Int64
     public let appleSub: String?
+    public let appleTeam: String?
     public let requestedAt: Date
     public let dueAt: Date
 
     enum CodingKeys: String, CodingKey {
         case jobID = "job_id"
         case appleSub = "apple_sub"
+        case appleTeam = "apple_team"
         case requestedAt = "requested_at"
         case dueAt = "due_at"
     }

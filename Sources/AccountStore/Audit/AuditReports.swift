@@ -45,37 +45,42 @@ public struct AuditReports: Sendable {
         }
         binds.append(Int64(filter.limit))
         let sql = """
-            SELECT seq, occurred_at, actor, action, apple_sub, details::text FROM siwa.audit_log
+            SELECT seq, occurred_at, actor, action, apple_sub, apple_team, details::text FROM siwa.audit_log
             \(conditions.isEmpty ? "" : "WHERE " + conditions.joined(separator: " AND "))
             ORDER BY seq DESC LIMIT $\(binds.count)
             """
         return try await client.guardedQuery(PostgresQuery(unsafeSQL: sql, binds: binds), logger: logger).map { row in
-            let (seq, at, actor, action, sub, details) = try row.decode((Int64, Date, String, String, String?, String).self)
-            return AuditEntry(seq: seq, occurredAt: at, actor: actor, action: action, appleSub: sub,
+            let (seq, at, actor, action, sub, team, details) = try row.decode((Int64, Date, String, String, String?, String?, String).self)
+            return AuditEntry(seq: seq, occurredAt: at, actor: actor, action: action, appleSub: sub, appleTeam: team,
                               details: try JSONValue(parsing: details))
         }
     }
 
-    /// The user's history in order (its first `limit` rows) and purges.
-    public func user(appleSub: String, limit: Int) async throws -> UserReport {
+    /// The user's history in order (its first `limit` rows) and purges;
+    /// with no team, the sub's in every team (each row names its team; an
+    /// audit row written before sql/024 names none, and is shown either way).
+    public func user(appleSub: String, team: String? = nil, limit: Int) async throws -> UserReport {
         let rows = try await client.guardedQuery("""
-            SELECT at, source, action, details::text FROM siwa.user_history
-            WHERE apple_sub = \(appleSub) LIMIT \(Int64(limit) + 1)
+            SELECT at, source, action, apple_team, details::text FROM siwa.user_history
+            WHERE apple_sub = \(appleSub) AND (\(team)::text IS NULL OR coalesce(apple_team, \(team)::text) = \(team)::text)
+            LIMIT \(Int64(limit) + 1)
             """, logger: logger)
         let history = try rows.prefix(limit).map { row in
-            let (at, source, action, details) = try row.decode((Date, String, String, String).self)
-            return HistoryEntry(at: at, source: source, action: action, details: try JSONValue(parsing: details))
+            let (at, source, action, rowTeam, details) = try row.decode((Date, String, String, String?, String).self)
+            return HistoryEntry(at: at, source: source, action: action, appleTeam: rowTeam, details: try JSONValue(parsing: details))
         }
         let purges = try await client.guardedQuery("""
-            SELECT apple_sub, job_id, event_type, requested_at, completed_at, seconds, state
-            FROM siwa.purge_latency WHERE apple_sub = \(appleSub) ORDER BY requested_at, job_id
+            SELECT apple_sub, apple_team, job_id, event_type, requested_at, completed_at, seconds, state
+            FROM siwa.purge_latency
+            WHERE apple_sub = \(appleSub) AND (\(team)::text IS NULL OR coalesce(apple_team, \(team)::text) = \(team)::text)
+            ORDER BY requested_at, job_id
             """, logger: logger).map { row in
-            let (sub, job, event, requested, completed, seconds, state) =
-                try row.decode((String?, Int64, String?, Date, Date?, Double?, String).self)
-            return PurgeLatency(appleSub: sub, jobID: job, eventType: event, requestedAt: requested, completedAt: completed,
+            let (sub, rowTeam, job, event, requested, completed, seconds, state) =
+                try row.decode((String?, String?, Int64, String?, Date, Date?, Double?, String).self)
+            return PurgeLatency(appleSub: sub, appleTeam: rowTeam, jobID: job, eventType: event, requestedAt: requested, completedAt: completed,
                                 seconds: seconds, state: state)
         }
-        return UserReport(appleSub: appleSub, history: history, truncated: rows.count > limit, purges: purges)
+        return UserReport(appleSub: appleSub, appleTeam: team, history: history, truncated: rows.count > limit, purges: purges)
     }
 
     /// The last `days` UTC days (today included), oldest first, days
@@ -101,16 +106,17 @@ public struct AuditReports: Sendable {
                               purgesCompleted: Int(completed), purgeP50Seconds: p50, purgeP95Seconds: p95, purgesFailed: Int(failed))
         }
         let attention = try await client.guardedQuery("""
-            SELECT job_id, apple_sub, state, attempt, last_error, since FROM siwa.attention ORDER BY since, job_id LIMIT 1000
+            SELECT job_id, apple_sub, apple_team, state, attempt, last_error, since FROM siwa.attention
+            ORDER BY since, job_id LIMIT 1000
             """, logger: logger).map { row in
-            let (job, sub, state, attempt, error, since) = try row.decode((Int64, String?, String, Int32, String?, Date).self)
-            return AttentionItem(jobID: job, appleSub: sub, state: state, attempt: Int(attempt), lastError: error, since: since)
+            let (job, sub, team, state, attempt, error, since) = try row.decode((Int64, String?, String?, String, Int32, String?, Date).self)
+            return AttentionItem(jobID: job, appleSub: sub, appleTeam: team, state: state, attempt: Int(attempt), lastError: error, since: since)
         }
         let waiting = try await client.guardedQuery("""
-            SELECT job_id, apple_sub, requested_at, due_at FROM siwa.waiting_purges ORDER BY due_at, job_id LIMIT 1000
+            SELECT job_id, apple_sub, apple_team, requested_at, due_at FROM siwa.waiting_purges ORDER BY due_at, job_id LIMIT 1000
             """, logger: logger).map { row in
-            let (job, sub, requested, due) = try row.decode((Int64, String?, Date, Date).self)
-            return WaitingPurge(jobID: job, appleSub: sub, requestedAt: requested, dueAt: due)
+            let (job, sub, team, requested, due) = try row.decode((Int64, String?, String?, Date, Date).self)
+            return WaitingPurge(jobID: job, appleSub: sub, appleTeam: team, requestedAt: requested, dueAt: due)
         }
         return AuditSummary(purgeSLAHours: try await purgeSLAHours(), days: summaries, attention: attention, waiting: waiting)
     }

@@ -96,7 +96,7 @@ public struct AuditSealer: Sendable {
             SELECT \(unescaped: AuditChain.rowColumns) FROM siwa.audit_log AS l
             WHERE l.seq > \(headSeq) AND l.seq <= \(markSeq) ORDER BY l.seq LIMIT \(maxRows)
             """, logger: logger)
-        for try await values in rows.decode((Int64, ExactTimestamp, ByteBuffer, ByteBuffer, ByteBuffer?, ByteBuffer, ByteBuffer?).self) {
+        for try await values in rows.decode((Int64, ExactTimestamp, ByteBuffer, ByteBuffer, ByteBuffer?, ByteBuffer, ByteBuffer?, ByteBuffer?).self) {
             let row = AuditRow(values)
             let hash = AuditChain.rowHash(prev: prev, row)
             seqs.append(row.seq)

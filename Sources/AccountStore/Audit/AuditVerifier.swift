@@ -42,28 +42,29 @@ public struct AuditChainVerifier: Sendable {
             // the whole log, whatever the planner estimates.
             try await connection.query("SET LOCAL enable_sort = off", logger: logger)
             let rows = try await connection.query("""
-                SELECT seq, is_row, occurred_at, actor, action, apple_sub, details, db_user, prev_hash, row_hash FROM (
+                SELECT seq, is_row, occurred_at, actor, action, apple_sub, details, db_user, apple_team, prev_hash, row_hash FROM (
                     SELECT l.seq, true AS is_row, l.occurred_at, l.actor, l.action, l.apple_sub, l.details::text AS details,
-                           l.db_user, NULL::bytea AS prev_hash, NULL::bytea AS row_hash
+                           l.db_user, l.apple_team, NULL::bytea AS prev_hash, NULL::bytea AS row_hash
                     FROM siwa.audit_log AS l
                     UNION ALL
                     SELECT c.seq, false, NULL::timestamptz, NULL::text, NULL::text, NULL::text, NULL::text, NULL::text,
-                           c.prev_hash, c.row_hash
+                           NULL::text, c.prev_hash, c.row_hash
                     FROM siwa.audit_chain AS c
                 ) AS merged
                 ORDER BY seq
                 """, logger: logger)
             var walk = ChainWalk(expectedHead: expectedHead)
             var pending: ChainWalk.Entry?
-            for try await (seq, isRow, occurredAt, actor, action, appleSub, details, dbUser, prevHash, rowHash) in rows.decode(
-                (Int64, Bool, ExactTimestamp?, ByteBuffer?, ByteBuffer?, ByteBuffer?, ByteBuffer?, ByteBuffer?, ByteBuffer?, ByteBuffer?).self) {
+            for try await (seq, isRow, occurredAt, actor, action, appleSub, details, dbUser, appleTeam, prevHash, rowHash) in rows.decode(
+                (Int64, Bool, ExactTimestamp?, ByteBuffer?, ByteBuffer?, ByteBuffer?, ByteBuffer?, ByteBuffer?, ByteBuffer?, ByteBuffer?,
+                 ByteBuffer?).self) {
                 if let entry = pending, entry.seq != seq {
                     if let failure = walk.step(entry) { return walk.report(failure) }
                     pending = nil
                 }
                 var entry = pending ?? ChainWalk.Entry(seq: seq)
                 if isRow, let occurredAt, let actor, let action, let details {
-                    entry.row = AuditRow((seq, occurredAt, actor, action, appleSub, details, dbUser))
+                    entry.row = AuditRow((seq, occurredAt, actor, action, appleSub, details, dbUser, appleTeam))
                 } else if let prevHash, let rowHash {
                     entry.link = (prevHash, rowHash)
                 }

@@ -40,6 +40,8 @@ public struct InboxEntry: Sendable {
     public var jti: String
     public var eventType: String
     public var appleSub: String
+    /// The team `appleSub` belongs to (the client's: `audience`'s).
+    public var appleTeam: String
     /// Milliseconds since the epoch, as Apple sends it.
     public var eventTime: Int64
     public var audience: String
@@ -49,11 +51,12 @@ public struct InboxEntry: Sendable {
     public var claimsJSON: String
     public var effect: UserEffect
 
-    public init(jti: String, eventType: String, appleSub: String, eventTime: Int64, audience: String,
+    public init(jti: String, eventType: String, appleSub: String, appleTeam: String, eventTime: Int64, audience: String,
                 issuedAt: Date, claimsJSON: String, effect: UserEffect) {
         self.jti = jti
         self.eventType = eventType
         self.appleSub = appleSub
+        self.appleTeam = appleTeam
         self.eventTime = eventTime
         self.audience = audience
         self.issuedAt = issuedAt

@@ -6,12 +6,13 @@ public enum JobState: String, Sendable, CaseIterable, Codable {
     case available, running, retryable, completed, discarded, cancelled
 }
 
-/// A job as `siwa jobs` shows it. Args are reduced to the Apple sub and
-/// event type: nothing else belongs in a purge job.
+/// A job as `siwa jobs` shows it. Args are reduced to the Apple sub, its
+/// team and the event type: nothing else belongs in a purge job.
 public struct JobSummary: Sendable, Equatable {
     public let id: Int64
     public let kind: String
     public let appleSub: String?
+    public let appleTeam: String?
     public let eventType: String?
     public let state: JobState
     public let attempt: Int
@@ -33,7 +34,7 @@ public struct JobSummary: Sendable, Equatable {
 /// `steps_done` as JSON values rather than strings of JSON.
 extension JobSummary: Encodable {
     enum CodingKeys: String, CodingKey {
-        case id, kind, appleSub, eventType, state, attempt, maxAttempts, runAt, createdAt, attemptedAt, finalizedAt
+        case id, kind, appleSub, appleTeam, eventType, state, attempt, maxAttempts, runAt, createdAt, attemptedAt, finalizedAt
         case lockedBy, lockedUntil, errors, stepsDone
     }
 
@@ -44,6 +45,7 @@ extension JobSummary: Encodable {
         try container.encode(id, forKey: .id)
         try container.encode(kind, forKey: .kind)
         try container.encodeIfPresent(appleSub, forKey: .appleSub)
+        try container.encodeIfPresent(appleTeam, forKey: .appleTeam)
         try container.encodeIfPresent(eventType, forKey: .eventType)
         try container.encode(state, forKey: .state)
         try container.encode(attempt, forKey: .attempt)
@@ -110,7 +112,7 @@ public struct JobAdministration: Sendable {
     }
 
     static let columns = """
-        id, kind, args->>'apple_sub', args->>'event_type', state, attempt, max_attempts, run_at, created_at,
+        id, kind, args->>'apple_sub', args->>'apple_team', args->>'event_type', state, attempt, max_attempts, run_at, created_at,
         attempted_at, finalized_at, locked_by, locked_until, errors::text, steps_done::text
         """
 
@@ -189,9 +191,10 @@ public struct JobAdministration: Sendable {
     static func summaries(_ rows: [PostgresRow]) throws -> [JobSummary] {
         var jobs: [JobSummary] = []
         for row in rows {
-            let (id, kind, sub, eventType, state, attempt, maxAttempts, runAt, createdAt, attemptedAt, finalizedAt, lockedBy, lockedUntil, errors, steps) =
-                try row.decode((Int64, String, String?, String?, String, Int32, Int32, Date, Date, Date?, Date?, String?, Date?, String, String).self)
-            jobs.append(JobSummary(id: id, kind: kind, appleSub: sub, eventType: eventType, state: JobState(rawValue: state) ?? .available,
+            let (id, kind, sub, team, eventType, state, attempt, maxAttempts, runAt, createdAt, attemptedAt, finalizedAt, lockedBy,
+                 lockedUntil, errors, steps) =
+                try row.decode((Int64, String, String?, String?, String?, String, Int32, Int32, Date, Date, Date?, Date?, String?, Date?, String, String).self)
+            jobs.append(JobSummary(id: id, kind: kind, appleSub: sub, appleTeam: team, eventType: eventType, state: JobState(rawValue: state) ?? .available,
                                    attempt: Int(attempt), maxAttempts: Int(maxAttempts), runAt: runAt, createdAt: createdAt,
                                    attemptedAt: attemptedAt, finalizedAt: finalizedAt, lockedBy: lockedBy, lockedUntil: lockedUntil,
                                    errors: errors, stepsDone: steps))

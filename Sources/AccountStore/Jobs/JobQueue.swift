@@ -169,10 +169,10 @@ public struct JobQueue: Sendable {
                 WITH job AS (
                     UPDATE siwa.jobs SET state = 'completed', finalized_at = now(), locked_until = NULL
                     WHERE id = \(job.id) AND locked_by = \(job.lease) AND state = 'running'
-                    RETURNING id, \(unescaped: JobAuditRow.user("args")) AS subject, attempt
+                    RETURNING id, \(unescaped: JobAuditRow.subject("args")), attempt
                 ), audit AS (
                     \(unescaped: JobAuditRow.insert)
-                    SELECT 'worker', 'job.completed', subject, jsonb_build_object('job_id', id, 'attempt', attempt, 'worker', \(job.lease)::text)
+                    SELECT 'worker', 'job.completed', \(unescaped: JobAuditRow.subjectColumns()), jsonb_build_object('job_id', id, 'attempt', attempt, 'worker', \(job.lease)::text)
                     FROM job
                 )
                 SELECT count(*) FROM job
@@ -222,10 +222,10 @@ public struct JobQueue: Sendable {
                         'attempt', attempt, 'at', now(), 'step', \(step)::text, 'error', \(error)::text, 'worker', \(job.lease)::text)),
                     locked_by = NULL, locked_until = NULL
                 WHERE id = \(job.id) AND locked_by = \(job.lease) AND state = 'running'
-                RETURNING id, state, attempt, run_at, \(unescaped: JobAuditRow.user("args")) AS subject
+                RETURNING id, state, attempt, run_at, \(unescaped: JobAuditRow.subject("args"))
             ), audit AS (
                 \(unescaped: JobAuditRow.insert)
-                SELECT 'worker', outcome.action, job.subject, outcome.details
+                SELECT 'worker', outcome.action, \(unescaped: JobAuditRow.subjectColumns("job")), outcome.details
                 FROM job, LATERAL (VALUES
                     (1, 'job.completion_refused',
                      jsonb_build_object('job_id', job.id, 'attempt', job.attempt, 'steps_without_evidence', \(unbackedSteps)::text[],
@@ -267,10 +267,10 @@ public struct JobQueue: Sendable {
                                      run_at = (args->>\(untilArg)::text)::timestamptz, locked_by = NULL, locked_until = NULL
                 WHERE id = \(job.id) AND locked_by = \(job.lease) AND state = 'running'
                   AND coalesce((args->>\(untilArg)::text)::timestamptz > now(), false)
-                RETURNING id, kind, \(unescaped: JobAuditRow.user("args")) AS subject, run_at
+                RETURNING id, kind, \(unescaped: JobAuditRow.subject("args")), run_at
             ), audit AS (
                 \(unescaped: JobAuditRow.insert)
-                SELECT 'worker', 'job.snoozed', subject,
+                SELECT 'worker', 'job.snoozed', \(unescaped: JobAuditRow.subjectColumns()),
                        jsonb_build_object('job_id', id, 'kind', kind, 'until', siwa.utc_iso(run_at), 'worker', \(job.lease)::text)
                 FROM job
             )
@@ -295,10 +295,10 @@ public struct JobQueue: Sendable {
                                           locked_by = NULL, locked_until = NULL
                 FROM unnest(\(ids)::bigint[], \(leases)::text[]) AS run(id, lease)
                 WHERE j.id = run.id AND j.locked_by = run.lease AND j.state = 'running'
-                RETURNING j.id, \(unescaped: JobAuditRow.user("j.args")) AS subject, run.lease
+                RETURNING j.id, \(unescaped: JobAuditRow.subject("j.args")), run.lease
             ), audit AS (
                 \(unescaped: JobAuditRow.insert)
-                SELECT 'worker', 'job.released', subject, jsonb_build_object('job_id', id, 'worker', lease, 'reason', 'shutdown')
+                SELECT 'worker', 'job.released', \(unescaped: JobAuditRow.subjectColumns()), jsonb_build_object('job_id', id, 'worker', lease, 'reason', 'shutdown')
                 FROM job
             )
             SELECT count(*) FROM job
@@ -352,10 +352,10 @@ public struct JobQueue: Sendable {
                     locked_by = NULL, locked_until = NULL
                 FROM expired JOIN decided AS d ON d.id = expired.id
                 WHERE j.id = expired.id
-                RETURNING j.id, j.kind, j.state, j.attempt, \(unescaped: JobAuditRow.user("j.args")) AS subject
+                RETURNING j.id, j.kind, j.state, j.attempt, \(unescaped: JobAuditRow.subject("j.args"))
             ), audit AS (
                 \(unescaped: JobAuditRow.insert)
-                SELECT 'worker', CASE WHEN state = 'discarded' THEN 'job.discarded' ELSE 'job.rescued' END, subject,
+                SELECT 'worker', CASE WHEN state = 'discarded' THEN 'job.discarded' ELSE 'job.rescued' END, \(unescaped: JobAuditRow.subjectColumns()),
                        jsonb_build_object('job_id', id, 'attempt', attempt, 'error', 'lease expired', 'worker', \(worker)::text)
                 FROM job
             )

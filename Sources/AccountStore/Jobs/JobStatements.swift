@@ -100,10 +100,10 @@ public struct RecordStepStatement: PostgresPreparedStatement {
                 finalized_at = CASE WHEN $4::boolean THEN now() END,
                 locked_until = CASE WHEN $4::boolean THEN NULL ELSE locked_until END
             WHERE id = $1::bigint AND locked_by = $2::text AND state = 'running' AND NOT steps_done ? $3::text
-            RETURNING id, \(JobAuditRow.user("args")) AS subject, attempt
+            RETURNING id, \(JobAuditRow.subject("args")), attempt
         ), audit AS (
             \(JobAuditRow.insert)
-            SELECT 'worker', outcome.action, job.subject,
+            SELECT 'worker', outcome.action, \(JobAuditRow.subjectColumns("job")),
                    jsonb_build_object('job_id', job.id, 'attempt', job.attempt, 'worker', $2::text) || outcome.details
             FROM job, (VALUES (1, 'job.step_completed', jsonb_build_object('step', $3::text)),
                               (2, 'job.completed', '{}'::jsonb)) AS outcome(position, action, details)

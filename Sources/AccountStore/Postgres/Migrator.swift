@@ -38,6 +38,12 @@ public enum MigrationError: Error, CustomStringConvertible, Sendable {
 /// two `siwa migrate` runs from interleaving.
 public struct Migrator: Sendable {
     public let migrations: [Migration]
+    /// The team the rows of a database migrated before sql/024 belong to
+    /// (siwa keys users by team and sub since): the one team siwa served.
+    /// Passed to the migrations as the session setting
+    /// `siwa.existing_rows_team`; nil refuses sql/024 on a database that
+    /// holds users.
+    public var existingRowsTeam: String?
     static let lockKey: Int64 = 0x5157_4100_0001
 
     public init(migrations: [Migration]) { self.migrations = migrations.sorted { $0.version < $1.version } }
@@ -92,6 +98,8 @@ public struct Migrator: Sendable {
         // error instead of a hang (see GuardedConnection.swift).
         try await client.withGuardedConnection { [self] connection in
             try await connection.query("SELECT pg_advisory_lock(\(Self.lockKey))", logger: logger)
+            try await connection.query("SELECT set_config('siwa.existing_rows_team', \(existingRowsTeam ?? ""), false)",
+                                       logger: logger)
             do {
                 let applied = try await bootstrapAndCheck(connection, logger: logger)
                 var done: [String] = []

@@ -20,6 +20,9 @@ public struct PurgeFacts: Sendable, Equatable {
 
     public let jobID: Int64
     public let appleSub: String
+    public let appleTeam: String
+    /// The notification's `aud`, else the user's latest client id.
+    public let clientID: String?
     /// The job's `event_type` (account-delete, app-deletion, ...); nil for a job enqueued by hand.
     public let eventType: String?
     /// Apple's `event_time` for a notification; when siwa received the
@@ -34,10 +37,12 @@ public struct PurgeFacts: Sendable, Equatable {
     /// was pending (`siwa tokens forget`): the user revokes those at Apple by hand.
     public let forgottenClientIDs: [String]
 
-    public init(jobID: Int64, appleSub: String, eventType: String?, eventTime: Date?, requestedAt: Date, completedAt: Date,
-                steps: [Step], revocations: [Revocation], forgottenClientIDs: [String]) {
+    public init(jobID: Int64, appleSub: String, appleTeam: String, clientID: String?, eventType: String?, eventTime: Date?,
+                requestedAt: Date, completedAt: Date, steps: [Step], revocations: [Revocation], forgottenClientIDs: [String]) {
         self.jobID = jobID
         self.appleSub = appleSub
+        self.appleTeam = appleTeam
+        self.clientID = clientID
         self.eventType = eventType
         self.eventTime = eventTime
         self.requestedAt = requestedAt
@@ -85,10 +90,13 @@ public struct DeletionReceipts: Sendable {
         public init(receipts: [String]) { self.receipts = receipts }
     }
 
-    /// The user's receipts (compact JWS), newest first.
-    public func forUser(_ appleSub: String) async throws -> [String] {
+    /// The user's receipts (compact JWS), newest first; with no team, the
+    /// sub's in every team.
+    public func forUser(_ appleSub: String, team: String? = nil) async throws -> [String] {
         try await client.guardedQuery("""
-            SELECT receipt FROM siwa.deletion_receipts WHERE apple_sub = \(appleSub) ORDER BY issued_at DESC, id DESC
+            SELECT receipt FROM siwa.deletion_receipts
+            WHERE apple_sub = \(appleSub) AND (\(team)::text IS NULL OR apple_team = \(team)::text)
+            ORDER BY issued_at DESC, id DESC
             """, logger: logger).map { try $0.decode(String.self) }
     }
 
@@ -100,21 +108,22 @@ public struct DeletionReceipts: Sendable {
     /// its receipt.
     static func issue(for jobIDs: [Int64], signer: any ReceiptSigning, on connection: PostgresConnection,
                       logger: Logger) async throws {
-        var signed: [(jobID: Int64, sub: String, receipt: SignedReceipt)] = []
+        var signed: [(jobID: Int64, sub: String, team: String, receipt: SignedReceipt)] = []
         for facts in try await Self.facts(for: jobIDs, on: connection, logger: logger) {
-            signed.append((facts.jobID, facts.appleSub, try signer.sign(facts)))
+            signed.append((facts.jobID, facts.appleSub, facts.appleTeam, try signer.sign(facts)))
         }
         guard !signed.isEmpty else { return }
         try await connection.query("""
             WITH receipt AS (
-                INSERT INTO siwa.deletion_receipts (job_id, apple_sub, jti, key_id, receipt)
+                INSERT INTO siwa.deletion_receipts (job_id, apple_sub, apple_team, jti, key_id, receipt)
                 SELECT * FROM unnest(\(signed.map { $0.jobID })::bigint[], \(signed.map { $0.sub })::text[],
+                                     \(signed.map { $0.team })::text[],
                                      \(signed.map { $0.receipt.jti })::text[], \(signed.map { $0.receipt.keyID })::text[],
                                      \(signed.map { $0.receipt.jws })::text[])
-                RETURNING job_id, apple_sub, jti, key_id
+                RETURNING job_id, apple_sub, apple_team, jti, key_id
             )
-            INSERT INTO siwa.audit_log (actor, action, apple_sub, details)
-            SELECT 'worker', 'receipt.issued', apple_sub, jsonb_build_object('job_id', job_id, 'jti', jti, 'kid', key_id)
+            INSERT INTO siwa.audit_log (actor, action, apple_sub, apple_team, details)
+            SELECT 'worker', 'receipt.issued', apple_sub, apple_team, jsonb_build_object('job_id', job_id, 'jti', jti, 'kid', key_id)
             FROM receipt ORDER BY job_id
             """, logger: logger)
     }
@@ -131,7 +140,11 @@ public struct DeletionReceipts: Sendable {
     /// was enqueued.
     static func facts(for jobIDs: [Int64], on connection: PostgresConnection, logger: Logger) async throws -> [PurgeFacts] {
         let rows = try await connection.query("""
-            SELECT j.id, j.args->>'apple_sub', j.args->>'event_type',
+            SELECT j.id, j.args->>'apple_sub', j.args->>'apple_team',
+                   coalesce((SELECT n.audience FROM siwa.notifications AS n WHERE n.jti = j.args->>'jti'),
+                            (SELECT u.client_id FROM siwa.users AS u
+                             WHERE u.apple_sub = j.args->>'apple_sub' AND u.apple_team = j.args->>'apple_team')),
+                   j.args->>'event_type',
                    extract(epoch FROM coalesce(
                        (SELECT to_timestamp(n.event_time / 1000.0) FROM siwa.notifications AS n
                         WHERE n.jti = j.args->>'jti' AND n.event_type = j.args->>'event_type'),
@@ -152,20 +165,22 @@ public struct DeletionReceipts: Sendable {
                          ORDER BY a.seq),
                    ARRAY(SELECT a.details->>'client_id' FROM siwa.audit_log AS a
                          WHERE a.apple_sub = j.args->>'apple_sub' AND a.action = 'token.forgotten' AND a.occurred_at >= j.created_at
+                           AND coalesce(a.apple_team, j.args->>'apple_team') = j.args->>'apple_team'
                          ORDER BY a.seq)
             FROM siwa.jobs AS j,
                  LATERAL (SELECT siwa.steps_without_evidence(j.id, j.args->>'apple_sub', ARRAY(SELECT jsonb_object_keys(j.steps_done)))
                           AS missing) AS shown
             WHERE j.id = ANY(\(jobIDs)::bigint[]) AND j.kind = \(PurgeParameters.kind) AND j.state = 'completed'
-              AND j.args->>'scope' IS DISTINCT FROM 'tokens' AND j.args->>'apple_sub' <> ''
+              AND j.args->>'scope' IS DISTINCT FROM 'tokens' AND j.args->>'apple_sub' <> '' AND j.args->>'apple_team' <> ''
             ORDER BY j.id
             """, logger: logger)
         var facts: [PurgeFacts] = []
         for try await row in rows {
-            let (id, sub, eventType, eventTime, requested, completed, stepNames, stepTimes, clients, statuses, forgotten) =
-                try row.decode((Int64, String, String?, Double?, Double, Double, [String], [Double], [String], [Int32], [String]).self)
+            let (id, sub, team, clientID, eventType, eventTime, requested, completed, stepNames, stepTimes, clients, statuses, forgotten) =
+                try row.decode((Int64, String, String, String?, String?, Double?, Double, Double, [String], [Double], [String], [Int32],
+                                [String]).self)
             facts.append(PurgeFacts(
-                jobID: id, appleSub: sub, eventType: eventType, eventTime: eventTime.map(Date.init(timeIntervalSince1970:)),
+                jobID: id, appleSub: sub, appleTeam: team, clientID: clientID, eventType: eventType, eventTime: eventTime.map(Date.init(timeIntervalSince1970:)),
                 requestedAt: Date(timeIntervalSince1970: requested), completedAt: Date(timeIntervalSince1970: completed),
                 steps: zip(stepNames, stepTimes).map { PurgeFacts.Step(name: $0, completedAt: Date(timeIntervalSince1970: $1)) },
                 revocations: zip(clients, statuses).map { PurgeFacts.Revocation(clientID: $0, appleStatus: Int($1)) },

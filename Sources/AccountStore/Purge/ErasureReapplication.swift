@@ -27,10 +27,10 @@ public struct ErasureReapplication: Sendable {
 
     /// The decision for one line and the job it concerns (nil when none);
     /// with `dryRun` nothing is written.
-    public func reapply(sub: String, ledgerJobID: Int64, receiptID: String?,
+    public func reapply(sub: String, team: String, ledgerJobID: Int64, receiptID: String?,
                         dryRun: Bool) async throws -> (outcome: Outcome, jobID: Int64?) {
         let rows = try await client.guardedQuery("""
-            SELECT outcome, reapplied_job_id FROM siwa.reapply_erasure(\(sub), \(ledgerJobID), \(receiptID), \(dryRun))
+            SELECT outcome, reapplied_job_id FROM siwa.reapply_erasure(\(sub), \(team), \(ledgerJobID), \(receiptID), \(dryRun))
             """, logger: logger)
         guard let row = rows.first else { throw ErasureReapplicationError("siwa.reapply_erasure answered no row") }
         let (text, jobID) = try row.decode((String, Int64?).self)

@@ -8,12 +8,15 @@ import PostgresNIO
 /// No email, name or token.
 public struct ErasureRecord: Sendable, Equatable {
     public let sub: String
+    /// The team `sub` belongs to.
+    public let team: String
     public let jobID: Int64
     public let completedAt: Date
     public let receiptID: String?
 
-    public init(sub: String, jobID: Int64, completedAt: Date, receiptID: String?) {
+    public init(sub: String, team: String, jobID: Int64, completedAt: Date, receiptID: String?) {
         self.sub = sub
+        self.team = team
         self.jobID = jobID
         self.completedAt = completedAt
         self.receiptID = receiptID
@@ -66,7 +69,7 @@ public struct PurgeCompletion: JobCompletionHook {
                                logger: Logger) async throws {
         guard !jobIDs.isEmpty else { return }
         let rows = try await connection.query("""
-            SELECT j.id, j.args->>'apple_sub', extract(epoch FROM j.finalized_at)::float8,
+            SELECT j.id, j.args->>'apple_sub', j.args->>'apple_team', extract(epoch FROM j.finalized_at)::float8,
                    (SELECT r.jti FROM siwa.deletion_receipts AS r WHERE r.job_id = j.id)
             FROM siwa.jobs AS j
             WHERE j.id = ANY(\(jobIDs)::bigint[]) AND j.kind = \(PurgeParameters.kind) AND j.state = 'completed'
@@ -74,8 +77,8 @@ public struct PurgeCompletion: JobCompletionHook {
             ORDER BY j.id
             """, logger: logger)
         var records: [ErasureRecord] = []
-        for try await (id, sub, completed, receipt) in rows.decode((Int64, String, Double, String?).self) {
-            records.append(ErasureRecord(sub: sub, jobID: id, completedAt: Date(timeIntervalSince1970: completed), receiptID: receipt))
+        for try await (id, sub, team, completed, receipt) in rows.decode((Int64, String, String, Double, String?).self) {
+            records.append(ErasureRecord(sub: sub, team: team, jobID: id, completedAt: Date(timeIntervalSince1970: completed), receiptID: receipt))
         }
         guard !records.isEmpty else { return }
         try ledger.append(records)

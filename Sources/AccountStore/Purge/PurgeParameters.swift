@@ -7,6 +7,8 @@ public struct PurgeParameters: JobParameters, Equatable {
     public static let kind = "purge_user"
 
     public var appleSub: String?
+    /// The team of `appleSub`.
+    public var appleTeam: String?
     /// The event that asked for it (`account-delete`, `app-deletion`, ...).
     public var eventType: String?
     /// `tokens`: a consent revocation under `sign_out`; only the user's
@@ -17,6 +19,7 @@ public struct PurgeParameters: JobParameters, Equatable {
 
     enum CodingKeys: String, CodingKey {
         case appleSub = "apple_sub"
+        case appleTeam = "apple_team"
         case eventType = "event_type"
         case scope
         case purgeAfter = "purge_after"
@@ -25,8 +28,9 @@ public struct PurgeParameters: JobParameters, Equatable {
     /// The argument `JobQueue.snooze` reads the grace delay's end from.
     public static let purgeAfterKey = CodingKeys.purgeAfter.rawValue
 
-    public init(appleSub: String?, eventType: String? = nil, scope: String? = nil, purgeAfter: String? = nil) {
+    public init(appleSub: String?, appleTeam: String?, eventType: String? = nil, scope: String? = nil, purgeAfter: String? = nil) {
         self.appleSub = appleSub
+        self.appleTeam = appleTeam
         self.eventType = eventType
         self.scope = scope
         self.purgeAfter = purgeAfter
@@ -35,6 +39,7 @@ public struct PurgeParameters: JobParameters, Equatable {
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         appleSub = container.text(.appleSub)
+        appleTeam = container.text(.appleTeam)
         eventType = container.text(.eventType)
         scope = container.text(.scope)
         purgeAfter = container.text(.purgeAfter)

@@ -35,19 +35,22 @@ public struct PurgeQueue: Sendable {
     }
 
     /// For each job of `$1` (ids): its user's id and whether they hold
-    /// Apple tokens, the users locked first, in sub order (the erase runs
+    /// Apple tokens, the users locked first, in (sub, team) order (the erase runs
     /// after it, in the same transaction: see `lookUpAndErase`). One index
     /// probe per sub, as in RecordNotificationStatement: LIMIT keeps the
     /// lookup from becoming a hash join over every user. MATERIALIZED: the
     /// locks are taken in the CTE's own order, whatever the plan around it.
     public static let lockUsersSQL = """
         WITH locked AS MATERIALIZED (
-            SELECT job.apple_sub, u.id
-            FROM (SELECT DISTINCT args->>'apple_sub' AS apple_sub FROM siwa.jobs WHERE id = ANY($1::bigint[]) ORDER BY 1) AS job,
-                 LATERAL (SELECT users.id FROM siwa.users WHERE users.apple_sub = job.apple_sub LIMIT 1 FOR UPDATE) AS u
+            SELECT job.apple_sub, job.apple_team, u.id
+            FROM (SELECT DISTINCT args->>'apple_sub' AS apple_sub, args->>'apple_team' AS apple_team
+                  FROM siwa.jobs WHERE id = ANY($1::bigint[]) ORDER BY 1, 2) AS job,
+                 LATERAL (SELECT users.id FROM siwa.users
+                          WHERE users.apple_sub = job.apple_sub AND users.apple_team = job.apple_team LIMIT 1 FOR UPDATE) AS u
         )
         SELECT j.id, locked.id, EXISTS (SELECT FROM siwa.apple_tokens AS t WHERE t.user_id = locked.id)
-        FROM siwa.jobs AS j LEFT JOIN locked ON locked.apple_sub = j.args->>'apple_sub'
+        FROM siwa.jobs AS j
+        LEFT JOIN locked ON locked.apple_sub = j.args->>'apple_sub' AND locked.apple_team = j.args->>'apple_team'
         WHERE j.id = ANY($1::bigint[])
         """
 
@@ -56,7 +59,9 @@ public struct PurgeQueue: Sendable {
     static let targetsSQL = """
         SELECT j.id, u.id, EXISTS (SELECT FROM siwa.apple_tokens AS t WHERE t.user_id = u.id)
         FROM siwa.jobs AS j
-        LEFT JOIN LATERAL (SELECT users.id FROM siwa.users WHERE users.apple_sub = j.args->>'apple_sub' LIMIT 1) AS u ON true
+        LEFT JOIN LATERAL (SELECT users.id FROM siwa.users
+                           WHERE users.apple_sub = j.args->>'apple_sub' AND users.apple_team = j.args->>'apple_team'
+                           LIMIT 1) AS u ON true
         WHERE j.id = ANY($1::bigint[])
         """
 
@@ -147,7 +152,7 @@ public struct PurgeQueue: Sendable {
 /// plan has no other step is completed by it too.
 public struct ErasePersonalDataStatement: PostgresPreparedStatement {
     public static let stepName = "siwa.erase_personal_data"
-    public static let name = "siwa_erase_personal_data_v4"
+    public static let name = "siwa_erase_personal_data_v5"
     public static let sql = """
         WITH input AS (
             SELECT * FROM unnest($1::bigint[], $2::text[], $3::boolean[]) AS i(job_id, lease, completes)
@@ -164,11 +169,12 @@ public struct ErasePersonalDataStatement: PostgresPreparedStatement {
               -- step deletes the tokens it revoked; while one is left, the
               -- erase waits (the runner revokes first, see PurgeJobRunner).
               AND NOT EXISTS (SELECT FROM siwa.users AS u JOIN siwa.apple_tokens AS t ON t.user_id = u.id
-                              WHERE u.apple_sub = j.args->>'apple_sub')
-            RETURNING j.id, j.args->>'apple_sub' AS apple_sub, j.attempt, j.locked_by, input.completes
+                              WHERE u.apple_sub = j.args->>'apple_sub' AND u.apple_team = j.args->>'apple_team')
+            RETURNING j.id, j.args->>'apple_sub' AS apple_sub, j.args->>'apple_team' AS apple_team, j.attempt, j.locked_by,
+                      input.completes
         ), audit AS (
-            INSERT INTO siwa.audit_log (actor, action, apple_sub, details)
-            SELECT 'worker', outcome.action, job.apple_sub,
+            INSERT INTO siwa.audit_log (actor, action, apple_sub, apple_team, details)
+            SELECT 'worker', outcome.action, job.apple_sub, job.apple_team,
                    jsonb_build_object('job_id', job.id, 'attempt', job.attempt, 'worker', job.locked_by) || outcome.details
             FROM job, (VALUES (1, 'job.step_completed', jsonb_build_object('step', '\(stepName)')),
                               (2, 'job.completed', '{}'::jsonb)) AS outcome(position, action, details)
@@ -178,12 +184,14 @@ public struct ErasePersonalDataStatement: PostgresPreparedStatement {
             UPDATE siwa.users AS u SET email = NULL, is_private_email = NULL, email_verified = NULL, given_name = NULL, family_name = NULL,
                                        org_id = NULL, transfer_sub = NULL,
                                        purged_at = now(), updated_at = now()
-            FROM job WHERE u.apple_sub = job.apple_sub
+            FROM job WHERE u.apple_sub = job.apple_sub AND u.apple_team = job.apple_team
         ), codes AS (
+            -- The replay cache holds no team: the sub's codes in every team
+            -- go (a retried sign-in then exchanges its code again).
             DELETE FROM siwa.sign_in_codes AS c USING job WHERE c.apple_sub = job.apple_sub
         ), inbox AS (
             UPDATE siwa.notifications AS n SET claims = n.claims #- '{events,email}'
-            FROM job WHERE n.apple_sub = job.apple_sub AND n.claims->'events' ? 'email'
+            FROM job WHERE n.apple_sub = job.apple_sub AND n.apple_team = job.apple_team AND n.claims->'events' ? 'email'
         )
         SELECT id FROM job
         """

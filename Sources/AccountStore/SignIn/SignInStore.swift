@@ -7,6 +7,8 @@ import PostgresNIO
 /// only), and the tokens Apple returned for the authorization code.
 public struct SignInRecord: Sendable {
     public var appleSub: String
+    /// The team of `clientID`, whose sub `appleSub` is.
+    public var appleTeam: String
     public var clientID: String
     public var email: String?
     public var isPrivateEmail: Bool?
@@ -27,10 +29,11 @@ public struct SignInRecord: Sendable {
     /// `transfer_sub`: the user's identifier for the team the app moves to.
     public var transferSub: String?
 
-    public init(appleSub: String, clientID: String, email: String?, isPrivateEmail: Bool?, givenName: String?,
+    public init(appleSub: String, appleTeam: String, clientID: String, email: String?, isPrivateEmail: Bool?, givenName: String?,
                 familyName: String?, realUserStatus: Int?, signedInAt: Date, codeSHA256: Data?, apiKeyName: String,
                 emailVerified: Bool? = nil, orgID: String? = nil, transferSub: String? = nil) {
         self.appleSub = appleSub
+        self.appleTeam = appleTeam
         self.clientID = clientID
         self.email = email
         self.isPrivateEmail = isPrivateEmail
@@ -242,8 +245,8 @@ public final class SignInStore: Sendable {
         public let replay: SignInReplay?
     }
 
-    public func prepare(appleSub: String, codeSHA256: Data?) async throws -> Prepared {
-        try await preparing.call(SignInPrepareStatement.Input(appleSub: appleSub, codeSHA256: codeSHA256))
+    public func prepare(appleSub: String, team: String, codeSHA256: Data?) async throws -> Prepared {
+        try await preparing.call(SignInPrepareStatement.Input(appleSub: appleSub, appleTeam: team, codeSHA256: codeSHA256))
     }
 
     /// Upserts the user, stores the tokens and the code's hash, and audits

@@ -52,11 +52,11 @@ public struct AppleTokenStore: Sendable {
     /// creation): a token from a later sign-in is left alone. Read from the
     /// job's row here, so a malformed hand-made job fails its own step, not
     /// the worker's claim.
-    public func tokens(appleSub: String, signOut job: Int64? = nil) async throws -> [StoredAppleToken] {
+    public func tokens(appleSub: String, team: String, signOut job: Int64? = nil) async throws -> [StoredAppleToken] {
         let rows = try await client.guardedQuery("""
             SELECT t.user_id, u.apple_sub, t.client_id, t.key_id, t.refresh_token
             FROM siwa.users AS u JOIN siwa.apple_tokens AS t ON t.user_id = u.id
-            WHERE u.apple_sub = \(appleSub)
+            WHERE u.apple_sub = \(appleSub) AND u.apple_team = \(team)
               AND (\(job)::bigint IS NULL OR t.stored_at < (SELECT coalesce((args->>'tokens_before')::timestamptz, created_at)
                                                             FROM siwa.jobs WHERE id = \(job)::bigint))
             ORDER BY t.client_id
@@ -70,7 +70,7 @@ public struct AppleTokenStore: Sendable {
     /// Deletes the revoked tokens and records the step (with a
     /// `token.revoked` audit row each) in one transaction, only while the
     /// run holds its lease. false: the lease was lost, nothing changed.
-    public func recordRevoked(_ revoked: [TokenRevocation], appleSub: String, step: JobStep) async throws -> Bool {
+    public func recordRevoked(_ revoked: [TokenRevocation], appleSub: String, team: String, step: JobStep) async throws -> Bool {
         try await queue.inStepTransaction(step) { [logger] connection in
             try await connection.query("""
                 WITH gone AS (
@@ -82,8 +82,8 @@ public struct AppleTokenStore: Sendable {
                     WHERE t.user_id = r.user_id AND t.client_id = r.client_id AND t.refresh_token = decode(r.token, 'hex')
                     RETURNING t.user_id, t.client_id, r.status
                 )
-                INSERT INTO siwa.audit_log (actor, action, apple_sub, details)
-                SELECT 'worker', 'token.revoked', \(appleSub),
+                INSERT INTO siwa.audit_log (actor, action, apple_sub, apple_team, details)
+                SELECT 'worker', 'token.revoked', \(appleSub), \(team),
                        jsonb_build_object('job_id', \(step.jobID), 'user_id', user_id, 'client_id', client_id, 'apple_status', status)
                 FROM gone
                 """, logger: logger)

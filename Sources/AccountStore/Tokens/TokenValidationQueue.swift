@@ -6,6 +6,7 @@ import PostgresNIO
 public struct DueAppleToken: Sendable, Equatable {
     public let userID: Int64
     public let appleSub: String
+    public let appleTeam: String
     public let clientID: String
     public let keyID: String
     public let refreshToken: Data
@@ -40,19 +41,19 @@ public struct TokenValidationQueue: Sendable {
 
     /// Up to `limit` due tokens, oldest due first.
     public func claimDue(limit: Int) async throws -> [DueAppleToken] {
-        try await claim(where: "t.validate_after <= now()", limit: limit, sub: nil)
+        try await claim(where: "t.validate_after <= now()", limit: limit, sub: nil, team: nil)
     }
 
     /// The user's tokens, for `siwa tokens validate`: only those due unless `force`.
-    public func claim(appleSub: String, force: Bool) async throws -> [DueAppleToken] {
-        try await claim(where: force ? "true" : "t.validate_after <= now()", limit: 100, sub: appleSub)
+    public func claim(appleSub: String, team: String, force: Bool) async throws -> [DueAppleToken] {
+        try await claim(where: force ? "true" : "t.validate_after <= now()", limit: 100, sub: appleSub, team: team)
     }
 
-    private func claim(where condition: String, limit: Int, sub: String?) async throws -> [DueAppleToken] {
+    private func claim(where condition: String, limit: Int, sub: String?, team: String?) async throws -> [DueAppleToken] {
         var query = PostgresQuery(unsafeSQL: """
             WITH due AS (
                 SELECT t.user_id, t.client_id FROM siwa.apple_tokens AS t JOIN siwa.users AS u ON u.id = t.user_id
-                WHERE \(condition) AND ($3::text IS NULL OR u.apple_sub = $3::text)
+                WHERE \(condition) AND ($3::text IS NULL OR (u.apple_sub = $3::text AND u.apple_team = $4::text))
                 ORDER BY t.validate_after
                 LIMIT $1::integer
                 FOR UPDATE OF t SKIP LOCKED
@@ -60,15 +61,17 @@ public struct TokenValidationQueue: Sendable {
             UPDATE siwa.apple_tokens AS t SET validate_after = \(Self.nextCheck)
             FROM due, siwa.users AS u
             WHERE t.user_id = due.user_id AND t.client_id = due.client_id AND u.id = t.user_id
-            RETURNING t.user_id, u.apple_sub, t.client_id, t.key_id, t.refresh_token, t.validation_failures, u.status = 'active'
+            RETURNING t.user_id, u.apple_sub, u.apple_team, t.client_id, t.key_id, t.refresh_token, t.validation_failures,
+                      u.status = 'active'
             """)
         query.binds.append(Int32(clamping: limit))
         query.binds.append(Int32(clamping: periodHours))
         query.binds.append(sub)
+        query.binds.append(team)
         return try await client.guardedQuery(query, logger: logger).map { row in
-            let (userID, sub, clientID, keyID, token, failures, active) =
-                try row.decode((Int64, String, String, String, Data, Int32, Bool).self)
-            return DueAppleToken(userID: userID, appleSub: sub, clientID: clientID, keyID: keyID, refreshToken: token,
+            let (userID, sub, team, clientID, keyID, token, failures, active) =
+                try row.decode((Int64, String, String, String, String, Data, Int32, Bool).self)
+            return DueAppleToken(userID: userID, appleSub: sub, appleTeam: team, clientID: clientID, keyID: keyID, refreshToken: token,
                                  failures: Int(failures), userIsActive: active)
         }
     }

@@ -26,13 +26,13 @@ public struct UnrevocableTokens: Sendable {
 
     /// Deletes the user's tokens that do not decrypt with the ring, and
     /// returns them; tokens that decrypt are left (they can be revoked).
-    public func forget(appleSub: String, loginHint: String?) async throws -> (forgotten: [Forgotten], kept: Int) {
+    public func forget(appleSub: String, team: String, loginHint: String?) async throws -> (forgotten: [Forgotten], kept: Int) {
         let ring = self.ring
         return try await client.withGuardedTransaction(logger: logger) { [logger] connection in
             let rows = try await connection.query("""
                 SELECT t.user_id, t.client_id, t.key_id, t.refresh_token
                 FROM siwa.users AS u JOIN siwa.apple_tokens AS t ON t.user_id = u.id
-                WHERE u.apple_sub = \(appleSub) ORDER BY t.client_id FOR UPDATE OF t
+                WHERE u.apple_sub = \(appleSub) AND u.apple_team = \(team) ORDER BY t.client_id FOR UPDATE OF t
                 """, logger: logger).collect()
             var forgotten: [Forgotten] = []
             var kept = 0
@@ -47,8 +47,8 @@ public struct UnrevocableTokens: Sendable {
                         DELETE FROM siwa.apple_tokens WHERE user_id = \(userID) AND client_id = \(clientID) AND refresh_token = \(token)
                         RETURNING user_id
                     )
-                    INSERT INTO siwa.audit_log (actor, action, apple_sub, details)
-                    SELECT 'admin', 'token.forgotten', \(appleSub),
+                    INSERT INTO siwa.audit_log (actor, action, apple_sub, apple_team, details)
+                    SELECT 'admin', 'token.forgotten', \(appleSub), \(team),
                            jsonb_build_object('user_id', user_id, 'client_id', \(clientID)::text, 'key_id', \(keyID)::text,
                                               'reason', 'does not decrypt with the key ring: not revoked at Apple',
                                               'db_user', session_user::text, 'login_hint', \(loginHint)::text)

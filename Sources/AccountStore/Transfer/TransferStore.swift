@@ -8,6 +8,8 @@ public struct TransferUser: Sendable, Equatable {
     public let userID: Int64
     /// nil for a user imported from another siwa, until it completes.
     public let appleSub: String?
+    /// The team `appleSub` is in (nil with it).
+    public let appleTeam: String?
     public let transferSub: String?
     public let team: String?
     public let phase: String?
@@ -32,14 +34,14 @@ public struct TransferStore: Sendable {
 
     public func user(_ id: Int64) async throws -> TransferUser? {
         let rows = try await client.guardedQuery("""
-            SELECT id, apple_sub, transfer_sub, transfer_team, transfer_phase, transfer_state,
+            SELECT id, apple_sub, apple_team, transfer_sub, transfer_team, transfer_phase, transfer_state,
                    purged_at IS NOT NULL OR status = 'deleted'
             FROM siwa.users WHERE id = \(id)
             """, logger: logger)
         guard let row = rows.first else { return nil }
-        let (userID, sub, transferSub, team, phase, state, gone) =
-            try row.decode((Int64, String?, String?, String?, String?, String?, Bool).self)
-        return TransferUser(userID: userID, appleSub: sub, transferSub: transferSub, team: team, phase: phase, state: state, gone: gone)
+        let (userID, sub, appleTeam, transferSub, team, phase, state, gone) =
+            try row.decode((Int64, String?, String?, String?, String?, String?, String?, Bool).self)
+        return TransferUser(userID: userID, appleSub: sub, appleTeam: appleTeam, transferSub: transferSub, team: team, phase: phase, state: state, gone: gone)
     }
 
     /// The sending team's answer: the user's transfer_sub toward `team`.

@@ -7,6 +7,11 @@ import PostgresNIO
 public struct UserView: Sendable, Equatable {
     public let userID: Int64
     public let appleSub: String
+    /// The developer team `appleSub` belongs to.
+    public let appleTeam: String
+    /// The client id (Apple's `aud`) of the user's latest sign-in or Apple
+    /// event; nil for a user siwa knew before it kept one.
+    public let clientID: String?
     public let status: String
     public let email: String?
     /// `email_verified` as the token that brought `email` said.
@@ -61,9 +66,9 @@ public struct UserDirectory: Sendable {
         self.logger = logger
     }
 
-    public func user(appleSub: String) async throws -> UserView? {
+    public func user(appleSub: String, team: String) async throws -> UserView? {
         let rows = try await client.guardedQuery("""
-            SELECT u.id, u.apple_sub, u.status, u.email, u.is_private_email, u.email_forwarding_enabled,
+            SELECT u.id, u.apple_sub, u.apple_team, u.client_id, u.status, u.email, u.is_private_email, u.email_forwarding_enabled,
                    u.real_user_status, u.created_at, u.last_sign_in_at,
                    tokens.stored, tokens.last_validated_at, purge.id, purge.state,
                    CASE WHEN purge.state IN ('available', 'retryable') THEN purge.run_at END,
@@ -73,18 +78,19 @@ public struct UserDirectory: Sendable {
             CROSS JOIN LATERAL (SELECT count(*) > 0 AS stored, max(last_validated_at) AS last_validated_at
                                 FROM siwa.apple_tokens WHERE user_id = u.id) AS tokens
             LEFT JOIN LATERAL (SELECT id, state, run_at, args FROM siwa.jobs
-                               WHERE args->>'apple_sub' = u.apple_sub AND kind = 'purge_user' AND NOT args ? 'scope'
+                               WHERE args->>'apple_sub' = u.apple_sub AND args->>'apple_team' = u.apple_team
+                                 AND kind = 'purge_user' AND NOT args ? 'scope'
                                  -- this account's, not a purged one's before it
                                  AND created_at >= u.created_at
                                ORDER BY id DESC LIMIT 1) AS purge ON true
-            WHERE u.apple_sub = \(appleSub)
+            WHERE u.apple_sub = \(appleSub) AND u.apple_team = \(team)
             """, leaseWithin: .requestLease, logger: logger)
         guard let row = rows.first else { return nil }
-        let (id, sub, status, email, isPrivate, forwarding, realUserStatus, created, lastSignIn, stored, validated, jobID, state,
+        let (id, sub, team, clientID, status, email, isPrivate, forwarding, realUserStatus, created, lastSignIn, stored, validated, jobID, state,
              runAt, waiting, staleUntil, verified, givenName, familyName, orgID) =
-            try row.decode((Int64, String, String, String?, Bool?, Bool, Int16?, Date, Date?, Bool, Date?, Int64?, String?,
+            try row.decode((Int64, String, String, String?, String, String?, Bool?, Bool, Int16?, Date, Date?, Bool, Date?, Int64?, String?,
                             Date?, Bool, Int64?, Bool?, String?, String?, String?).self)
-        return UserView(userID: id, appleSub: sub, status: status, email: email, emailVerified: verified, isPrivateEmail: isPrivate,
+        return UserView(userID: id, appleSub: sub, appleTeam: team, clientID: clientID, status: status, email: email, emailVerified: verified, isPrivateEmail: isPrivate,
                         emailForwardingEnabled: forwarding, givenName: givenName, familyName: familyName,
                         realUserStatus: realUserStatus.map(Int.init), orgID: orgID, createdAt: created,
                         lastSignInAt: lastSignIn, refreshTokenStored: stored, lastValidatedAt: validated,
@@ -96,32 +102,38 @@ public struct UserDirectory: Sendable {
     /// complete the app transfer": how long a moved sub is answered.
     public static let movedSubAnsweredDays = 60
 
-    /// The sub a user moved to from `oldSub` in an app transfer (sql/023's
-    /// siwa.user_moves), within `movedSubAnsweredDays` of the move; nil
-    /// otherwise.
-    public func newSub(movedFrom oldSub: String) async throws -> String? {
+    /// The sub and team a user moved to from `oldSub` in an app transfer
+    /// (sql/023's siwa.user_moves), within `movedSubAnsweredDays` of the
+    /// move; nil otherwise. By the old sub alone: after the move the app's
+    /// settings name the new team, not the one the old sub was in.
+    public func newSub(movedFrom oldSub: String) async throws -> (sub: String, team: String)? {
         let rows = try await client.guardedQuery("""
-            SELECT new_sub FROM siwa.user_moves
+            SELECT new_sub, new_team FROM siwa.user_moves
             WHERE old_sub = \(oldSub) AND moved_at > now() - make_interval(days => \(Int32(Self.movedSubAnsweredDays)))
+            ORDER BY moved_at DESC LIMIT 1
             """, leaseWithin: .requestLease, logger: logger)
-        return try rows.first?.decode(String.self)
+        guard let row = rows.first else { return nil }
+        let (sub, team) = try row.decode((String, String).self)
+        return (sub, team)
     }
 
     /// Marks the user deleted and enqueues their purge (merged with a
     /// pending one, as for Apple's deletion events). nil: unknown sub.
-    public func scheduleDeletion(appleSub: String, apiKeyName: String) async throws -> DeletionScheduled? {
+    public func scheduleDeletion(appleSub: String, team: String, apiKeyName: String) async throws -> DeletionScheduled? {
         try await client.withGuardedTransaction(leaseWithin: .requestLease, logger: logger) { [logger] connection -> DeletionScheduled? in
             // The lock on its own first (as siwa.sign_in does, sql/006), then a
             // user already purged gets the purge that did it, not another.
             let locked = try await connection.query("""
-                SELECT status = 'deleted' AND purged_at IS NOT NULL FROM siwa.users WHERE apple_sub = \(appleSub) FOR UPDATE
+                SELECT status = 'deleted' AND purged_at IS NOT NULL FROM siwa.users
+                WHERE apple_sub = \(appleSub) AND apple_team = \(team) FOR UPDATE
                 """, logger: logger).collect()
             guard let lockedRow = locked.first else { return nil }
             if try lockedRow.decode(Bool.self) {
                 let done = try await connection.query("""
                     SELECT j.id, j.state FROM siwa.users AS u JOIN siwa.jobs AS j
-                      ON j.args->>'apple_sub' = u.apple_sub AND j.kind = 'purge_user' AND NOT j.args ? 'scope'
-                    WHERE u.apple_sub = \(appleSub) ORDER BY j.id DESC LIMIT 1
+                      ON j.args->>'apple_sub' = u.apple_sub AND j.args->>'apple_team' = u.apple_team
+                     AND j.kind = 'purge_user' AND NOT j.args ? 'scope'
+                    WHERE u.apple_sub = \(appleSub) AND u.apple_team = \(team) ORDER BY j.id DESC LIMIT 1
                     """, logger: logger).collect()
                 // Pruned after SIWA_JOB_RETENTION_DAYS: the audit trail keeps it.
                 let (id, state) = try done.first?.decode((Int64, String).self) ?? (Int64(0), "pruned")
@@ -129,7 +141,8 @@ public struct UserDirectory: Sendable {
             }
             let rows = try await connection.query("""
                 WITH target AS (
-                    SELECT id, apple_sub, status FROM siwa.users WHERE apple_sub = \(appleSub) FOR UPDATE
+                    SELECT id, apple_sub, apple_team, status FROM siwa.users
+                    WHERE apple_sub = \(appleSub) AND apple_team = \(team) FOR UPDATE
                 ), account AS (
                     UPDATE siwa.users AS u SET status = 'deleted',
                            status_event_time = (extract(epoch FROM now()) * 1000)::bigint, updated_at = now()
@@ -139,11 +152,11 @@ public struct UserDirectory: Sendable {
                     -- (siwa.enqueue_purge, sql/008: a pending sign-out becomes
                     -- a whole purge, or is followed by one).
                     SELECT job.job_id AS id, job.job_state AS state, job.inserted
-                    FROM target, LATERAL siwa.enqueue_purge(target.apple_sub, 'app-deletion', NULL, false, false,
+                    FROM target, LATERAL siwa.enqueue_purge(target.apple_sub, target.apple_team, 'app-deletion', NULL, false, false,
                                                             jsonb_build_object('api_key', \(apiKeyName)::text)) AS job
                 ), audit AS (
-                    INSERT INTO siwa.audit_log (actor, action, apple_sub, details)
-                    SELECT 'api', 'user.deletion_requested', target.apple_sub,
+                    INSERT INTO siwa.audit_log (actor, action, apple_sub, apple_team, details)
+                    SELECT 'api', 'user.deletion_requested', target.apple_sub, target.apple_team,
                            jsonb_build_object('user_id', target.id, 'api_key', \(apiKeyName)::text, 'job_id', purge.id,
                                               'merged', NOT purge.inserted, 'previous_status', target.status)
                     FROM target, purge

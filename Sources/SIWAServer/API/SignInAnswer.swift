@@ -52,58 +52,32 @@ public struct SignInAnswer: Sendable {
 /// `real_user_status` is 0, 1 or 2: a value Apple may add outside them is
 /// answered 1 (unknown), as it is stored.
 public struct SignedInAnswer: Encodable, Sendable, Equatable {
-    public let userID: Int64
-    public let appleSub: String
-    public let status: String
-    public let email: String?
-    public let emailVerified: Bool?
-    public let isPrivateEmail: Bool?
-    public let givenName: String?
-    public let familyName: String?
-    public let realUserStatus: Int?
-    public let isNewUser: Bool
-    public let refreshTokenStored: Bool
+    public let user: SignedInUser
 
-    public init(_ user: SignedInUser) {
-        self.init(userID: user.userID, appleSub: user.appleSub, status: user.status, email: user.email,
-                  emailVerified: user.emailVerified, isPrivateEmail: user.isPrivateEmail, givenName: user.givenName,
-                  familyName: user.familyName, realUserStatus: user.realUserStatus.map { RealUserStatus(claim: $0).rawValue },
-                  isNewUser: user.isNewUser, refreshTokenStored: user.refreshTokenStored)
-    }
+    public init(_ user: SignedInUser) { self.user = user }
 
-    public init(userID: Int64, appleSub: String, status: String, email: String?, emailVerified: Bool? = nil, isPrivateEmail: Bool?,
-                givenName: String? = nil, familyName: String? = nil, realUserStatus: Int?, isNewUser: Bool, refreshTokenStored: Bool) {
-        self.userID = userID
-        self.appleSub = appleSub
-        self.status = status
-        self.email = email
-        self.emailVerified = emailVerified
-        self.isPrivateEmail = isPrivateEmail
-        self.givenName = givenName
-        self.familyName = familyName
-        self.realUserStatus = realUserStatus
-        self.isNewUser = isNewUser
-        self.refreshTokenStored = refreshTokenStored
-    }
+    public var realUserStatus: Int? { user.realUserStatus.map { RealUserStatus(claim: $0).rawValue } }
 
     enum CodingKeys: String, CodingKey {
-        case userID = "user_id", appleSub, status, email, emailVerified, isPrivateEmail, givenName, familyName, realUserStatus
-        case isNewUser, refreshTokenStored
+        case userID = "user_id", appleSub, team, clientID = "client_id", status, email, emailVerified, isPrivateEmail
+        case givenName, familyName, realUserStatus, isNewUser, refreshTokenStored
     }
 
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(userID, forKey: .userID)
-        try container.encode(appleSub, forKey: .appleSub)
-        try container.encode(status, forKey: .status)
-        try container.encode(email, forKey: .email)
-        try container.encode(emailVerified, forKey: .emailVerified)
-        try container.encode(isPrivateEmail, forKey: .isPrivateEmail)
-        try container.encode(givenName, forKey: .givenName)
-        try container.encode(familyName, forKey: .familyName)
+        try container.encode(user.userID, forKey: .userID)
+        try container.encode(user.appleSub, forKey: .appleSub)
+        try container.encode(user.appleTeam, forKey: .team)
+        try container.encode(user.clientID, forKey: .clientID)
+        try container.encode(user.status, forKey: .status)
+        try container.encode(user.email, forKey: .email)
+        try container.encode(user.emailVerified, forKey: .emailVerified)
+        try container.encode(user.isPrivateEmail, forKey: .isPrivateEmail)
+        try container.encode(user.givenName, forKey: .givenName)
+        try container.encode(user.familyName, forKey: .familyName)
         try container.encode(realUserStatus, forKey: .realUserStatus)
-        try container.encode(isNewUser, forKey: .isNewUser)
-        try container.encode(refreshTokenStored, forKey: .refreshTokenStored)
+        try container.encode(user.isNewUser, forKey: .isNewUser)
+        try container.encode(user.refreshTokenStored, forKey: .refreshTokenStored)
     }
 
     /// The encoder's bytes (keys sorted), written by hand: on the hot path
@@ -111,11 +85,12 @@ public struct SignedInAnswer: Encodable, Sendable, Equatable {
     public var json: String {
         func text(_ value: String?) -> String { value.map(JSONText.quoted) ?? "null" }
         func flag(_ value: Bool?) -> String { value.map { $0 ? "true" : "false" } ?? "null" }
-        return #"{"apple_sub":\#(JSONText.quoted(appleSub)),"email":\#(text(email)),"#
-            + #""email_verified":\#(flag(emailVerified)),"family_name":\#(text(familyName)),"given_name":\#(text(givenName)),"#
-            + #""is_new_user":\#(flag(isNewUser)),"is_private_email":\#(flag(isPrivateEmail)),"#
+        return #"{"apple_sub":\#(JSONText.quoted(user.appleSub)),"client_id":\#(text(user.clientID)),"email":\#(text(user.email)),"#
+            + #""email_verified":\#(flag(user.emailVerified)),"family_name":\#(text(user.familyName)),"#
+            + #""given_name":\#(text(user.givenName)),"#
+            + #""is_new_user":\#(flag(user.isNewUser)),"is_private_email":\#(flag(user.isPrivateEmail)),"#
             + #""real_user_status":\#(realUserStatus.map(String.init) ?? "null"),"#
-            + #""refresh_token_stored":\#(flag(refreshTokenStored)),"status":\#(JSONText.quoted(status)),"#
-            + #""user_id":\#(userID)}"#
+            + #""refresh_token_stored":\#(flag(user.refreshTokenStored)),"status":\#(JSONText.quoted(user.status)),"#
+            + #""team":\#(JSONText.quoted(user.appleTeam)),"user_id":\#(user.userID)}"#
     }
 }

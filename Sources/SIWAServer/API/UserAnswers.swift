@@ -10,7 +10,7 @@ struct UserAnswer: Encodable {
     let user: UserView
 
     enum CodingKeys: String, CodingKey {
-        case userID = "user_id", appleSub, status, email, emailVerified, isPrivateEmail, realUserStatus, emailForwardingEnabled
+        case userID = "user_id", appleSub, team, clientID = "client_id", status, email, emailVerified, isPrivateEmail, realUserStatus, emailForwardingEnabled
         case givenName, familyName, orgID = "org_id", createdAt, lastSignInAt, refreshToken, purge
     }
 
@@ -50,6 +50,8 @@ struct UserAnswer: Encodable {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(user.userID, forKey: .userID)
         try container.encode(user.appleSub, forKey: .appleSub)
+        try container.encode(user.appleTeam, forKey: .team)
+        try container.encode(user.clientID, forKey: .clientID)
         try container.encode(user.status, forKey: .status)
         try container.encode(user.email, forKey: .email)
         try container.encode(user.emailVerified, forKey: .emailVerified)

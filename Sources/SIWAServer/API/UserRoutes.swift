@@ -24,12 +24,48 @@ struct UserRoutes: Sendable {
         v1.post("sign-in") { request, context in
             await signIn(request, apiKey: context.apiKey?.name ?? "")
         }
-        v1.get("users/:sub") { _, context in
-            await show(context.parameters.get("sub") ?? "")
+        v1.get("users/:sub") { request, context in
+            switch team(of: request) {
+            case .success(let team): await show(context.parameters.get("sub") ?? "", team: team)
+            case .failure(let refusal): refusal.response
+            }
         }
-        v1.delete("users/:sub") { _, context in
-            await delete(context.parameters.get("sub") ?? "", apiKey: context.apiKey?.name ?? "")
+        v1.delete("users/:sub") { request, context in
+            switch team(of: request) {
+            case .success(let team): await delete(context.parameters.get("sub") ?? "", team: team, apiKey: context.apiKey?.name ?? "")
+            case .failure(let refusal): refusal.response
+            }
         }
+    }
+
+    struct TeamRefusal: Error {
+        let response: Response
+    }
+
+    /// The team whose user `/v1/users/{sub}` names (Apple's subs are
+    /// team-scoped): `?team=`, else the team of `?client_id=`, else the one
+    /// team siwa serves. With several, the caller must say.
+    func team(of request: Request) -> Result<String, TeamRefusal> {
+        let clients = signIn.clients
+        let query = request.uri.queryParameters
+        if let team = query["team"].map(String.init) {
+            guard clients.allTeams.contains(team) else {
+                return .failure(TeamRefusal(response: APIResponse.error(.badRequest, "unknown_team", "team is not a team of this siwa's clients")))
+            }
+            return .success(team)
+        }
+        if let clientID = query["client_id"].map(String.init) {
+            guard let team = clients.team(of: clientID) else {
+                return .failure(TeamRefusal(response: APIResponse.error(.badRequest, "unknown_client", "client_id is not one of this siwa's clients")))
+            }
+            return .success(team)
+        }
+        let teams = clients.allTeams
+        guard teams.count == 1 else {
+            return .failure(TeamRefusal(response: APIResponse.error(
+                .badRequest, "team_required", "this siwa serves several teams (Apple's subs are team-scoped): name the user's with ?team= or ?client_id=")))
+        }
+        return .success(teams[0])
     }
 
     private func signIn(_ request: Request, apiKey: String) async -> Response {
@@ -44,13 +80,13 @@ struct UserRoutes: Sendable {
         return SignInAnswer(await signIn.signIn(body.attempt, apiKeyName: apiKey)).response
     }
 
-    private func show(_ sub: String) async -> Response {
+    private func show(_ sub: String, team: String) async -> Response {
         guard APIResponse.isPlausibleSub(sub) else { return APIResponse.error(.notFound, "not_found", "no such user") }
         do {
-            guard let user = try await directory.user(appleSub: sub) else {
+            guard let user = try await directory.user(appleSub: sub, team: team) else {
                 // Moved to another team's sub in an app transfer (docs/app-transfer.md).
-                if let newSub = try await directory.newSub(movedFrom: sub) {
-                    return JSONResponse.make(.ok, ["apple_sub": sub, "moved_to": newSub])
+                if let moved = try await directory.newSub(movedFrom: sub) {
+                    return JSONResponse.make(.ok, ["apple_sub": sub, "moved_to": moved.sub, "moved_to_team": moved.team])
                 }
                 return APIResponse.error(.notFound, "not_found", "no such user")
             }
@@ -60,10 +96,10 @@ struct UserRoutes: Sendable {
         }
     }
 
-    private func delete(_ sub: String, apiKey: String) async -> Response {
+    private func delete(_ sub: String, team: String, apiKey: String) async -> Response {
         guard APIResponse.isPlausibleSub(sub) else { return APIResponse.error(.notFound, "not_found", "no such user") }
         do {
-            guard let scheduled = try await directory.scheduleDeletion(appleSub: sub, apiKeyName: apiKey) else {
+            guard let scheduled = try await directory.scheduleDeletion(appleSub: sub, team: team, apiKeyName: apiKey) else {
                 return APIResponse.error(.notFound, "not_found", "no such user")
             }
             if scheduled.alreadyPurged {

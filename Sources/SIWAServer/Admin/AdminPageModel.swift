@@ -7,11 +7,11 @@ struct AdminPageModel {
     struct Notice { let text: String; let isError: Bool }
     struct DayChoice { let days: Int; let href: String; let selected: Bool }
     struct Attention {
-        let jobID: Int64, sub: String, historyHref: String, state: String, attempt: Int, since: String, lastError: String
+        let jobID: Int64, sub: String, team: String, historyHref: String, state: String, attempt: Int, since: String, lastError: String
         let canRetry: Bool, canCancel: Bool, canRunNow: Bool
     }
-    struct Waiting { let jobID: Int64, sub: String, historyHref: String, due: String, requested: String }
-    struct HistoryRow { let at, source, action, details: String }
+    struct Waiting { let jobID: Int64, sub: String, team: String, historyHref: String, due: String, requested: String }
+    struct HistoryRow { let at, team, source, action, details: String }
     struct History { let sub: String; let rows: [HistoryRow]; let hasRows: Bool }
 
     let keyName: String
@@ -58,7 +58,7 @@ struct AdminPageModel {
         slaHours = summary.purgeSLAHours
         attention = summary.attention.map { item in
             let state = JobState(rawValue: item.state)
-            return Attention(jobID: item.jobID, sub: item.appleSub ?? "-",
+            return Attention(jobID: item.jobID, sub: item.appleSub ?? "-", team: item.appleTeam ?? "-",
                              historyHref: Self.historyHref(days: days, sub: item.appleSub),
                              state: item.state, attempt: item.attempt, since: AdminResponse.timestamp(item.since),
                              lastError: item.lastError ?? "",
@@ -70,14 +70,14 @@ struct AdminPageModel {
         hasAttention = !attention.isEmpty
         attentionCount = attention.count
         waiting = summary.waiting.map { item in
-            Waiting(jobID: item.jobID, sub: item.appleSub ?? "-",
+            Waiting(jobID: item.jobID, sub: item.appleSub ?? "-", team: item.appleTeam ?? "-",
                     historyHref: Self.historyHref(days: days, sub: item.appleSub),
                     due: AdminResponse.timestamp(item.dueAt), requested: AdminResponse.timestamp(item.requestedAt))
         }
         hasWaiting = !waiting.isEmpty
         self.history = history.map { report in
             let rows = report.history.map {
-                HistoryRow(at: AdminResponse.timestamp($0.at), source: $0.source, action: $0.action, details: $0.details.compactText)
+                HistoryRow(at: AdminResponse.timestamp($0.at), team: $0.appleTeam ?? "-", source: $0.source, action: $0.action, details: $0.details.compactText)
             }
             return History(sub: report.appleSub, rows: rows, hasRows: !rows.isEmpty)
         }

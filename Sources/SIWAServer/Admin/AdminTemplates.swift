@@ -100,8 +100,8 @@ enum AdminTemplates {
           <div id="history" class="scroll">
             <h2>History of <code>{{sub}}</code></h2>
             {{^hasRows}}<p class="muted">nothing recorded for this sub</p>{{/hasRows}}
-            {{#hasRows}}<table class="stack"><thead><tr><th>at</th><th>source</th><th>action</th><th>details</th></tr></thead><tbody>
-            {{#rows}}<tr><td data-label="at">{{at}}</td><td data-label="source">{{source}}</td><td data-label="action">{{action}}</td>\
+            {{#hasRows}}<table class="stack"><thead><tr><th>at</th><th>team</th><th>source</th><th>action</th><th>details</th></tr></thead><tbody>
+            {{#rows}}<tr><td data-label="at">{{at}}</td><td data-label="team">{{team}}</td><td data-label="source">{{source}}</td><td data-label="action">{{action}}</td>\
         <td class="details" data-label="details"><code>{{details}}</code></td></tr>{{/rows}}
             </tbody></table>{{/hasRows}}
           </div>
@@ -119,10 +119,10 @@ enum AdminTemplates {
           <h2>Needs attention ({{attentionCount}})</h2>
           <p class="muted">Discarded jobs, and purges not completed within the SLA ({{slaHours}} h).</p>
           {{^hasAttention}}<p>Nothing: every purge is on time.</p>{{/hasAttention}}
-          {{#hasAttention}}<div class="scroll"><table class="stack"><thead><tr><th>job</th><th>Apple sub</th><th>state</th><th>attempt</th>\
+          {{#hasAttention}}<div class="scroll"><table class="stack"><thead><tr><th>job</th><th>Apple sub</th><th>team</th><th>state</th><th>attempt</th>\
         <th>since</th><th>last error</th><th></th></tr></thead><tbody>
           {{#attention}}<tr data-job="{{jobID}}"><td data-label="job">{{jobID}}</td>\
-        <td class="sub" data-label="Apple sub"><a href="{{historyHref}}">{{sub}}</a></td><td data-label="state">{{state}}</td>\
+        <td class="sub" data-label="Apple sub"><a href="{{historyHref}}">{{sub}}</a></td><td data-label="team">{{team}}</td><td data-label="state">{{state}}</td>\
         <td data-label="attempt">{{attempt}}</td><td data-label="since">{{since}}</td><td class="details" data-label="last error">{{lastError}}</td><td>
             {{#canRetry}}<form class="inline" method="post" action="/admin/jobs/{{jobID}}/retry"><input type="hidden" name="csrf" value="{{csrf}}">\
         <button type="submit" class="retry" name="job" value="{{jobID}}">Retry</button></form>{{/canRetry}}
@@ -136,9 +136,9 @@ enum AdminTemplates {
         {{#hasWaiting}}<section class="card" id="waiting">
           <h2>Purges waiting out the grace delay</h2>
           <p class="muted">Users who revoked consent: their Apple tokens are revoked, their data is purged when due unless they sign in again first.</p>
-          <div class="scroll"><table class="stack"><thead><tr><th>job</th><th>Apple sub</th><th>due</th><th>requested</th><th></th></tr></thead><tbody>
+          <div class="scroll"><table class="stack"><thead><tr><th>job</th><th>Apple sub</th><th>team</th><th>due</th><th>requested</th><th></th></tr></thead><tbody>
           {{#waiting}}<tr data-job="{{jobID}}"><td data-label="job">{{jobID}}</td>\
-        <td class="sub" data-label="Apple sub"><a href="{{historyHref}}">{{sub}}</a></td><td data-label="due">{{due}}</td>\
+        <td class="sub" data-label="Apple sub"><a href="{{historyHref}}">{{sub}}</a></td><td data-label="team">{{team}}</td><td data-label="due">{{due}}</td>\
         <td data-label="requested">{{requested}}</td><td>
             <form class="inline" method="post" action="/admin/jobs/{{jobID}}/run-now"><input type="hidden" name="csrf" value="{{csrf}}">\
         <button type="submit" class="run-now" name="job" value="{{jobID}}">Run now</button></form>

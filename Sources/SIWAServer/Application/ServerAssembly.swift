@@ -42,7 +42,7 @@ public enum ServerAssembly {
             refetchCooldown: settings.appleKeys.refetchCooldown,
             logger: Logger(label: "siwa.apple-keys")
         )
-        let verifier = NotificationVerifier(keys: keys, policy: VerificationPolicy(audiences: settings.appleKeys.audiences))
+        let verifier = NotificationVerifier(keys: keys, policy: VerificationPolicy(audiences: settings.clients.audiences))
         let inbox = InboxWriter(client: client, options: settings.inbox, logger: Logger(label: "siwa.inbox"))
         // Refusals have a small pool of their own: a flood of junk must not
         // take the connections genuine notifications need.
@@ -54,7 +54,7 @@ public enum ServerAssembly {
         let rejections = RejectionWriter(client: rejectionClient, options: settings.rejections, logger: Logger(label: "siwa.rejections"),
                                          countUnrecorded: { unrecorded.increment(by: $0) })
         let receiver = NotificationReceiver(
-            verifier: verifier, router: settings.events, inbox: inbox,
+            verifier: verifier, router: settings.events, clients: settings.clients, inbox: inbox,
             rejections: rejections, metrics: metrics, logger: Logger(label: "siwa.notifications")
         )
         var dependencies = ServerDependencies(
@@ -69,10 +69,10 @@ public enum ServerAssembly {
                                     logger: Logger(label: "siwa.sign-in"))
             let directory = UserDirectory(client: client, logger: Logger(label: "siwa.users"))
             let service = SignInService(
-                verifier: IdentityTokenVerifier(keys: keys, policy: VerificationPolicy(audiences: settings.appleKeys.audiences,
+                verifier: IdentityTokenVerifier(keys: keys, policy: VerificationPolicy(audiences: settings.clients.audiences,
                                                                                        now: settings.identityTokenClock)),
                 apple: access.apple, keyRing: access.keyRing, store: store, directory: directory,
-                requires: settings.signInRequires, webClients: settings.webClients, logger: Logger(label: "siwa.sign-in"), metrics: metrics)
+                requires: settings.signInRequires, clients: settings.clients, logger: Logger(label: "siwa.sign-in"), metrics: metrics)
             let keyLogger = Logger(label: "siwa.api-keys")
             let keyCache = APIKeyCache(heartbeat: settings.apiKeyCacheHeartbeat)
             dependencies.signIn = SignInDependencies(service: service, directory: directory,

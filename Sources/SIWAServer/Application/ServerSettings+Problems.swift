@@ -14,7 +14,8 @@ extension ServerSettings {
         }
         attempt { _ = try DatabaseSettings(reader: reader) }
         attempt { _ = try HTTPListenerSettings(reader: reader) }
-        attempt { _ = try WebClients(reader: reader, audiences: try AppleKeysSettings(reader: reader).audiences) }
+        attempt { _ = try AppleKeysSettings(reader: reader) }
+        attempt { _ = try AppleClientsSettings.read(reader) }
         attempt { _ = try reader.url(S.appleBaseURL) }
         attempt { _ = try NotificationRouteSettings(reader: reader) }
         attempt { _ = try InboxWriter.Options.ingest(reader: reader) }

@@ -28,8 +28,9 @@ public struct ServerSettings: Sendable {
     public var signIn: SignInSettings?
     /// What POST /v1/sign-in needs beside the identity token.
     public var signInRequires: SignInRequirement
-    /// The client ids that are web clients, and their Return URLs.
-    public var webClients: WebClients
+    /// The client ids notifications and identity tokens may be for, each
+    /// with its team; the web clients and their Return URLs.
+    public var clients: AppleClients
     /// When a stored refresh token is first due for validation.
     public var tokenValidation: TokenValidationSettings
     /// The worker's SIWA_JOB_MAX_RUN_SECONDS: `/metrics` counts running jobs
@@ -60,7 +61,7 @@ public struct ServerSettings: Sendable {
         inbox = try .ingest(reader: reader)
         events = try EventRouter(reader: reader)
         signInRequires = try SignInRequirement(reader: reader)
-        webClients = try WebClients(reader: reader, audiences: appleKeys.audiences)
+        clients = try AppleClientsSettings.read(reader).clients
         rejections = try RejectionWriter.Options(reader: reader)
         jobMaxRunSeconds = try JobWorker.Options.maxRunSeconds(reader, leaseSeconds: try reader.number(S.jobLease))
         log = try LogSettings(environment: reader)

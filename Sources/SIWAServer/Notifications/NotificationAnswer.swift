@@ -17,12 +17,13 @@ public struct NotificationAnswer: Sendable {
 
     public init(_ result: ReceiveResult) {
         switch result {
-        case .accepted(let outcome, let type):
+        case .accepted(let outcome, let type, let team, let clientID):
             let done = switch outcome {
             case .recorded: "recorded"
             case .duplicate: "duplicate"
             }
-            (status, body) = (.ok, .accepted(AcceptedNotification(status: done, eventType: String(type.prefix(64)))))
+            (status, body) = (.ok, .accepted(AcceptedNotification(status: done, eventType: String(type.prefix(64)),
+                                                                          team: team, clientID: clientID)))
         case .rejected(let rejection):
             (status, body) = (.badRequest, .refused(ErrorAnswer(rejection.reason, rejection.detail)))
         case .unavailable(let why):
@@ -44,11 +45,18 @@ public struct NotificationAnswer: Sendable {
     }
 }
 
-/// `{"status": "recorded" | "duplicate", "event_type": "..."}`, in that order (docs/http-api.md).
+/// `{"status": "recorded" | "duplicate", "event_type": "...", "team": "...",
+/// "client_id": "..."}`, in that order (docs/http-api.md).
 public struct AcceptedNotification: Encodable, Sendable, Equatable {
     public let status: String
     /// Apple's event type, at most 64 characters of it.
     public let eventType: String
+    /// The team of the client the notification is for.
+    public let team: String
+    /// The notification's `aud`.
+    public let clientID: String
 
-    public var json: String { JSONResponse.ordered(["status": status, "event_type": eventType]) }
+    public var json: String {
+        JSONResponse.ordered(["status": status, "event_type": eventType, "team": team, "client_id": clientID])
+    }
 }

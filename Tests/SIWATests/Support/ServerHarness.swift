@@ -105,7 +105,7 @@ final class ServerHarness: Sendable {
             "SIWA_DATABASE_URL": database.serveURL,
             "SIWA_HTTP_PORT": "0",
             "SIWA_ADMIN_HTTP_PORT": "off",
-            "SIWA_APPLE_CLIENT_IDS": clientID,
+            "SIWA_APPLE_TEAM_ID": TestEnvironment.team, "SIWA_APPLE_CLIENT_IDS": clientID,
             "SIWA_APPLE_JWKS_URL": appleBaseURL + "/auth/keys",
         ]
         if let signIn {

@@ -10,7 +10,7 @@ enum SignInFixture {
     /// A team key and a one-key ring; register it with the simulator
     /// (`ServerHarness.start(signIn:)` does).
     static func files(keyRing lines: [String]? = nil) throws -> SimulatedTeamKeyFiles {
-        try SimulatedTeamKeyFiles(teamID: "TEAM123456", keyID: "KEY1234567",
+        try SimulatedTeamKeyFiles(teamID: TestEnvironment.team, keyID: "KEY1234567",
                                   keyRing: lines ?? [TokenKeyRing.newKeyLine(id: "k1")], label: "signin")
     }
 

@@ -7,6 +7,10 @@ import Testing
 /// Where the throwaway PostgreSQL clusters are (`make test` starts them with
 /// scripts/testdb.sh and passes their URLs).
 enum TestEnvironment {
+    /// The developer team of the tests' users, notifications and sign-ins
+    /// (SIWA_APPLE_TEAM_ID; the sign-in fixture's key is this team's).
+    static let team = "TEAM123456"
+
     static let repositoryRoot = URL(fileURLWithPath: #filePath)
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 

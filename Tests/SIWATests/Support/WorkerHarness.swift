@@ -37,7 +37,8 @@ final class WorkerHarness: Sendable {
         try await database.execute("""
             CREATE SCHEMA app;
             CREATE TABLE app.profiles (apple_sub text NOT NULL, display_name text);
-            CREATE TABLE app.purge_log (apple_sub text NOT NULL, siwa_user_id bigint, purged_at timestamptz NOT NULL DEFAULT now());
+            CREATE TABLE app.purge_log (apple_sub text NOT NULL, siwa_user_id bigint, apple_team text,
+                                        purged_at timestamptz NOT NULL DEFAULT now());
             -- The plan's SQL runs as the purge role (SIWA_PURGE_ROLE): the app
             -- grants it what the plan does, as an operator would; neither
             -- serve's role nor the worker's (NOINHERIT) holds these.
@@ -49,7 +50,7 @@ final class WorkerHarness: Sendable {
         let server = try await TestPorts.serve { try await downstream.start(port: $0) }
         var statements = [
             "DELETE FROM app.profiles WHERE apple_sub = $1",
-            "INSERT INTO app.purge_log (apple_sub, siwa_user_id) VALUES ($1, $2)",
+            "INSERT INTO app.purge_log (apple_sub, siwa_user_id, apple_team) VALUES ($1, $2, $3)",
         ]
         if slowSQL > 0 { statements.append("SELECT pg_sleep(\(slowSQL))") }
         var steps: [[String: Any]] = [["name": sqlStep, "sql": statements]]
@@ -95,9 +96,9 @@ final class WorkerHarness: Sendable {
     func enqueue(subs: [String]) async throws {
         let list = subs.map { "('\($0)')" }.joined(separator: ",")
         try await database.execute("""
-            INSERT INTO siwa.users (apple_sub, email) SELECT s, s || '@privaterelay.appleid.com' FROM (VALUES \(list)) AS v(s);
+            INSERT INTO siwa.users (apple_sub, apple_team, email) SELECT s, 'TEAM123456', s || '@privaterelay.appleid.com' FROM (VALUES \(list)) AS v(s);
             INSERT INTO app.profiles (apple_sub, display_name) SELECT s, 'Name of ' || s FROM (VALUES \(list)) AS v(s);
-            INSERT INTO siwa.jobs (kind, args) SELECT 'purge_user', jsonb_build_object('apple_sub', s) FROM (VALUES \(list)) AS v(s);
+            INSERT INTO siwa.jobs (kind, args) SELECT 'purge_user', jsonb_build_object('apple_sub', s, 'apple_team', 'TEAM123456') FROM (VALUES \(list)) AS v(s);
             """)
     }
 

@@ -1,6 +1,5 @@
 import AccountLifecycle
 import Foundation
-import SIWAConfiguration
 
 extension WebClients {
     /// SIWA_APPLE_WEB_CLIENT_IDS: `ID` or `ID=RETURN_URL` entries, each id
@@ -23,13 +22,18 @@ extension WebClients {
             if returnURLs[id] == nil { returnURLs[id] = [] }
             guard parts.count == 2 else { continue }
             let url = parts[1]
-            // Apple registers only https Return URLs with a domain name.
-            guard url.utf8.count <= 2048, let components = URLComponents(string: url), components.scheme == "https",
-                  let host = components.host, !host.isEmpty else {
+            guard Self.isReturnURL(url) else {
                 throw SettingError(setting.name, "expected ID or ID=https://RETURN-URL, got '\(entry.prefix(80))'")
             }
             returnURLs[id, default: []].insert(url)
         }
         self.init(returnURLs: returnURLs)
+    }
+
+    /// Apple registers only https Return URLs with a domain name.
+    static func isReturnURL(_ url: String) -> Bool {
+        guard url.utf8.count <= 2048, let components = URLComponents(string: url), components.scheme == "https",
+              let host = components.host else { return false }
+        return !host.isEmpty
     }
 }
