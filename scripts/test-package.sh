@@ -90,7 +90,8 @@ admin "DROP DATABASE $database"
 # units are in /usr/lib, so dpkg never sees these).
 mkdir -p "$root/lib/systemd"
 cp -a /lib/systemd/system "$root/lib/systemd/"
-units=(/usr/lib/systemd/system/siwa-serve.service /usr/lib/systemd/system/siwa-worker.service /usr/lib/systemd/system/siwa-migrate.service)
+units=(/usr/lib/systemd/system/siwa-serve.service /usr/lib/systemd/system/siwa-worker.service /usr/lib/systemd/system/siwa-migrate.service
+       /usr/lib/systemd/system/siwa-worker@.service)
 check "systemd-analyze verify accepts the installed units" systemd-analyze verify --root="$root" "${units[@]}"
 # The exposure each unit leaves (issue 9: at most 2.0). --threshold is on
 # systemd's 0-100 scale: 20 is the 2.0 that `security` prints.
@@ -99,6 +100,8 @@ for unit in "${units[@]}"; do
         systemd-analyze security --offline=yes --threshold=20 "$root$unit"
 done
 check "the units run /usr/bin/siwa" grep -q '^ExecStart=/usr/bin/siwa ' "$root${units[0]}" "$root${units[1]}" "$root${units[2]}"
+checks_first() { local unit; for unit; do grep -q '^ExecStartPre=-/usr/bin/siwa check ' "$unit" || { echo "$unit"; return 1; }; done; }
+check "serve and the workers run /usr/bin/siwa check first" checks_first "$root${units[0]}" "$root${units[1]}" "$root${units[3]}"
 
 # make install PREFIX=/usr/local: the same layout under /usr/local (no rebuild:
 # the binary is the one just packaged).

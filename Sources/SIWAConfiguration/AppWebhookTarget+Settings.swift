@@ -11,7 +11,7 @@ extension AppWebhookTarget {
     public static func read(_ env: SettingsReader) throws -> AppWebhookTarget? {
         typealias S = SettingsCatalog
         guard let text = env.string(S.appWebhookURL) else {
-            for setting in [S.appWebhookSecret, S.appWebhookSecretNext] where env.string(setting) != nil {
+            for setting in [S.appWebhookSecret, S.appWebhookSecretNext] where try env.optional(setting) != nil {
                 throw SettingError(setting.name, "is set but SIWA_APP_WEBHOOK_URL is not (the webhook needs both)")
             }
             return nil
@@ -20,11 +20,11 @@ extension AppWebhookTarget {
               url.host?.isEmpty == false else {
             throw SettingError(S.appWebhookURL.name, "expected an http(s) URL, got '\(text.prefix(80))'")
         }
-        guard let secret = env.string(S.appWebhookSecret) else {
+        guard let secret = try env.optional(S.appWebhookSecret) else {
             throw SettingError(S.appWebhookSecret.name, "is required when SIWA_APP_WEBHOOK_URL is set (e.g. the output of `siwa webhooks secret`)")
         }
         var keys = [try key(secret, S.appWebhookSecret)]
-        if let next = env.string(S.appWebhookSecretNext) { keys.append(try key(next, S.appWebhookSecretNext)) }
+        if let next = try env.optional(S.appWebhookSecretNext) { keys.append(try key(next, S.appWebhookSecretNext)) }
         let includeEmail = try env.choice(S.appWebhookIncludeEmail) == "true"
         return AppWebhookTarget(url: url, keys: keys, timeoutSeconds: try env.number(S.appWebhookTimeout), includeEmail: includeEmail)
     }

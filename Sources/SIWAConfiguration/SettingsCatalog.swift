@@ -15,12 +15,14 @@ public enum SettingsCatalog {
             .migrate: "postgres://siwa_owner:CHANGE-ME-TOO@db.internal:5432/siwa?sslmode=verify-full&sslrootcert=/etc/siwa/db-ca.pem",
         ],
         readers: [.serve, .worker, .migrate, .jobs, .audit, .apiKeys, .tokens, .receipts, .transfer], files: [.serve, .worker, .migrate], secret: true,
-        help: "this process's connection, `postgres://USER:PASSWORD@HOST:PORT/DB[?sslmode=disable|prefer|require|verify-ca|verify-full&sslrootcert=FILE]`: serve's role in serve.env, the worker's in worker.env",
+        help: "this process's connection, `postgres://USER:PASSWORD@HOST:PORT/DB[?sslmode=disable|prefer|require|verify-ca|verify-full&sslrootcert=FILE]`: serve's role for serve, the worker's for the worker, the schema owner for `siwa migrate`",
         details: """
-            Each unit's own file names its own runtime role: siwa_serve in serve.env, \
-            siwa_worker in worker.env (`siwa tokens` runs with worker.env). Neither owns \
-            anything; `siwa migrate` grants each what its process needs (SIWA_SERVE_ROLE, \
-            SIWA_WORKER_ROLE). In migrate.env it is the owner's connection when \
+            Each unit names its own role: siwa_serve for siwa-serve, siwa_worker for \
+            siwa-worker (and `siwa tokens`), the schema owner siwa_owner \
+            for siwa-migrate; each URL in a file only its unit loads (serve.database-url, \
+            worker.database-url, migrate.database-url). The runtime roles own nothing: \
+            `siwa migrate` grants each what its process needs (SIWA_SERVE_ROLE, \
+            SIWA_WORKER_ROLE). For migrate it is the owner's connection when \
             SIWA_MIGRATE_DATABASE_URL is unset, and, where neither runtime role exists (a \
             one-role trial), the role that gets both processes' privileges. Percent-encode \
             special characters in the password.
@@ -269,11 +271,7 @@ public enum SettingsCatalog {
         details: """
             Download it from the key's page; Apple offers the download once only, so keep a \
             copy in your secret store. It must be readable by the service user only, and \
-            serve and worker run as different users: install it mode 0600, owner root, and \
-            give each unit a private copy with systemd's LoadCredential= (commented out in \
-            siwa-serve.service and siwa-worker.service), which also points this variable at \
-            the copy; then leave it unset here (an env file overrides the unit's \
-            Environment=). A lost or leaked key: revoke it on the Keys page and make a new \
+            serve and worker run as different users: install it mode 0600, owner root. A lost or leaked key: revoke it on the Keys page and make a new \
             one (new SIWA_APPLE_KEY_ID too).
             """)
     public static let tokenEncryptionKeysFile = Setting(
@@ -484,10 +482,8 @@ public enum SettingsCatalog {
             was done and when, and stores it in siwa.deletion_receipts in the transaction \
             that completes the purge: the evidence for App Review or for the person who \
             asked for erasure (`siwa receipts show SUB`). Make the key with \
-            `(umask 077; siwa receipts keygen > /etc/siwa/receipt-key.pem)`, install it mode \
-            0600, owner root, and uncomment the LoadCredential= lines in \
-            siwa-worker.service, which give the worker a private copy and point this \
-            variable at it; then leave it unset here. siwa serve never gets it: it publishes \
+            `(umask 077; siwa receipts keygen > /etc/siwa/receipt-key.pem)` (mode 0600, \
+            owner root). siwa serve never gets it: it publishes \
             the public keys only (SIWA_RECEIPT_JWKS_FILE). Keep a backup: receipts already \
             signed stay verifiable with the public key set alone.
             """)

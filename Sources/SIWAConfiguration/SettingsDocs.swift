@@ -39,15 +39,48 @@ public enum SettingsDocs {
                 lines.append("")
                 lines += comment(summary(setting))
                 if let details = setting.details { lines += comment(details) }
+                let credentials = UnitCredentials.loading(setting.name, for: file)
+                if let source = source(setting, credentials) { lines += comment(source) }
                 let example = setting.fileExamples[file] ?? setting.example
-                let set = setting.required || setting.setInExamples
-                let value = set ? example
+                // A value the unit loads from a file of its own is shown, not set, here.
+                let set = (setting.required || setting.setInExamples) && credentials.isEmpty
+                let value = setting.required || setting.setInExamples ? example
                     : (setting.defaultDescription == nil ? setting.defaultValue : nil) ?? example ?? setting.defaultValue
                 lines.append((set ? "" : "#") + setting.name + "=" + (value ?? ""))
             }
         }
         if let trailer = trailer(file) { lines += [""] + trailer }
         return lines.joined(separator: "\n") + "\n"
+    }
+
+    /// Where else the value may come from: the file a unit loads as a
+    /// credential, or for a secret `NAME_FILE`. nil for a plain setting.
+    static func source(_ setting: Setting, _ credentials: [(unit: String, file: String)]) -> String? {
+        let units = credentials.map(\.unit).joined(separator: " and ")
+        let files = Set(credentials.map(\.file)).sorted().joined(separator: ", ")
+        if setting.secret, !credentials.isEmpty {
+            return """
+                Better in a file of its own: \(units) \(credentials.count == 1 ? "loads" : "load") it from \(files) \
+                (mode 0600, owner root; the systemd credential \(setting.name), which only the \
+                unit's user can read), or set \(setting.name)_FILE to a file of your own. Give it \
+                one way only: two are refused at start.
+                """
+        }
+        if setting.secret {
+            return """
+                Or from a file: \(setting.name)_FILE=PATH, or the systemd credential \(setting.name) \
+                (`systemctl edit` the unit: LoadCredential=\(setting.name):PATH). One way only.
+                """
+        }
+        if !credentials.isEmpty {
+            return """
+                \(units) \(credentials.count == 1 ? "gives its" : "give each its own") user a private copy of \(files) \
+                when it exists (mode 0600, owner root; the systemd credential \(setting.name)) and \
+                siwa reads it there: leave this unset, or point it elsewhere with `systemctl edit` \
+                (docs/operations.md, "Secrets in files").
+                """
+        }
+        return nil
     }
 
     /// The help as a sentence, then a line of the bounds and the default.
@@ -67,8 +100,10 @@ public enum SettingsDocs {
             """
             /etc/siwa/siwa.env: the settings that both siwa-serve and siwa-worker read \
             (and the siwa-migrate oneshot), each unit before its own file. No secrets in \
-            here: a secret lives in the file of the one unit that uses it (serve.env, \
-            worker.env, migrate.env), and the sign-in keys are files of their own.
+            here: a secret lives in a file of its own that only the unit using it loads (a \
+            systemd credential: serve.database-url, worker.database-url, \
+            migrate.database-url, ...) or in that unit's env file, and the keys are files of \
+            their own.
 
             Install all /etc/siwa/*.env files mode 0600, owner root: systemd reads them \
             (as root) before it starts the service as its own user, so the services \
@@ -78,36 +113,41 @@ public enum SettingsDocs {
             expansion; quote a value only if it has leading/trailing spaces. A setting in \
             both siwa.env and a unit's own file: the unit's file wins (it is read second). \
             A missing or malformed setting stops start-up with one line naming it (exit \
-            status 2; the units do not restart on it).
+            status 2; the units do not restart on it); `siwa check serve` (or worker), which \
+            the units run first, reports every problem at once.
             """
         case .serve:
             """
             /etc/siwa/serve.env: settings of siwa serve only (the internet-facing \
             receiver), read by siwa-serve.service after siwa.env. Install mode 0600, owner \
-            root (see siwa.env). It holds serve's own database role and password \
-            (siwa_serve) and nothing of the worker's: no purge plan, no webhook secrets, no \
-            other database's URL.
+            root (see siwa.env). serve's database URL, with its role's password \
+            (siwa_serve), goes in /etc/siwa/serve.database-url, which the unit loads as a \
+            credential; nothing of the worker's is here: no purge plan, no webhook secrets, \
+            no other database's URL.
             """
         case .worker:
             """
             /etc/siwa/worker.env: settings and secrets of siwa worker only, read by \
             siwa-worker.service after siwa.env. Install mode 0600, owner root (see \
-            siwa.env). The internet-facing siwa-serve never gets these: the worker's own \
-            database role and password (siwa_worker), the purge plan's webhook secrets and \
-            other databases' URLs live here alone. `siwa tokens` runs with this file.
+            siwa.env). The internet-facing siwa-serve never gets these: the purge plan's \
+            webhook secrets and other databases' URLs live here alone (or, better, in files \
+            the unit loads as credentials), and the worker's own database URL (siwa_worker) \
+            in /etc/siwa/worker.database-url. `siwa tokens` runs with this file.
             """
         case .migrate:
             """
             /etc/siwa/migrate.env: settings of `siwa migrate` only, read by the \
             siwa-migrate oneshot unit after siwa.env (or by a run by hand: deploy/README.md, \
             "Migrate"). Install mode 0600, owner root. Neither siwa-serve nor siwa-worker \
-            reads it: the schema owner's password is here alone.
+            reads it nor /etc/siwa/migrate.database-url, the schema owner's URL with its \
+            password, which the unit loads as a credential.
 
-            siwa migrate connects as the schema owner (SIWA_DATABASE_URL here, or \
-            SIWA_MIGRATE_DATABASE_URL when set) and grants serve's privileges to \
-            SIWA_SERVE_ROLE and the worker's to SIWA_WORKER_ROLE, roles you create \
-            beforehand (deploy/README.md, "The database"). Their passwords live in \
-            serve.env and worker.env, never here.
+            siwa migrate connects as the schema owner (SIWA_DATABASE_URL, from \
+            /etc/siwa/migrate.database-url or here; or SIWA_MIGRATE_DATABASE_URL when set) \
+            and grants serve's privileges to SIWA_SERVE_ROLE and the worker's to \
+            SIWA_WORKER_ROLE, roles you create beforehand (deploy/README.md, "The \
+            database"). Their passwords live in serve.database-url and \
+            worker.database-url, never here.
             """
         }
     }
@@ -120,7 +160,9 @@ public enum SettingsDocs {
             these names are the ones deploy/purge-plan.example.json uses. Another \
             database's URL takes the same sslmode and sslrootcert parameters as \
             SIWA_DATABASE_URL; give that database a role of its own for the plan. siwa \
-            does not report them as unknown settings.
+            does not report them as unknown settings. Each may come from a file \
+            instead: NAME_FILE=PATH, or the systemd credential NAME (`systemctl edit \
+            siwa-worker`: LoadCredential=NAME:PATH).
             """) + [
             "#ANALYTICS_DATABASE_URL=postgres://siwa_purge:CHANGE-ME@analytics.internal:5432/analytics?sslmode=verify-full&sslrootcert=/etc/siwa/db-ca.pem",
             "#CRM_WEBHOOK_SECRET=whsec_CHANGE-ME-make-one-with-siwa-webhooks-secret",

@@ -1,3 +1,4 @@
+import AccountStore
 import Configuration
 import Foundation
 
@@ -21,31 +22,64 @@ public struct SettingError: Error, CustomStringConvertible, Sendable {
 public struct SettingsReader: Sendable {
     /// The raw variables, for the unknown-name check.
     public let values: [String: String]
+    /// Secrets given in a way that cannot be used (two sources, a file that
+    /// cannot be read), by setting; reading that setting throws its problem.
+    public let problems: [String: SettingError]
     private let reader: ConfigReader
 
+    /// A secret setting may come from `NAME`, a file `NAME_FILE` names, or
+    /// the systemd credential `NAME` (`SecretValue`); a path setting (a key
+    /// file, the purge plan) from `NAME` or the credential `NAME`, whose
+    /// file's path is then its value. swift-configuration reads the result.
     public init(_ values: [String: String] = ProcessInfo.processInfo.environment) {
         self.values = values
+        var resolved = values.filter { $0.key.hasPrefix("SIWA_") }
+        var problems: [String: SettingError] = [:]
+        for setting in SettingsCatalog.all {
+            if setting.secret {
+                do throws(SecretValueError) {
+                    resolved[setting.name] = try SecretValue.value(of: setting.name, in: values)
+                } catch {
+                    problems[setting.name] = SettingError(setting.name, error.name == setting.name ? error.problem : "\(error)")
+                }
+            } else if case .path = setting.kind, let file = SecretValue.credentialFile(setting.name, in: values),
+                      !SecretValue.credentialIsEmpty(file) {
+                if let given = values[setting.name], !given.isEmpty, given != file {
+                    problems[setting.name] = SettingError(setting.name, "is given 2 ways (\(setting.name), the credential \(setting.name) ($\(SecretValue.credentialsVariable))): keep one")
+                }
+                resolved[setting.name] = file
+            }
+        }
+        self.problems = problems
         let secrets = Set(SettingsCatalog.all.filter(\.secret).map(\.name))
         reader = ConfigReader(provider: EnvironmentVariablesProvider(
-            environmentVariables: values.filter { $0.key.hasPrefix("SIWA_") }, secretsSpecifier: .specific(secrets)))
+            environmentVariables: resolved, secretsSpecifier: .specific(secrets)))
     }
 
-    /// The value, trimmed; nil when unset or blank.
+    /// The value, trimmed; nil when unset or blank, and when it has a
+    /// problem (`problems`; start-up reports those first, `optional` throws it).
     public func string(_ setting: Setting) -> String? {
-        guard let value = reader.string(forKey: ConfigKey(setting.configKey), isSecret: setting.secret)?
+        guard problems[setting.name] == nil, let value = reader.string(forKey: ConfigKey(setting.configKey), isSecret: setting.secret)?
             .trimmingCharacters(in: .whitespaces), !value.isEmpty else { return nil }
         return value
     }
 
+    /// The value, trimmed; nil when unset or blank; its problem thrown.
+    public func optional(_ setting: Setting) throws -> String? {
+        if let problem = problems[setting.name] { throw problem }
+        return string(setting)
+    }
+
     /// The value, else the catalog's default.
     public func text(_ setting: Setting) throws -> String {
-        guard let value = string(setting) ?? setting.defaultValue else { return try required(setting) }
+        guard let value = try optional(setting) ?? setting.defaultValue else { return try required(setting) }
         return value
     }
 
     public func required(_ setting: Setting) throws -> String {
-        guard let value = string(setting) else {
-            throw SettingError(setting.name, "is required (e.g. \(setting.name)=\(setting.example ?? "..."))")
+        guard let value = try optional(setting) else {
+            let elsewhere = setting.secret ? ", or in a file: \(setting.name)_FILE=PATH or the systemd credential \(setting.name)" : ""
+            throw SettingError(setting.name, "is required (e.g. \(setting.name)=\(setting.example ?? "...")\(elsewhere))")
         }
         return value
     }
@@ -54,7 +88,7 @@ public struct SettingsReader: Sendable {
     ///   catalog's documents it); otherwise the catalog's.
     public func integer(_ setting: Setting, default fallback: Int? = nil) throws -> Int {
         guard case .integer(let range) = setting.kind else { throw Self.misdeclared(setting, as: "integer") }
-        guard let text = string(setting) else { return try fallback ?? parse(setting.defaultValue, setting) { Int($0) } }
+        guard let text = try optional(setting) else { return try fallback ?? parse(setting.defaultValue, setting) { Int($0) } }
         guard let number = Int(text), range.contains(number) else {
             throw SettingError(setting.name, "expected a whole number in \(range.lowerBound)...\(range.upperBound), got '\(text.prefix(40))'")
         }
@@ -69,7 +103,7 @@ public struct SettingsReader: Sendable {
         case .days(let bounds): (range, unit) = (bounds, "days")
         default: throw Self.misdeclared(setting, as: "number")
         }
-        guard let text = string(setting) else { return try fallback ?? parse(setting.defaultValue, setting) { Double($0) } }
+        guard let text = try optional(setting) else { return try fallback ?? parse(setting.defaultValue, setting) { Double($0) } }
         guard let number = Double(text), number.isFinite, range.contains(number) else {
             throw SettingError(setting.name, "expected a number of \(unit) in \(range.lowerBound)...\(range.upperBound), got '\(text.prefix(40))'")
         }
@@ -86,7 +120,7 @@ public struct SettingsReader: Sendable {
 
     public func choice(_ setting: Setting) throws -> String {
         guard case .choice(let choices) = setting.kind else { throw Self.misdeclared(setting, as: "choice") }
-        let text = string(setting)?.lowercased() ?? setting.defaultValue ?? ""
+        let text = try optional(setting)?.lowercased() ?? setting.defaultValue ?? ""
         guard choices.contains(text) else {
             throw SettingError(setting.name, "expected one of \(choices.joined(separator: ", ")), got '\(text.prefix(40))'")
         }
@@ -110,11 +144,48 @@ public struct SettingsReader: Sendable {
         return items
     }
 
+    /// What is wrong with `setting`'s own value (required and missing, out
+    /// of its bounds, a file that cannot be read), nil when nothing: `siwa
+    /// check` asks every setting a process reads, so that it reports them all
+    /// at once. What depends on several settings is for their reader.
+    public func problem(_ setting: Setting) -> SettingError? {
+        do {
+            guard let value = try optional(setting) else {
+                if setting.required { _ = try required(setting) }
+                return nil
+            }
+            switch setting.kind {
+            case .integer: _ = try integer(setting)
+            case .seconds, .days: _ = try number(setting)
+            case .url: _ = try url(setting)
+            case .choice: _ = try choice(setting)
+            case .list: _ = try list(setting)
+            case .databaseURL: _ = try DatabaseConfiguration(url: value)
+            case .path where !setting.name.hasSuffix("_DIR"):
+                var isDirectory: ObjCBool = false
+                guard FileManager.default.fileExists(atPath: value, isDirectory: &isDirectory) else {
+                    throw SettingError(setting.name, "\(value): no such file")
+                }
+                guard !isDirectory.boolValue else { throw SettingError(setting.name, "\(value) is a directory, not a file") }
+                guard FileManager.default.isReadableFile(atPath: value) else {
+                    throw SettingError(setting.name, "\(value): permission denied")
+                }
+            case .path, .text: break
+            }
+            return nil
+        } catch let error as SettingError {
+            return error
+        } catch {
+            return SettingError(setting.name, "\(error)")
+        }
+    }
+
     /// `SIWA_*` variables that no command reads: most likely a typo, so
     /// start-up reports each with the closest real name. `also` are names
     /// this command knows of besides the catalog (the purge plan's).
     public func unknownNames(also known: Set<String> = []) -> [String] {
         let names = Set(SettingsCatalog.all.map(\.name)).union(known)
+            .union(SettingsCatalog.fileVariables)
         return values.keys.filter { name in
             name.hasPrefix("SIWA_") && !names.contains(name) && !SettingsCatalog.toolPrefixes.contains { name.hasPrefix($0) }
         }.sorted().map { name in

@@ -138,7 +138,7 @@ public struct WorkerAssembly: Sendable {
 
     /// The plan from SIWA_PURGE_PLAN (or the built-in step only), checked
     /// whole, and its step deadlines against SIWA_JOB_MAX_RUN_SECONDS.
-    static func loadPlan(settings: WorkerSettings, environment: [String: String]) throws -> PurgePlan {
+    public static func loadPlan(settings: WorkerSettings, environment: [String: String]) throws -> PurgePlan {
         let plan: PurgePlan
         if let path = settings.purge.planPath {
             do {
@@ -215,7 +215,7 @@ public struct WorkerAssembly: Sendable {
     /// A plan with SQL steps on siwa's database needs the purge role: its
     /// absence stops start-up (and --check-plan) with a line naming it,
     /// rather than failing every purge later. Throws `SettingError`.
-    static func checkPurgeRole(_ role: String, client: PostgresClient, logger: Logger) async throws {
+    public static func checkPurgeRole(_ role: String, client: PostgresClient, logger: Logger) async throws {
         let (problem, inherits) = try await PurgeRole.check(role, client: client, logger: logger)
         if let problem { throw SettingError(SettingsCatalog.purgeRole.name, problem) }
         if inherits {

@@ -112,7 +112,7 @@ extension AuditHead {
     /// The key is read before the database is asked anything: a missing or
     /// bad one is one line naming the setting (exit status 2).
     func runSigned() async {
-        let env = SettingsReader()
+        let env = Startup.reader()
         let receipts = Startup.settings { try ReceiptSettings.read(env) }
         guard let settings = receipts else {
             Startup.fail("--signed needs the receipt key: set SIWA_RECEIPT_KEY_FILE and SIWA_RECEIPT_ISSUER (as for siwa worker)")

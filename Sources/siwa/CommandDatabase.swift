@@ -15,7 +15,7 @@ enum CommandDatabase {
         label: String, refusing _: Refusal.Type,
         _ body: @escaping @Sendable (PostgresClient, Logger) async throws -> T
     ) async -> T {
-        let env = SettingsReader()
+        let env = Startup.reader()
         Startup.warnUnknownSettings(env)
         let log = Startup.settings { try LogSettings(environment: env) }
         LoggingSetup.bootstrap(log)

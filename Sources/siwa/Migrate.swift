@@ -39,7 +39,7 @@ struct Migrate: AsyncParsableCommand {
     var check = false
 
     func run() async throws {
-        let env = SettingsReader()
+        let env = Startup.reader()
         Startup.warnUnknownSettings(env)
         let log = Startup.settings { try LogSettings(environment: env) }
         LoggingSetup.bootstrap(log)

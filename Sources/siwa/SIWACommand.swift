@@ -13,8 +13,11 @@ struct SIWACommand: AsyncParsableCommand {
             with `siwa audit`. Settings come from SIWA_* environment \
             variables (see `siwa serve --help`, `siwa worker --help` and docs/settings.md).
             The end-to-end demo is a separate development tool, `siwa-demo` (`make demo`).
+            `siwa check serve` (or worker) reports every problem of a process's configuration at once.
+
+            \(ExitStatus.table)
             """,
         version: SIWAVersion.description,
-        subcommands: [Serve.self, Worker.self, Jobs.self, Webhooks.self, Transfer.self, Audit.self, Tokens.self, APIKeys.self, Receipts.self, Erasures.self, Migrate.self, Verify.self, Settings.self]
+        subcommands: [Serve.self, Worker.self, Jobs.self, Webhooks.self, Transfer.self, Audit.self, Tokens.self, APIKeys.self, Receipts.self, Erasures.self, Migrate.self, Check.self, Verify.self, Settings.self]
     )
 }

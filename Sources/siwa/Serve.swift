@@ -5,6 +5,7 @@ import Foundation
 import Hummingbird
 import Logging
 import PostgresNIO
+import ServiceLifecycle
 import SIWAServer
 
 struct Serve: AsyncParsableCommand {
@@ -33,16 +34,21 @@ struct Serve: AsyncParsableCommand {
     )
 
     func run() async throws {
-        let environment = SettingsReader()
+        let environment = Startup.reader()
         let settings = Startup.settings { try ServerSettings(environment: environment) }
         Startup.warnUnknownSettings(environment)
         LoggingSetup.bootstrap(settings.log)
         let logger = Logger(label: "siwa.serve")
         let migrator = Startup.settings { try Migrator(directory: Migrator.defaultDirectory()) }
+        // Ready for systemd (Type=notify) once the public listener is bound,
+        // which is after the database answered the schema check, and the
+        // admin listener too when it is on.
+        let ready = ReadinessGate(waitingFor: settings.admin == nil ? 1 : 2)
         var app = Startup.settings {
-            try ServerAssembly.makeApplication(settings: settings, migrations: migrator, logger: logger) { port in
+            try ServerAssembly.makeApplication(settings: settings, migrations: migrator, logger: logger, onServerRunning: { port in
                 logger.info("Listening", metadata: ["address": "\(settings.http.host):\(port)"])
-            }
+                ready.arrive()
+            }, onAdminRunning: { _ in ready.arrive() })
         }
         // After every setting is checked: TLS refusing to connect stops start-up here.
         await Startup.checkTLS(Startup.settings { try settings.database.configuration() })
@@ -50,8 +56,15 @@ struct Serve: AsyncParsableCommand {
         if let tracing = TracingSetup.bootstrap(serviceName: "siwa-serve", environment: environment.values) {
             app.services.insert(tracing, at: 0)
         }
+        // The notifier after the application: told of a shutdown first, so
+        // systemd hears STOPPING=1 before the drain, not after it.
+        let notify = SystemdNotifier().map {
+            SystemdNotifyService(notifier: $0, gate: ready, status: "serving", logger: logger) as any Service
+        }
+        let group = ServiceGroup(configuration: .init(services: ([app as any Service] + (notify.map { [$0] } ?? [])).map { .init(service: $0) },
+                                                      gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         do {
-            try await app.runService()
+            try await group.run()
         } catch let error as MigrationError {
             Startup.fail("\(error)")
         } catch let error as PSQLError {

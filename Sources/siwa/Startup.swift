@@ -5,8 +5,46 @@ import Logging
 import PostgresNIO
 import SIWAServer
 
+/// siwa's exit statuses, one table for every command (`siwa --help`,
+/// docs/cli.md). The units restart on 1 and never on 2 or 64
+/// (RestartPreventExitStatus=), which no restart can fix.
+enum ExitStatus {
+    /// Something failed at run time that may pass (the database down, Apple
+    /// unreachable, a check that found a fault): systemd may retry.
+    static let runtimeFailure: Int32 = 1
+    /// A missing or malformed setting, key file or purge plan, a refused
+    /// TLS connection or password, a schema that is behind: fix it first.
+    static let configuration: Int32 = 2
+    /// The command line itself: an unknown subcommand, option or argument
+    /// (swift-argument-parser's EX_USAGE).
+    static let usage: Int32 = 64
+
+    static let table = """
+        Exit status (every command):
+          0   done
+          1   a runtime failure that may pass: the database or Apple unreachable,
+              a check that found a fault
+          2   configuration: a missing or malformed setting, key file or purge
+              plan, a refused password or TLS certificate, a schema that is behind
+          64  usage: an unknown subcommand, option or argument
+        """
+}
+
 /// Start-up failures end the process with one clear line on stderr.
 enum Startup {
+    /// The settings from the environment, after every secret that cannot
+    /// be used (given two ways, a file that cannot be read) stopped the
+    /// command, all of them in one go.
+    static func reader(_ environment: [String: String] = ProcessInfo.processInfo.environment) -> SettingsReader {
+        let reader = SettingsReader(environment)
+        let problems = reader.problems.values.sorted { $0.name < $1.name }
+        guard problems.isEmpty else {
+            for problem in problems.dropLast() { report("\(problem)", priority: 3) }
+            fail("\(problems[problems.count - 1])")
+        }
+        return reader
+    }
+
     /// Reports each `SIWA_*` variable no command reads: a likely typo
     /// (`SIWA_HTTP_PROT` leaves the port at its default, silently otherwise).
     /// `also`: other names this command reads (the purge plan's).
@@ -16,13 +54,24 @@ enum Startup {
 
     /// A warning on stderr that does not stop the command.
     static func warn(_ message: String) {
-        FileHandle.standardError.write(Data("siwa: warning: \(message)\n".utf8))
+        report("warning: \(message)", priority: 4)
     }
 
-    static func fail(_ message: String, code: Int32 = 2) -> Never {
-        FileHandle.standardError.write(Data("siwa: \(message)\n".utf8))
+    static func fail(_ message: String, code: Int32 = ExitStatus.configuration) -> Never {
+        report(message, priority: 3)
         exit(code)
     }
+
+    /// One line on stderr; under systemd (stderr is the journal's stream)
+    /// with its syslog priority in front, as the log lines have, so that
+    /// `journalctl -p warning` shows why a unit did not start: `<3>` (err)
+    /// for a failure, `<4>` for a warning.
+    static func report(_ message: String, priority: Int) {
+        let prefix = journal ? "<\(priority)>" : ""
+        FileHandle.standardError.write(Data("\(prefix)siwa: \(message)\n".utf8))
+    }
+
+    private static let journal = JournalStream.isConnected(STDERR_FILENO, environment: ProcessInfo.processInfo.environment)
 
     /// - Parameter databaseSetting: the setting a `DatabaseConfigurationError` is about.
     static func settings<T>(_ databaseSetting: String = "SIWA_DATABASE_URL", _ make: () throws -> T) -> T {

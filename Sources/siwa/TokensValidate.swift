@@ -34,7 +34,7 @@ extension Tokens {
         var force = false
 
         func run() async throws {
-            let env = SettingsReader()
+            let env = Startup.reader()
             let configured = Startup.settings { try SignInSettings.read(env) }
             guard let signIn = configured else {
                 Startup.fail("sign-in is not configured: set SIWA_APPLE_TEAM_ID, SIWA_APPLE_KEY_ID, SIWA_APPLE_PRIVATE_KEY_FILE and SIWA_TOKEN_ENCRYPTION_KEYS_FILE")

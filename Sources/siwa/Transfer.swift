@@ -96,7 +96,7 @@ struct Transfer: AsyncParsableCommand {
             guard Transfer.isTeamID(to) else {
                 Transfer.refuse("--to: expected a team id, 10 upper-case letters and digits (the receiving team's Membership details), got '\(to.prefix(40))'")
             }
-            let env = SettingsReader()
+            let env = Startup.reader()
             let (client, source) = Transfer.app(clientID, env, role: "the team the app is in now, the sending team")
             guard to != source else {
                 Transfer.refuse("--to \(to) is the team the app is in (SIWA_APPLE_TEAM_ID): give the team it moves to")
@@ -124,7 +124,7 @@ struct Transfer: AsyncParsableCommand {
         var clientID: String?
 
         func run() async throws {
-            let env = SettingsReader()
+            let env = Startup.reader()
             let (client, team) = Transfer.app(clientID, env, role: "the team the app is in now, the receiving team")
             let hint = JobsConnection.loginHint
             let start = await Transfer.run { try await $0.complete(team: team, clientID: client, loginHint: hint) }
@@ -227,7 +227,7 @@ struct Transfer: AsyncParsableCommand {
         var file: String
 
         func run() async throws {
-            let env = SettingsReader()
+            let env = Startup.reader()
             let (target, users) = Self.read(file)
             let teams: [String]
             do { teams = try AppleClientsSettings.read(env).clients.allTeams } catch {

@@ -32,7 +32,7 @@ struct Webhooks: AsyncParsableCommand {
                 """)
 
         func run() async throws {
-            let env = SettingsReader()
+            let env = Startup.reader()
             Startup.warnUnknownSettings(env)
             let settings = Startup.settings { try AppWebhookTarget.read(env) }
             guard let settings else {

@@ -53,7 +53,8 @@ struct Worker: AsyncParsableCommand {
 
     func run() async throws {
         let environment = ProcessInfo.processInfo.environment
-        let settings = Startup.settings { try WorkerSettings(environment: SettingsReader(environment)) }
+        let reader = Startup.reader(environment)
+        let settings = Startup.settings { try WorkerSettings(environment: reader) }
         LoggingSetup.bootstrap(settings.log)
         let logger = Logger(label: "siwa.worker")
         if checkPlan { await Self.checkPlan(settings: settings, environment: environment, logger: logger) }
@@ -63,15 +64,26 @@ struct Worker: AsyncParsableCommand {
             try WorkerAssembly(settings: settings, environment: environment, migrations: migrator,
                                metrics: SIWAMetrics.factory(for: registry), logger: logger)
         }
-        Startup.warnUnknownSettings(SettingsReader(environment), also: assembly.plan.environmentNames)
+        Startup.warnUnknownSettings(reader, also: assembly.plan.environmentNames)
         // After every setting is checked: TLS refusing to connect stops start-up here.
         await Startup.checkTLS(Startup.settings { try settings.database.configuration() })
+        // Ready for systemd (Type=notify) once the listener is bound (when on)
+        // and the database answered.
+        let ready = ReadinessGate(waitingFor: settings.metricsListener == nil ? 1 : 2)
         // After the TLS check, whose refusal is the only line start-up prints.
-        let listener = Startup.settings { try Self.listener(settings: settings, registry: registry, logger: logger) }
+        let listener = Startup.settings {
+            try Self.listener(settings: settings, registry: registry, logger: logger, onRunning: { ready.arrive() })
+        }
         logger.info("Purge plan", metadata: ["plan": "\(WorkerAssembly.describe(assembly.plan))"])
         // Tracing first, so that it stops last (the draining jobs' spans are exported).
         let tracing = TracingSetup.bootstrap(serviceName: "siwa-worker", environment: environment)
-        let services = (tracing.map { [$0] } ?? []) + listener + assembly.services
+        // The notifier last: told of a shutdown first (STOPPING=1 before the drain).
+        let notify: [any Service] = SystemdNotifier().map { notifier -> [any Service] in
+            let database = Startup.settings { try settings.database.configuration(maximumConnections: 1) }
+            return [DatabaseAnswered(database: database, gate: ready),
+                    SystemdNotifyService(notifier: notifier, gate: ready, status: "running jobs", logger: logger)]
+        } ?? []
+        let services = (tracing.map { [$0] } ?? []) + listener + assembly.services + notify
         let group = ServiceGroup(configuration: .init(services: services.map { .init(service: $0) },
                                                       gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         do {
@@ -87,7 +99,8 @@ struct Worker: AsyncParsableCommand {
 
     /// The health and metrics listener's services (none when it is off),
     /// first in the group: they stop last, so a draining worker can still be scraped.
-    static func listener(settings: WorkerSettings, registry: PrometheusCollectorRegistry, logger: Logger) throws -> [any Service] {
+    static func listener(settings: WorkerSettings, registry: PrometheusCollectorRegistry, logger: Logger,
+                         onRunning: @escaping @Sendable () -> Void = {}) throws -> [any Service] {
         guard let address = settings.metricsListener else {
             logger.info("The metrics listener is off (SIWA_WORKER_METRICS_PORT=off)")
             return []
@@ -97,6 +110,7 @@ struct Worker: AsyncParsableCommand {
                                            jobMaxRunSeconds: settings.worker.maxRunSeconds, registry: registry,
                                            logger: listenerLogger) { port in
             listenerLogger.info("Metrics listener: /healthz, /readyz, /metrics", metadata: ["address": "\(address.host):\(port)"])
+            onRunning()
         }
     }
 
@@ -119,5 +133,26 @@ struct Worker: AsyncParsableCommand {
         }
         FileHandle.standardOutput.write(Data(outcomes.map { $0.line + "\n" }.joined().utf8))
         Foundation.exit(outcomes.allSatisfy(\.passed) ? 0 : 1)
+    }
+}
+
+/// Opens the readiness gate once the database answers a connection, trying
+/// again each second until it does or the worker stops (the unit's
+/// TimeoutStartSec= bounds the wait: systemd stops a unit never ready).
+struct DatabaseAnswered: Service {
+    let database: DatabaseConfiguration
+    let gate: ReadinessGate
+
+    func run() async throws {
+        let quiet = Logger(label: "siwa.probe", factory: { _ in SwiftLogNoOpLogHandler() })
+        while !Task.isShuttingDownGracefully && !Task.isCancelled {
+            if (try? await database.probe(logger: quiet)) != nil {
+                gate.arrive()
+                break
+            }
+            try? await cancelWhenGracefulShutdown { try await Task.sleep(for: .seconds(1)) }
+        }
+        // A service that returns ends its group: wait for the shutdown.
+        try? await gracefulShutdown()
     }
 }

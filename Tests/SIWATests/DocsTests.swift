@@ -69,7 +69,8 @@ struct DocsTests {
         for setting in SettingsCatalog.all {
             #expect(Self.names(setting.name, in: docs), "\(setting.name) is in no page of docs/ (docs/settings.md's table: `siwa settings --markdown`)")
         }
-        let known = Set(SettingsCatalog.all.map(\.name))
+        // A secret's NAME_FILE, the file its value may come from, is known too.
+        let known = Set(SettingsCatalog.all.map(\.name)).union(SettingsCatalog.fileVariables)
         // The misspelling settings.md shows as what start-up reports.
         let examples: Set<String> = ["SIWA_HTTP_PROT"]
         for (page, text) in try Self.docsAndReadme() {

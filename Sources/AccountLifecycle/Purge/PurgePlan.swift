@@ -197,6 +197,14 @@ private struct StepParser {
         }
     }
 
+    /// A secret the plan names: the variable, the file `NAME_FILE` names,
+    /// or the systemd credential `NAME` (`SecretValue`).
+    private func secret(_ variable: String, step: String) throws -> String? {
+        do { return try SecretValue.value(of: variable, in: environment) } catch {
+            throw PurgePlanError(step: step, "\(error)")
+        }
+    }
+
     /// A JSON number (not a boolean, not a string of digits).
     private static func number(_ value: JSONValue) -> Double? {
         switch value {
@@ -217,8 +225,8 @@ private struct StepParser {
         guard case .string(let variable) = databaseEnv, !variable.isEmpty else {
             throw PurgePlanError(step: name, "database_url_env must name an environment variable")
         }
-        guard let url = environment[variable], !url.trimmingCharacters(in: .whitespaces).isEmpty else {
-            throw PurgePlanError(step: name, "database_url_env names \(variable), which is not set")
+        guard let url = try secret(variable, step: name), !url.trimmingCharacters(in: .whitespaces).isEmpty else {
+            throw PurgePlanError(step: name, "database_url_env names \(variable), which is not set (nor \(variable)_FILE, nor a credential \(variable))")
         }
         do {
             let configuration = try DatabaseConfiguration(url: url, maximumConnections: 2)
@@ -322,8 +330,8 @@ private struct StepParser {
         guard case .string(let secretName)? = object["secret_env"], !secretName.isEmpty else {
             throw PurgePlanError(step: name, "http.secret_env must name the environment variable holding the signing secret")
         }
-        guard let secret = environment[secretName], !secret.isEmpty else {
-            throw PurgePlanError(step: name, "http.secret_env names \(secretName), which is not set")
+        guard let secret = try secret(secretName, step: name), !secret.isEmpty else {
+            throw PurgePlanError(step: name, "http.secret_env names \(secretName), which is not set (nor \(secretName)_FILE, nor a credential \(secretName))")
         }
         // The spec's form only, with a key no one can guess: the downstream
         // checks the signature with a Standard Webhooks library, which reads

@@ -246,9 +246,14 @@ public struct DatabaseConfiguration: Sendable {
     public var redactedDescription: String { "postgres://\(username)@\(host):\(port)/\(database)" }
 
     /// Why a connection failed, in one line an operator can act on: TLS
-    /// refusals say which side and which sslmode, the server's own message
-    /// otherwise.
+    /// refusals say which side and which sslmode, a server that cannot be
+    /// reached says where and what failed (`ConnectionFailure`), the
+    /// server's own message otherwise.
     public func describe(connectionError error: any Error) -> String {
+        if !Self.isTLSFailure(error),
+           let unreachable = ConnectionFailure.describe(error, host: host, port: port, connectTimeout: "5 s") {
+            return unreachable
+        }
         if let error = error as? PSQLError {
             switch error.code {
             case .sslUnsupported:
