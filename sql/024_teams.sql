@@ -1,9 +1,8 @@
--- Several apps and teams on one siwa (issue 21, §3). Apple's `sub` is
--- team-scoped ("The subject registered claim identifies the principal
--- that's the subject of the identity token... unique identifier for the
--- user", issued per developer team; docs/apple-sources.md): the same string
--- under two teams is two people. So a user is keyed by (team, sub), and
--- every place that finds a user by sub finds them by both.
+-- Several apps and teams on one siwa (issue 21, §3). Apple calls `sub`
+-- "The team-scoped user identifier that Apple provides"
+-- (docs/apple-sources.md §8d): the same string under two teams is two
+-- people. So a user is keyed by (team, sub), and every place that finds a
+-- user by sub finds them by both.
 --
 -- * siwa.users gains `apple_team` (the team the user's sub belongs to; none
 --   only for a user imported by `siwa transfer import` and awaiting its sub)

@@ -29,7 +29,4 @@ public struct AppleClients: Sendable, Equatable {
 
     /// The teams, sorted.
     public var allTeams: [String] { Set(teams.values).sorted() }
-
-    /// The client ids of `team`, sorted.
-    public func clients(of team: String) -> [String] { teams.filter { $0.value == team }.map(\.key).sorted() }
 }
