@@ -7,7 +7,10 @@ import Foundation
 /// format: a line per notification), written to a file as journald takes them.
 struct ServeProcess {
     let process: ChildProcess
+    /// The public listener: notifications, health, metrics.
     let url: String
+    /// The API listener (`/v1`; bound with sign-in on).
+    let apiURL: String
     let logFile: String
 
     /// `settings`: more SIWA_* settings (sign-in's), over the defaults.
@@ -18,14 +21,17 @@ struct ServeProcess {
             throw BenchError("\(binary) is missing: run `swift build -c release` first (make bench does)")
         }
         let port = try freeLoopbackPort()
+        var apiPort = try freeLoopbackPort()
+        while apiPort == port { apiPort = try freeLoopbackPort() }
         let logFile = FileManager.default.temporaryDirectory.appendingPathComponent("siwa-bench-serve-\(getpid()).log").path
         var environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("SIWA_") }
         environment.merge([
             "SIWA_DATABASE_URL": databaseURL, "SIWA_HTTP_PORT": String(port), "SIWA_APPLE_CLIENT_IDS": clientID,
             "SIWA_APPLE_TEAM_ID": SignInCredentials.teamID,
             "SIWA_APPLE_JWKS_URL": jwksURL, "SIWA_LOG_FORMAT": "json",
-            // Several serve processes at once: none takes the admin port.
-            "SIWA_ADMIN_HTTP_PORT": "off",
+            // Several serve processes at once: none takes the admin port, nor
+            // the API listener's default one (only sign-in binds it).
+            "SIWA_ADMIN_HTTP_PORT": "off", "SIWA_API_HTTP_PORT": String(apiPort),
         ]) { $1 }
         // Tuning and log settings from the caller's environment, for experiments.
         for name in ["SIWA_DATABASE_MAX_CONNECTIONS", "SIWA_INGEST_WRITERS", "SIWA_INGEST_MAX_BATCH", "SIWA_LOG_LEVEL", "SIWA_LOG_FORMAT"] {
@@ -33,7 +39,8 @@ struct ServeProcess {
         }
         environment.merge(settings) { $1 }
         let process = try ChildProcess(executable: binary, arguments: ["serve"], environment: environment, outputFile: logFile)
-        let serve = ServeProcess(process: process, url: "http://127.0.0.1:\(port)", logFile: logFile)
+        let serve = ServeProcess(process: process, url: "http://127.0.0.1:\(port)", apiURL: "http://127.0.0.1:\(apiPort)",
+                                 logFile: logFile)
         let deadline = ContinuousClock.now + .seconds(30)
         while ContinuousClock.now < deadline {
             guard process.isRunning else { throw BenchError("siwa serve exited; its log is \(logFile)") }

@@ -113,7 +113,7 @@ enum SignInBench {
 
     private static func drive(_ siwa: ServeProcess, bodies: SignInBodies, authorization: String, concurrency: Int,
                               report: inout Report) async throws {
-        let signInURL = siwa.url + "/v1/sign-in"
+        let signInURL = siwa.apiURL + "/v1/sign-in"
         let notificationURL = siwa.url + "/apple/notifications"
         let files = BodyFiles()
         defer { files.removeAll() }

@@ -145,14 +145,16 @@ public enum SettingsCatalog {
             """)
     public static let httpHost = Setting(
         "SIWA_HTTP_HOST", .text, default: "127.0.0.1", readers: [.serve], files: [.serve],
-        help: "listen address; keep loopback behind a TLS reverse proxy",
+        help: "the public listener's address (POST /apple/notifications, health, /metrics, the receipts' key set); keep loopback behind a TLS reverse proxy",
         details: """
             Apple posts only to HTTPS on port 443: keep 127.0.0.1 and put a TLS reverse \
-            proxy in front (deploy/README.md, "TLS and the public endpoint").
+            proxy in front that forwards only POST /apple/notifications (deploy/README.md, \
+            "TLS and the public endpoint"). /v1 is not on this listener: see \
+            SIWA_API_HTTP_HOST.
             """)
     public static let httpPort = Setting(
         "SIWA_HTTP_PORT", .integer(0...65535), default: "8080", readers: [.serve], files: [.serve],
-        help: "listen port (0: any free port)")
+        help: "the public listener's port (0: any free port)")
     public static let httpIdleTimeout = Setting(
         "SIWA_HTTP_IDLE_TIMEOUT_SECONDS", .seconds(0.1...3600), default: "60", readers: [.serve], files: [.serve],
         help: "a connection idle this long (no request, or a request that stopped arriving) is closed")
@@ -576,6 +578,26 @@ public enum SettingsCatalog {
             fixed size (4096), so a flood from many addresses costs no memory.
             """)
 
+    // MARK: API listener (siwa serve's /v1, for the app's backend)
+
+    public static let apiHTTPHost = Setting(
+        "SIWA_API_HTTP_HOST", .text, default: "127.0.0.1", readers: [.serve], files: [.serve],
+        help: "the API listener's address (`/v1`: sign-in, users, deletion, each with an API key), which the app's backend calls; loopback, or an address on the private network the backend's hosts reach",
+        details: """
+            A listener of its own, apart from SIWA_HTTP_PORT: the public port, which the \
+            reverse proxy exposes to the internet, has no /v1 route at all. With the \
+            backend on another host, set an address of the private network here and let \
+            only the backend's hosts reach the port (a firewall rule); never put it behind \
+            the public proxy. Bound only when sign-in is on (SIWA_TOKEN_ENCRYPTION_KEYS_FILE \
+            and the Apple key settings).
+            """)
+    public static let apiHTTPPort = Setting(
+        "SIWA_API_HTTP_PORT", .text, default: "8082", readers: [.serve], files: [.serve],
+        help: "the API listener's port; `off`: no /v1 in this process even with sign-in on; 0: any free port (logged)",
+        details: """
+            Two serve processes on one host need two ports, or `off` for all but one.
+            """)
+
     // MARK: The worker's health and metrics listener (siwa worker)
 
     public static let workerMetricsHost = Setting(
@@ -597,6 +619,7 @@ public enum SettingsCatalog {
         ("database", [databaseURL, migrateDatabaseURL, serveRole, workerRole, purgeRole, databaseMaxConnections, migrationsDir]),
         ("apps and teams", [appleClientIDs, appleTeamID, appleWebClientIDs, appleClientsFile]),
         ("notifications and HTTP", [httpHost, httpPort, httpIdleTimeout, maxBodyBytes]),
+        ("API listener (/v1)", [apiHTTPHost, apiHTTPPort]),
         ("Apple's public keys (JWKS)", [appleJWKSURL, jwksRefresh, jwksRefetchCooldown]),
         ("ingest (group commit)", [ingestWriters, ingestMaxBatch, ingestTimeout]),
         ("account events", [onConsentRevoked, consentRevokedPurgeDelayDays]),

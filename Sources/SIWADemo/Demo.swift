@@ -18,6 +18,8 @@ struct Demo {
     let siwa: String
     let database: DemoDatabase
     let port: Int
+    /// The API listener's (`/v1`); 0: a free one.
+    let apiPort: Int
 
     func run() async throws {
         let quiet = Logger(label: "demo", factory: { _ in SwiftLogNoOpLogHandler() })
@@ -26,19 +28,19 @@ struct Demo {
         let apple = try AppleSimulator()
         let appleServer = try await apple.start(logger: quiet)
         let clientID = "com.example.siwa.demo"
-        let servePort = port == 0 ? try freeLoopbackPort() : port
+        let (servePort, apiPort) = try listenerPorts()
         print("Apple simulator: \(appleServer.baseURL)/auth/keys (kids \(apple.keys.map(\.kid).joined(separator: ", ")))")
 
         let signIn = try DemoSignIn.Files(apple: apple, appleBaseURL: appleServer.baseURL)
         defer { signIn.remove() }
-        let serve = try spawnServe(port: servePort, environment: [
+        let serve = try spawnServe(port: servePort, apiPort: apiPort, environment: [
             "SIWA_DATABASE_URL": database.serveURL,
             "SIWA_APPLE_JWKS_URL": "\(appleServer.baseURL)/auth/keys", "SIWA_LOG_LEVEL": "warning",
         ].merging(signIn.settings) { $1 }.merging(DemoSignIn.clientSettings(native: clientID)) { $1 })
         defer { if serve.isRunning { serve.signal(SIGTERM) } }
-        let base = "http://127.0.0.1:\(servePort)"
-        try await Self.waitUntilReady(base)
-        print("siwa serve: \(base) (pid \(serve.pid))\n")
+        let base = "http://127.0.0.1:\(servePort)", api = "http://127.0.0.1:\(apiPort)"
+        try await Self.waitUntilReady(base, api: api)
+        print("siwa serve: \(base), /v1 on \(api) (pid \(serve.pid))\n")
 
         let sub = "001234.demo\(Int(Date().timeIntervalSince1970)).0042"
         let now = Date()
@@ -68,9 +70,9 @@ struct Demo {
         try await owner.withClient { client in
             try await Self.printReports(Self.reports(sub: sub), client: client)
             try await DemoPurge(demo: self).run(sub: sub, client: client)
-            try await DemoSignIn(demo: self, files: signIn, apple: apple, base: base, clientID: clientID)
+            try await DemoSignIn(demo: self, files: signIn, apple: apple, api: api, clientID: clientID)
                 .run(sub: sub + ".signin", client: client)
-            try await DemoTransfer(demo: self, files: signIn, apple: apple, appleBaseURL: appleServer.baseURL, base: base,
+            try await DemoTransfer(demo: self, files: signIn, apple: apple, appleBaseURL: appleServer.baseURL, api: api,
                                    clientID: clientID)
                 .run(prefix: sub + ".transfer", client: client)
         }
@@ -138,14 +140,31 @@ struct Demo {
         }
     }
 
-    static func waitUntilReady(_ base: String) async throws {
+    /// Ready: `/readyz` on the public listener answers 200, and the API
+    /// listener answers at all (`/v1` without a key: 401).
+    static func waitUntilReady(_ base: String, api: String) async throws {
         for _ in 0..<200 {
-            var request = HTTPClientRequest(url: base + "/readyz")
-            request.method = .GET
-            if let response = try? await HTTPClient.shared.execute(request, timeout: .seconds(2)), response.status == .ok { return }
+            var ready = HTTPClientRequest(url: base + "/readyz")
+            ready.method = .GET
+            var v1 = HTTPClientRequest(url: api + "/v1/users/ready")
+            v1.method = .GET
+            if let response = try? await HTTPClient.shared.execute(ready, timeout: .seconds(2)), response.status == .ok,
+               (try? await HTTPClient.shared.execute(v1, timeout: .seconds(2))) != nil {
+                return
+            }
             try await Task.sleep(for: .milliseconds(50))
         }
         throw DemoError("siwa serve did not become ready (its log is above)")
+    }
+
+    /// The public and API listeners' ports: the ones asked for, else free
+    /// ones, never the same.
+    func listenerPorts() throws -> (serve: Int, api: Int) {
+        let serve = port == 0 ? try freeLoopbackPort() : port
+        var api = apiPort == 0 ? try freeLoopbackPort() : apiPort
+        while api == serve, apiPort == 0 { api = try freeLoopbackPort() }
+        guard api != serve else { throw DemoError("--api-port: \(api) is siwa serve's --port too") }
+        return (serve, api)
     }
 
     /// `siwa migrate` as the owner of the demo database, granting serve's
@@ -165,9 +184,10 @@ struct Demo {
     }
 
     /// `siwa serve` as a child process: the production binary, so the demo shows the real thing.
-    func spawnServe(port: Int, environment: [String: String]) throws -> ChildProcess {
+    func spawnServe(port: Int, apiPort: Int, environment: [String: String]) throws -> ChildProcess {
         try spawn("serve", environment: environment.merging([
             "SIWA_HTTP_PORT": String(port), "SIWA_HTTP_HOST": "127.0.0.1",
+            "SIWA_API_HTTP_PORT": String(apiPort), "SIWA_API_HTTP_HOST": "127.0.0.1",
             // The demo must not collide with a siwa already on 8081.
             "SIWA_ADMIN_HTTP_PORT": "off",
         ]) { $1 })

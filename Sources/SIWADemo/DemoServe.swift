@@ -21,28 +21,29 @@ struct DemoServe {
         let appleServer = try await apple.start(logger: quiet)
         let clientID = "com.example.siwa.demo"
         let (webClientID, returnURL) = (DemoSignIn.webClientID, DemoSignIn.returnURL)
-        let port = demo.port == 0 ? try freeLoopbackPort() : demo.port
+        let (port, apiPort) = try demo.listenerPorts()
         let files = try DemoSignIn.Files(apple: apple, appleBaseURL: appleServer.baseURL)
         defer { files.remove() }
         // Apple tells siwa of each revocation, as in production.
-        let base = "http://127.0.0.1:\(port)"
+        let base = "http://127.0.0.1:\(port)", api = "http://127.0.0.1:\(apiPort)"
         apple.setNotificationEndpoint(URL(string: base + "/apple/notifications"))
         let shared = ["SIWA_LOG_LEVEL": "notice"].merging(files.settings) { $1 }
-        let serve = try demo.spawnServe(port: port, environment: shared.merging([
+        let serve = try demo.spawnServe(port: port, apiPort: apiPort, environment: shared.merging([
             "SIWA_DATABASE_URL": demo.database.serveURL,
             "SIWA_APPLE_JWKS_URL": "\(appleServer.baseURL)/auth/keys",
         ].merging(DemoSignIn.clientSettings(native: clientID)) { $1 }) { $1 })
         defer { if serve.isRunning { serve.signal(SIGTERM) } }
-        try await Demo.waitUntilReady(base)
+        try await Demo.waitUntilReady(base, api: api)
         let worker = try demo.spawn("worker", environment: shared.merging(["SIWA_DATABASE_URL": demo.database.workerURL]) { $1 })
         defer { if worker.isRunning { worker.signal(SIGTERM) } }
         let key = try await demo.createAPIKey(named: "demo-backend")
 
         print("""
 
-            siwa is running with sign-in on, against a simulated Apple. In another shell:
+            siwa is running with sign-in on, against a simulated Apple: Apple's notifications
+            and health on \(base), the app backend's /v1 on its own listener. In another shell:
 
-              export SIWA=\(base) APPLE=\(appleServer.baseURL) KEY=\(key)
+              export SIWA=\(api) APPLE=\(appleServer.baseURL) KEY=\(key)
 
               # What Apple hands the app at sign-in (the simulator's own endpoint):
               curl -s -X POST "$APPLE/simulator/authorize?sub=001.curl.0001&client_id=\(clientID)&email=me@privaterelay.appleid.com" > apple.json

@@ -18,7 +18,8 @@ struct DemoSignIn {
     let demo: Demo
     let files: Files
     let apple: AppleSimulator
-    let base: String
+    /// The API listener (`/v1`).
+    let api: String
     let clientID: String
 
     /// A web client (a Services ID) and its Return URL: nothing is ever sent
@@ -58,12 +59,12 @@ struct DemoSignIn {
             "identity_token": identityToken, "authorization_code": code,
             "user": ["name": ["firstName": "Demo", "lastName": "User"]],
         ] as [String: Any])
-        print("\ncurl -H 'Authorization: Bearer $KEY' -d '{\"identity_token\": …, \"authorization_code\": …, \"user\": …}' \(base)/v1/sign-in")
-        print("  -> \(try await Demo.send(.POST, base + "/v1/sign-in", key: key, body: body))")
-        print("curl -H 'Authorization: Bearer $KEY' \(base)/v1/users/\(sub)")
-        print("  -> \(try await Demo.send(.GET, base + "/v1/users/\(sub)", key: key))")
-        print("curl -X DELETE -H 'Authorization: Bearer $KEY' \(base)/v1/users/\(sub)")
-        print("  -> \(try await Demo.send(.DELETE, base + "/v1/users/\(sub)", key: key))")
+        print("\ncurl -H 'Authorization: Bearer $KEY' -d '{\"identity_token\": …, \"authorization_code\": …, \"user\": …}' \(api)/v1/sign-in")
+        print("  -> \(try await Demo.send(.POST, api + "/v1/sign-in", key: key, body: body))")
+        print("curl -H 'Authorization: Bearer $KEY' \(api)/v1/users/\(sub)")
+        print("  -> \(try await Demo.send(.GET, api + "/v1/users/\(sub)", key: key))")
+        print("curl -X DELETE -H 'Authorization: Bearer $KEY' \(api)/v1/users/\(sub)")
+        print("  -> \(try await Demo.send(.DELETE, api + "/v1/users/\(sub)", key: key))")
         try await signInOnTheWeb(sub: sub + ".web", key: key)
 
         print("\nsiwa worker: revoking the token at Apple, then purging…")
@@ -91,8 +92,8 @@ struct DemoSignIn {
             "user": ["name": ["firstName": "Web", "lastName": "User"]],
         ] as [String: Any])
         print("\nOn the web (no identity token; the code is bound to the redirect URI):")
-        print("curl -H 'Authorization: Bearer $KEY' -d '{\"authorization_code\": …, \"client_id\": \"\(Self.webClientID)\", \"redirect_uri\": \"\(Self.returnURL)\", \"user\": …}' \(base)/v1/sign-in")
-        print("  -> \(try await Demo.send(.POST, base + "/v1/sign-in", key: key, body: body))")
+        print("curl -H 'Authorization: Bearer $KEY' -d '{\"authorization_code\": …, \"client_id\": \"\(Self.webClientID)\", \"redirect_uri\": \"\(Self.returnURL)\", \"user\": …}' \(api)/v1/sign-in")
+        print("  -> \(try await Demo.send(.POST, api + "/v1/sign-in", key: key, body: body))")
     }
 
 

@@ -21,7 +21,8 @@ struct DemoTransfer {
     let files: DemoSignIn.Files
     let apple: AppleSimulator
     let appleBaseURL: String
-    let base: String
+    /// The API listener (`/v1`).
+    let api: String
     let clientID: String
 
     static let receivingTeam = "DEMOTEAM02"
@@ -36,7 +37,7 @@ struct DemoTransfer {
             let email = n == 2 ? "shared\(n)@example.com" : "hidden\(n)@privaterelay.appleid.com"
             apple.setUserEmail(email, sub: sub, team: sendingTeam)
             let signIn = try apple.signIn(sub: sub, clientID: clientID, email: email)
-            _ = try await Demo.send(.POST, base + "/v1/sign-in", key: key, body: try JSONSerialization.data(withJSONObject: signIn.signInBody))
+            _ = try await Demo.send(.POST, api + "/v1/sign-in", key: key, body: try JSONSerialization.data(withJSONObject: signIn.signInBody))
         }
         print("Three users signed in on team \(sendingTeam): \(subs.joined(separator: ", ")) (every user siwa holds moves with the app)")
         let ids = try await Self.ids(of: subs, client: client)
@@ -72,8 +73,8 @@ struct DemoTransfer {
         workerB.signal(SIGTERM)
         _ = await workerB.wait()
 
-        print("\ncurl -H 'Authorization: Bearer $KEY' \(base)/v1/users/\(subs[0])   (the old sub)")
-        print("  -> \(try await Demo.send(.GET, base + "/v1/users/\(subs[0])", key: key))")
+        print("\ncurl -H 'Authorization: Bearer $KEY' \(api)/v1/users/\(subs[0])   (the old sub)")
+        print("  -> \(try await Demo.send(.GET, api + "/v1/users/\(subs[0])", key: key))")
         try await Demo.printReports([
             ("siwa.users (the same ids, new subs; new relay addresses for Hide My Email)", """
                 SELECT id::text, apple_sub, email, transfer_phase || ' ' || transfer_state AS transfer

@@ -41,8 +41,11 @@ struct SIWADemoCommand: AsyncParsableCommand {
             """
     )
 
-    @Option(help: "Port for siwa serve (default: a free one).")
+    @Option(help: "Port for siwa serve's public listener (default: a free one).")
     var port: Int = 0
+
+    @Option(help: "Port for siwa serve's API listener, /v1 (default: a free one).")
+    var apiPort: Int = 0
 
     @Option(help: "The siwa executable to run (default: the one beside siwa-demo).")
     var siwa: String?
@@ -85,7 +88,7 @@ struct SIWADemoCommand: AsyncParsableCommand {
               + "serve as \(roles.serve), worker as \(roles.worker))")
         var failure: (any Error)?
         do {
-            let demo = Demo(siwa: siwa, database: scratch, port: port)
+            let demo = Demo(siwa: siwa, database: scratch, port: port, apiPort: apiPort)
             if serve { try await DemoServe(demo: demo).run() } else { try await demo.run() }
         } catch {
             failure = error

@@ -12,11 +12,15 @@ struct Serve: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Run the HTTP server: Apple's notifications, and the /v1 sign-in API when configured.",
         discussion: """
-            Endpoints: POST /apple/notifications, GET /healthz, GET /readyz, GET /metrics; with the \
-            sign-in settings (SIWA_APPLE_TEAM_ID, SIWA_APPLE_KEY_ID, SIWA_APPLE_PRIVATE_KEY_FILE, \
-            SIWA_TOKEN_ENCRYPTION_KEYS_FILE) also POST /v1/sign-in, GET and DELETE /v1/users/{apple_sub}, \
-            each with `Authorization: Bearer KEY` (siwa api-keys create); with SIWA_RECEIPT_JWKS_FILE \
-            also GET /.well-known/siwa-receipts.json (the deletion receipts' public keys).
+            The public listener (SIWA_HTTP_HOST, SIWA_HTTP_PORT: 127.0.0.1:8080 unless set), the one \
+            a reverse proxy exposes: POST /apple/notifications, GET /healthz, GET /readyz, GET /metrics; \
+            with SIWA_RECEIPT_JWKS_FILE also GET /.well-known/siwa-receipts.json (the deletion \
+            receipts' public keys).
+            The API listener, for the app's backend, on an address and port of its own \
+            (SIWA_API_HTTP_HOST, SIWA_API_HTTP_PORT: 127.0.0.1:8082 unless set; `off` turns it off), \
+            with the sign-in settings (SIWA_APPLE_TEAM_ID, SIWA_APPLE_KEY_ID, SIWA_APPLE_PRIVATE_KEY_FILE, \
+            SIWA_TOKEN_ENCRYPTION_KEYS_FILE) only: POST /v1/sign-in, GET and DELETE /v1/users/{apple_sub}, \
+            each with `Authorization: Bearer KEY` (siwa api-keys create).
             The admin listener, on an address and port of its own (SIWA_ADMIN_HTTP_HOST, \
             SIWA_ADMIN_HTTP_PORT: 127.0.0.1:8081 unless set; `off` turns it off): the page GET /admin \
             and its JSON routes, for admin keys only (siwa api-keys create NAME --scope admin), as \
@@ -42,13 +46,14 @@ struct Serve: AsyncParsableCommand {
         let migrator = Startup.settings { try Migrator(directory: Migrator.defaultDirectory()) }
         // Ready for systemd (Type=notify) once the public listener is bound,
         // which is after the database answered the schema check, and the
-        // admin listener too when it is on.
-        let ready = ReadinessGate(waitingFor: settings.admin == nil ? 1 : 2)
+        // admin and API listeners too when they are on.
+        let listeners = 1 + (settings.admin == nil ? 0 : 1) + (settings.signIn == nil || settings.api == nil ? 0 : 1)
+        let ready = ReadinessGate(waitingFor: listeners)
         var app = Startup.settings {
             try ServerAssembly.makeApplication(settings: settings, migrations: migrator, logger: logger, onServerRunning: { port in
                 logger.info("Listening", metadata: ["address": "\(settings.http.host):\(port)"])
                 ready.arrive()
-            }, onAdminRunning: { _ in ready.arrive() })
+            }, onAdminRunning: { _ in ready.arrive() }, onAPIRunning: { _ in ready.arrive() })
         }
         // After every setting is checked: TLS refusing to connect stops start-up here.
         await Startup.checkTLS(Startup.settings { try settings.database.configuration() })

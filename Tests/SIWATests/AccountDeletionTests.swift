@@ -33,7 +33,7 @@ struct AccountDeletionTests {
         }
 
         func delete(_ sub: String) async throws -> HTTPAnswer {
-            try await HTTPAnswer.send(method: .DELETE, url: signIn.server.baseURL + "/v1/users/\(sub)", body: nil,
+            try await HTTPAnswer.send(method: .DELETE, url: signIn.server.apiURL + "/v1/users/\(sub)", body: nil,
                                       headers: [("Authorization", "Bearer \(signIn.key)")])
         }
 

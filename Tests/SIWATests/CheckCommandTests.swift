@@ -21,7 +21,7 @@ struct CheckCommandTests {
             "SIWA_RECEIPT_JWKS_FILE": "/nonexistent/receipt-keys.json",
             // Two that only a component's own reader sees: a port that is
             // no number nor off, and sign-in set in part.
-            "SIWA_ADMIN_HTTP_PORT": "eighty",
+            "SIWA_ADMIN_HTTP_PORT": "eighty", "SIWA_API_HTTP_PORT": "eighty-two",
             "SIWA_APPLE_TEAM_ID": "ABCDE12345", "SIWA_APPLE_KEY_ID": "XYZ987WVU6",
         ])
         #expect(result.status == 2, "\(result.output)")
@@ -34,6 +34,7 @@ struct CheckCommandTests {
             "siwa: SIWA_ON_CONSENT_REVOKED: expected one of purge, sign_out, got 'maybe'",
             "siwa: SIWA_RECEIPT_JWKS_FILE: /nonexistent/receipt-keys.json: no such file",
             "siwa: SIWA_ADMIN_HTTP_PORT: expected off or a whole number in 0...65535, got 'eighty'",
+            "siwa: SIWA_API_HTTP_PORT: expected off or a whole number in 0...65535, got 'eighty-two'",
         ]
         for line in expected { #expect(lines.contains(line), "missing: \(line)\n\(result.output)") }
         #expect(lines.contains { $0.hasPrefix("siwa: SIWA_APPLE_PRIVATE_KEY_FILE: is required when SIWA_APPLE_KEY_ID is set") }, "\(result.output)")

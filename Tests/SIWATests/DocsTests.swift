@@ -169,9 +169,9 @@ struct DocsTests {
         return method + " " + components.joined(separator: "/")
     }
 
-    /// The routes the public listener (sign-in on) and the admin listener
-    /// register, from Hummingbird's own list (`Router.routes`); the
-    /// worker's listener has the public one's health routes.
+    /// The routes the public listener, the API listener (sign-in on) and the
+    /// admin listener register, from Hummingbird's own list
+    /// (`Router.routes`); the worker's listener has the public one's health routes.
     static func routes() async throws -> Set<String> {
         let logger = Logger(label: "siwa.docs-test", factory: { _ in SwiftLogNoOpLogHandler() })
         let settings = try ServerSettings(environment: SettingsReader([
@@ -188,7 +188,7 @@ struct DocsTests {
             verifier: NotificationVerifier(keys: keys, policy: policy), router: settings.events, clients: settings.clients,
             inbox: InboxWriter(client: client, logger: logger), rejections: RejectionWriter(client: client, logger: logger),
             metrics: metrics, logger: logger)
-        var dependencies = ServerDependencies(receiver: receiver, keys: keys, queries: AccountQueries(client: client),
+        let dependencies = ServerDependencies(receiver: receiver, keys: keys, queries: AccountQueries(client: client),
                                               registry: registry, metrics: metrics, maxBodyBytes: 65536)
         let appleKey = AppleClientSecretKey(teamID: "TEAM123456", keyID: "KEY1234567", privateKey: P256.Signing.PrivateKey())
         let directory = UserDirectory(client: client, logger: logger)
@@ -198,11 +198,11 @@ struct DocsTests {
             keyRing: try TokenKeyRing(keys: [(id: "k1", bytes: Data(repeating: 7, count: 32))]),
             store: SignInStore(client: client, validationPeriodHours: 24, logger: logger),
             directory: directory, clients: settings.clients, logger: logger, metrics: metrics)
-        dependencies.signIn = SignInDependencies(service: signIn, directory: directory,
-                                                 apiKeys: APIKeyVerifier(client: client, logger: logger))
+        let api = SignInDependencies(service: signIn, directory: directory, apiKeys: APIKeyVerifier(client: client, logger: logger))
         let admin = try #require(settings.admin)
         let routers = [
             buildRouter(dependencies, logger: logger).routes.map { Self.normalized($0.method.rawValue, "\($0.path)") },
+            buildAPIRouter(api, maxBodyBytes: 65536, logger: logger).routes.map { Self.normalized($0.method.rawValue, "\($0.path)") },
             buildAdminRouter(AdminDependencies(client: client, metrics: metrics, logger: logger), settings: admin, logger: logger)
                 .routes.map { Self.normalized($0.method.rawValue, "\($0.path)") },
         ]

@@ -162,6 +162,48 @@ struct SettingsTests {
         }
     }
 
+    /// The API listener (`/v1`): on loopback port 8082 by default; `off`
+    /// turns it off; anything else is one line naming the setting. With
+    /// sign-in on (the only time it is bound), a port another of serve's
+    /// listeners takes on the same address is refused in one line, before
+    /// anything binds.
+    @Test func theAPIListenerIsOnLoopbackByDefaultWithAPortOfItsOwn() throws {
+        let base = ["SIWA_DATABASE_URL": "postgres://u@h/d", "SIWA_APPLE_CLIENT_IDS": "a", "SIWA_APPLE_TEAM_ID": "ABCDE12345"]
+        func read(_ base: [String: String], _ extra: [String: String]) throws -> ServerSettings {
+            try ServerSettings(environment: SettingsReader(base.merging(extra) { $1 }))
+        }
+        let api = try #require(try read(base, [:]).api)
+        #expect(api.host == "127.0.0.1" && api.port == 8082)
+        for off in ["off", "OFF", " off "] { #expect(try read(base, ["SIWA_API_HTTP_PORT": off]).api == nil) }
+        #expect(try read(base, ["SIWA_API_HTTP_PORT": "0"]).api?.port == 0)
+        for bad in ["eighty", "70000", "-1"] {
+            #expect { try read(base, ["SIWA_API_HTTP_PORT": bad]) } throws: { error in
+                "\(error)" == "SIWA_API_HTTP_PORT: expected off or a whole number in 0...65535, got '\(bad)'"
+            }
+        }
+        // Sign-in off: nothing binds the port, so it collides with nothing.
+        #expect(try read(base, ["SIWA_API_HTTP_PORT": "8080"]).api?.port == 8080)
+
+        let files = try SignInFixture.files()
+        defer { files.remove() }
+        let signIn = base.merging(SignInFixture.settings(files, appleBaseURL: "http://127.0.0.1:9")) { $1 }
+        #expect(try read(signIn, [:]).signIn != nil)
+        let collisions: [([String: String], String)] = [
+            (["SIWA_API_HTTP_PORT": "8080"], "SIWA_HTTP_PORT"),
+            (["SIWA_API_HTTP_PORT": "8081"], "SIWA_ADMIN_HTTP_PORT"),
+            (["SIWA_API_HTTP_PORT": "9000", "SIWA_HTTP_PORT": "9000", "SIWA_HTTP_HOST": "0.0.0.0"], "SIWA_HTTP_PORT"),
+        ]
+        for (extra, other) in collisions {
+            #expect { try read(signIn, extra) } throws: { error in
+                "\(error)" == "SIWA_API_HTTP_PORT: \(extra["SIWA_API_HTTP_PORT"] ?? "") is \(other) too, on the same address: the /v1 listener needs a port of its own"
+            }
+        }
+        // Another address, any free port (0), or the other listener off: no collision.
+        #expect(try read(signIn, ["SIWA_API_HTTP_PORT": "8080", "SIWA_API_HTTP_HOST": "10.0.0.5"]).api?.port == 8080)
+        #expect(try read(signIn, ["SIWA_API_HTTP_PORT": "0", "SIWA_HTTP_PORT": "0"]).api?.port == 0)
+        #expect(try read(signIn, ["SIWA_API_HTTP_PORT": "8081", "SIWA_ADMIN_HTTP_PORT": "off"]).api?.port == 8081)
+    }
+
     /// Sign-in is all three settings (with the team) or none; a malformed
     /// one stops start-up with one line naming it.
     @Test func signInSettingsAreAllOrNone() throws {

@@ -66,8 +66,9 @@ struct SeveralTeamsTests {
             teamBKeys.remove()
         }
 
+        /// A `/v1` call, on the API listener.
         func send(_ method: HTTPMethod, _ path: String, body: [String: Any]? = nil) async throws -> HTTPAnswer {
-            try await HTTPAnswer.send(method: method, url: server.baseURL + path,
+            try await HTTPAnswer.send(method: method, url: server.apiURL + path,
                                       body: try body.map { try JSONSerialization.data(withJSONObject: $0) },
                                       headers: [("Content-Type", "application/json"), ("Authorization", "Bearer \(apiKey)")])
         }

@@ -36,7 +36,7 @@ struct SignInLogTests {
         let body: [String: Any] = ["identity_token": identityToken, "authorization_code": code, "nonce": nonce,
                                    "user": ["name": ["firstName": "Zephyrine", "lastName": "Quillfeather"], "email": email]]
         let headers = [("Content-Type", "application/json"), ("Authorization", "Bearer \(apiKey)")]
-        let url = "http://127.0.0.1:\(serve.port)"
+        let url = "http://127.0.0.1:\(serve.apiPort)"
         let signedIn = try await HTTPAnswer.send(method: .POST, url: url + "/v1/sign-in",
                                                  body: try JSONSerialization.data(withJSONObject: body), headers: headers)
         #expect(signedIn.status == 200 && signedIn.json["refresh_token_stored"] as? Bool == true, "\(signedIn.text)")

@@ -16,7 +16,7 @@ extension FaultTests {
         let siwa = try await ServerHarness.start(database: database, signIn: fixture)
         try atTestEnd { await siwa.stop() }
         let key = try await SignInFixture.apiKey(in: database)
-        let url = siwa.baseURL + "/v1/sign-in"
+        let url = siwa.apiURL + "/v1/sign-in"
         let subs = (0..<240).map { "restart.signin.\($0)" }
         let bodies = try subs.map { sub in
             let token = try siwa.simulator.identityToken(sub: sub, audience: ServerHarness.clientID, email: nil, nonce: nil)

@@ -27,7 +27,7 @@ struct SignInTests {
 
         func signIn(_ body: [String: Any], key: String? = nil) async throws -> HTTPAnswer {
             let data = try JSONSerialization.data(withJSONObject: body)
-            return try await HTTPAnswer.send(method: .POST, url: server.baseURL + "/v1/sign-in", body: data,
+            return try await HTTPAnswer.send(method: .POST, url: server.apiURL + "/v1/sign-in", body: data,
                                              headers: [("Content-Type", "application/json"), ("Authorization", "Bearer \(key ?? self.key)")])
         }
 
@@ -45,8 +45,9 @@ struct SignInTests {
             return body
         }
 
+        /// GET on the API listener (`/v1`).
         func get(_ path: String, key: String? = nil) async throws -> HTTPAnswer {
-            try await HTTPAnswer.send(method: .GET, url: server.baseURL + path, body: nil,
+            try await HTTPAnswer.send(method: .GET, url: server.apiURL + path, body: nil,
                                       headers: [("Authorization", "Bearer \(key ?? self.key)")])
         }
     }
@@ -149,7 +150,7 @@ struct SignInTests {
             }
         }
         #expect(try await setup.signIn(["identity_token": "not.a.token", "authorization_code": "c"]).reason == "malformed_token")
-        let malformed = try await HTTPAnswer.send(method: .POST, url: setup.server.baseURL + "/v1/sign-in", body: Data("{".utf8),
+        let malformed = try await HTTPAnswer.send(method: .POST, url: setup.server.apiURL + "/v1/sign-in", body: Data("{".utf8),
                                                   headers: [("Authorization", "Bearer \(setup.key)")])
         #expect(malformed.status == 400 && malformed.reason == "malformed_request")
         #expect(try await setup.server.database.scalar("SELECT count(*) FROM siwa.users WHERE apple_sub = '001.v.0001'") == 0)
@@ -185,7 +186,7 @@ struct SignInTests {
         let setup = try await Setup.start()
         try atTestEnd { await setup.server.stop() }
         let body = try setup.appleSignIn(sub: "001.k.0001")
-        let none = try await HTTPAnswer.send(method: .POST, url: setup.server.baseURL + "/v1/sign-in",
+        let none = try await HTTPAnswer.send(method: .POST, url: setup.server.apiURL + "/v1/sign-in",
                                              body: try JSONSerialization.data(withJSONObject: body), headers: [])
         #expect(none.status == 401 && none.reason == "unauthorized")
         #expect(try await setup.signIn(body, key: "siwa_aaaaaaaaaaaa_" + String(repeating: "A", count: 43)).status == 401)

@@ -10,23 +10,30 @@ import Glibc
 /// loops answer, and STOPPING=1 when SIGTERM starts the shutdown.
 @Suite("systemd notifications", .testDatabases, .timeLimit(.minutes(5)))
 struct SystemdNotifyTests {
+    /// With sign-in on: READY=1 waits for the API listener (`/v1`) too.
     @Test func serveSaysReadyFeedsTheWatchdogAndSaysStopping() async throws {
         let database = try await TestDatabase.create()
         let apple = try AppleSimulator()
         let appleServer = try await TestPorts.serve { try await apple.start(port: $0) }
         try atTestEnd { await appleServer.stop() }
+        let files = try SignInFixture.files()
+        try atTestEnd { files.remove() }
+        files.register(with: apple)
         let socket = try NotifySocket(abstract: false)
-        let siwa = try await SIWAProcess.serve(environment: [
+        let siwa = try await SIWAProcess.serve(environment: SignInFixture.settings(files, appleBaseURL: appleServer.baseURL).merging([
             "SIWA_DATABASE_URL": database.serveURL, "SIWA_APPLE_TEAM_ID": TestEnvironment.team, "SIWA_APPLE_CLIENT_IDS": ServerHarness.clientID,
             "SIWA_APPLE_JWKS_URL": appleServer.baseURL + "/auth/keys",
             "NOTIFY_SOCKET": socket.address, "WATCHDOG_USEC": "400000",
-        ])
+        ]) { $1 })
         try atTestEnd { await siwa.kill9() }
         try await socket.waitFor("READY=1", timeout: .seconds(30))
-        // Ready means serving: the port answers.
+        // Ready means serving: both ports answer (/v1 without a key: 401).
         let ready = try await HTTPAnswer.send(method: .GET, url: "http://127.0.0.1:\(siwa.port)/readyz", body: nil, headers: [],
                                               timeout: .seconds(5))
         #expect(ready.status == 200)
+        let v1 = try await HTTPAnswer.send(method: .GET, url: "http://127.0.0.1:\(siwa.apiPort)/v1/users/001.ready.0001", body: nil,
+                                           headers: [], timeout: .seconds(5))
+        #expect(v1.status == 401, "\(v1.status) \(v1.text)")
         // Every 0.2 s (half of WATCHDOG_USEC): several in a few seconds.
         try await socket.waitFor("WATCHDOG=1", count: 3, timeout: .seconds(20))
         let status = await siwa.terminate()

@@ -119,7 +119,7 @@ struct TransferTests {
         // links the account on the spot, same id, new sub.
         let early = subs[41]
         let signIn = try setup.apple.transferredSignIn(sub: early, from: Self.teamA, to: Self.teamB, clientID: ServerHarness.clientID)
-        let answer = try await HTTPAnswer.send(method: .POST, url: serveB.baseURL + "/v1/sign-in",
+        let answer = try await HTTPAnswer.send(method: .POST, url: serveB.apiURL + "/v1/sign-in",
                                                body: try JSONSerialization.data(withJSONObject: signIn.signInBody),
                                                headers: [("Content-Type", "application/json"),
                                                          ("Authorization", "Bearer \(setup.deletion.signIn.key)")])
@@ -167,12 +167,12 @@ struct TransferTests {
         #expect(setup.apple.migrationTokensIssued <= 4, "\(setup.apple.migrationTokensIssued)")
 
         // The old sub answers where the user went, for the 60 days.
-        let moved = try await HTTPAnswer.send(method: .GET, url: serveB.baseURL + "/v1/users/\(subs[0])", body: nil,
+        let moved = try await HTTPAnswer.send(method: .GET, url: serveB.apiURL + "/v1/users/\(subs[0])", body: nil,
                                               headers: [("Authorization", "Bearer \(setup.deletion.signIn.key)")])
         #expect(moved.status == 200 && moved.json["moved_to"] as? String
                 == AppleSimulator.transferredSub(of: subs[0], from: Self.teamA, to: Self.teamB), "\(moved.text)")
         try await setup.database.execute("UPDATE siwa.user_moves SET moved_at = now() - interval '61 days' WHERE old_sub = '\(subs[0])'")
-        let expired = try await HTTPAnswer.send(method: .GET, url: serveB.baseURL + "/v1/users/\(subs[0])", body: nil,
+        let expired = try await HTTPAnswer.send(method: .GET, url: serveB.apiURL + "/v1/users/\(subs[0])", body: nil,
                                                 headers: [("Authorization", "Bearer \(setup.deletion.signIn.key)")])
         #expect(expired.status == 404, "\(expired.text)")
         let final = try await setup.transfer(["status"], team: Self.teamB)

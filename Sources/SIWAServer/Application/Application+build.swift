@@ -20,8 +20,6 @@ public struct ServerDependencies: Sendable {
     public var maxBodyBytes: Int
     /// How long a refusal is held during a flood of junk (0: never).
     public var floodDelay: Duration
-    /// The `/v1` API, when sign-in is configured.
-    public var signIn: SignInDependencies?
     /// The deletion receipts' public keys (nil: their route answers 404).
     public var receiptKeys: ES256KeySet?
 
@@ -38,6 +36,10 @@ public struct ServerDependencies: Sendable {
     }
 }
 
+/// The public listener's routes, the only ones the reverse proxy may
+/// expose: Apple's notifications, health and metrics, the receipts' key
+/// set. `/v1` is on the API listener (`buildAPIRouter`), `/admin` on the
+/// admin listener.
 public func buildRouter(_ dependencies: ServerDependencies, logger: Logger) -> Router<BasicRequestContext> {
     let router = Router(context: BasicRequestContext.self)
     NotificationRoutes(receiver: dependencies.receiver, maxBodyBytes: dependencies.maxBodyBytes,
@@ -45,24 +47,7 @@ public func buildRouter(_ dependencies: ServerDependencies, logger: Logger) -> R
     HealthRoutes(keys: dependencies.keys, queries: dependencies.queries, registry: dependencies.registry,
                  queueGauges: [.backlog], logger: logger).register(on: router)
     ReceiptKeysRoute(keys: dependencies.receiptKeys).register(on: router)
-    if let signIn = dependencies.signIn {
-        UserRoutes(signIn: signIn.service, directory: signIn.directory, apiKeys: signIn.apiKeys,
-                   maxBodyBytes: dependencies.maxBodyBytes, logger: logger).register(on: router)
-    }
     return router
-}
-
-/// What the `/v1` API (sign-in, users, deletion) needs.
-public struct SignInDependencies: Sendable {
-    public var service: SignInService
-    public var directory: UserDirectory
-    public var apiKeys: APIKeyVerifier
-
-    public init(service: SignInService, directory: UserDirectory, apiKeys: APIKeyVerifier) {
-        self.service = service
-        self.directory = directory
-        self.apiKeys = apiKeys
-    }
 }
 
 /// The HTTP application. `services` run before the server starts and stop

@@ -21,7 +21,8 @@ public enum ServerAssembly {
         migrations: Migrator? = nil,
         logger: Logger,
         onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in },
-        onAdminRunning: @escaping @Sendable (Int) async -> Void = { _ in }
+        onAdminRunning: @escaping @Sendable (Int) async -> Void = { _ in },
+        onAPIRunning: @escaping @Sendable (Int) async -> Void = { _ in }
     ) throws -> Application<RouterResponder<BasicRequestContext>> {
         // Everything that can refuse a setting first: past this point
         // HTTP clients exist, and each must be shut down, not dropped.
@@ -64,6 +65,10 @@ public enum ServerAssembly {
         )
         dependencies.receiptKeys = settings.receiptKeys
         var signInServices: [any Service] = []
+        // The API listener (`/v1`), last in the list below: it stops first,
+        // so its in-flight sign-ins drain before the writer and the clients
+        // they use stop.
+        var apiServices: [any Service] = []
         if let access = appleAccess {
             let store = SignInStore(client: client, validationPeriodHours: settings.tokenValidation.periodHours ?? 24,
                                     logger: Logger(label: "siwa.sign-in"))
@@ -75,9 +80,16 @@ public enum ServerAssembly {
                 requires: settings.signInRequires, clients: settings.clients, logger: Logger(label: "siwa.sign-in"), metrics: metrics)
             let keyLogger = Logger(label: "siwa.api-keys")
             let keyCache = APIKeyCache(heartbeat: settings.apiKeyCacheHeartbeat)
-            dependencies.signIn = SignInDependencies(service: service, directory: directory,
-                                                     apiKeys: APIKeyVerifier(client: client, cache: keyCache, logger: keyLogger))
+            let signIn = SignInDependencies(service: service, directory: directory,
+                                            apiKeys: APIKeyVerifier(client: client, cache: keyCache, logger: keyLogger))
             signInServices = [WriterService(writer: store), APIKeyChangeListener(client: client, cache: keyCache, logger: keyLogger)]
+            if let api = settings.api {
+                apiServices = [buildAPIApplication(settings: api, signIn: signIn, maxBodyBytes: settings.notificationRoute.maxBodyBytes,
+                                                   logger: logger) { port in
+                    logger.info("API listener (/v1)", metadata: ["address": "\(api.host):\(port)"])
+                    await onAPIRunning(port)
+                }]
+            }
         }
         // The admin listener has a pool of its own, as the rejections do: an
         // admin's long read (the chain's verification walks the whole log)
@@ -107,7 +119,7 @@ public enum ServerAssembly {
                 WriterService(writer: inbox),
                 WriterService(writer: rejections),
                 KeyRefreshService(keys: keys, interval: settings.appleKeys.refreshInterval),
-            ] + signInServices + adminServices,
+            ] + signInServices + adminServices + apiServices,
             logger: logger,
             onServerRunning: onServerRunning
         )
@@ -121,7 +133,12 @@ public enum ServerAssembly {
             if settings.admin == nil { logger.info("The admin listener is off (SIWA_ADMIN_HTTP_PORT=off)") }
             if let appleAccess = access {
                 for warning in appleAccess.warnings { logger.warning("\(warning)") }
-                logger.info("Sign-in is on: /v1/sign-in, /v1/users/{sub}", metadata: ["apple": "\(appleAccess.apple.baseURL)"])
+                if let api = settings.api {
+                    logger.info("Sign-in is on: /v1/sign-in, /v1/users/{sub} on the API listener",
+                                metadata: ["apple": "\(appleAccess.apple.baseURL)", "address": "\(api.host):\(api.port)"])
+                } else {
+                    logger.warning("Sign-in is on, but the API listener is off (SIWA_API_HTTP_PORT=off): this process serves no /v1")
+                }
             } else {
                 logger.info("Sign-in is off (no /v1 routes): set SIWA_APPLE_TEAM_ID, SIWA_APPLE_KEY_ID, SIWA_APPLE_PRIVATE_KEY_FILE and SIWA_TOKEN_ENCRYPTION_KEYS_FILE to turn it on")
             }

@@ -27,6 +27,7 @@ extension ServerSettings {
         attempt { _ = try SignInSettings.read(reader) }
         attempt { _ = try TokenValidationSettings(environment: reader) }
         attempt { _ = try AdminListenerSettings.read(reader) }
+        attempt { _ = try APIListenerSettings.read(reader) }
         attempt { _ = try ReceiptSettings.publishedKeys(reader) }
         attempt { _ = try ServerSettings(environment: reader) }
         return problems

@@ -38,6 +38,9 @@ public struct ServerSettings: Sendable {
     public var jobMaxRunSeconds: Double
     /// nil: no admin listener (SIWA_ADMIN_HTTP_PORT=off).
     public var admin: AdminListenerSettings?
+    /// The `/v1` listener; nil: none (SIWA_API_HTTP_PORT=off). Bound only
+    /// when sign-in is on.
+    public var api: APIListenerSettings?
     /// The deletion receipts' public keys (SIWA_RECEIPT_JWKS_FILE), served
     /// at /.well-known/siwa-receipts.json; nil: that route answers 404.
     public var receiptKeys: ES256KeySet?
@@ -68,9 +71,25 @@ public struct ServerSettings: Sendable {
         signIn = try SignInSettings.read(reader)
         tokenValidation = try TokenValidationSettings(environment: reader)
         admin = try AdminListenerSettings.read(reader)
+        api = try APIListenerSettings.read(reader)
         receiptKeys = try ReceiptSettings.publishedKeys(reader)
+        // Refused here, in plain words, rather than as a bind error.
+        if signIn != nil, let api {
+            var others = [(host: http.host, port: http.port, name: S.httpPort.name)]
+            if let admin { others.append((host: admin.host, port: admin.port, name: S.adminHTTPPort.name)) }
+            for other in others where Self.collide((api.host, api.port), (other.host, other.port)) {
+                throw SettingError(S.apiHTTPPort.name, "\(api.port) is \(other.name) too, on the same address: the /v1 listener needs a port of its own")
+            }
+        }
         guard inbox.lanes < database.maxConnections else {
             throw SettingError(S.ingestWriters.name, "must be below SIWA_DATABASE_MAX_CONNECTIONS (\(database.maxConnections))")
         }
+    }
+
+    /// Two listeners that cannot both bind: one port (not 0, any free
+    /// one) on one address, or on a wildcard address.
+    static func collide(_ a: (host: String, port: Int), _ b: (host: String, port: Int)) -> Bool {
+        let wildcards: Set<String> = ["0.0.0.0", "::", "[::]", "*", ""]
+        return a.port != 0 && a.port == b.port && (a.host == b.host || wildcards.contains(a.host) || wildcards.contains(b.host))
     }
 }

@@ -32,16 +32,21 @@ final class ServerHarness: Sendable {
     /// (`SIWA_ADMIN_HTTP_PORT`; off unless a test sets it, e.g. to 0: a
     /// port from TestPorts).
     let adminPort: Int?
+    /// The API listener's port (`/v1`), when sign-in is on: a port from
+    /// TestPorts, as the public one's, unless the test sets
+    /// `SIWA_API_HTTP_PORT` (`off`: none).
+    let apiPort: Int?
     private let group: ServiceGroup
     private let task: Task<Void, any Error>
 
     private init(simulator: AppleSimulator, appleServer: RunningServer, database: TestDatabase, port: Int, adminPort: Int?,
-                 group: ServiceGroup, task: Task<Void, any Error>) {
+                 apiPort: Int?, group: ServiceGroup, task: Task<Void, any Error>) {
         self.simulator = simulator
         self.appleServer = appleServer
         self.database = database
         self.port = port
         self.adminPort = adminPort
+        self.apiPort = apiPort
         self.group = group
         self.task = task
     }
@@ -58,24 +63,27 @@ final class ServerHarness: Sendable {
         let simulator = try simulator ?? AppleSimulator()
         let appleServer = try await TestPorts.serve { try await simulator.start(port: $0) }
         let database = if let database { database } else { try await TestDatabase.create() }
-        // Its ports below the ephemeral range (TestPorts); the admin
-        // listener's too when the test turns it on with 0 ("any port").
+        // Its ports below the ephemeral range (TestPorts): the public and
+        // API listeners' unless the test names them, the admin listener's
+        // when the test turns it on with 0 ("any port").
         let harness = try await TestPorts.retryingWhileInUse { () async throws -> ServerHarness in
             var ports: [String: String] = [:]
-            for key in ["SIWA_HTTP_PORT", "SIWA_ADMIN_HTTP_PORT"] where extra[key] == "0" || (key == "SIWA_HTTP_PORT" && extra[key] == nil) {
+            for key in ["SIWA_HTTP_PORT", "SIWA_ADMIN_HTTP_PORT", "SIWA_API_HTTP_PORT"]
+            where extra[key] == "0" || (key != "SIWA_ADMIN_HTTP_PORT" && extra[key] == nil) {
                 ports[key] = String(try TestPorts.free())
             }
             var settings = try Self.settings(database: database, simulator: simulator, appleBaseURL: appleServer.baseURL,
                                              signIn: signIn, extra: extra.merging(ports) { $1 })
             // What no SIWA_* setting reaches (e.g. the key cache's heartbeat).
             adjust(&settings)
-            let port = OneShot<Int>(), adminPort = OneShot<Int>()
+            let port = OneShot<Int>(), adminPort = OneShot<Int>(), apiPort = OneShot<Int>()
             let app = try ServerAssembly.makeApplication(
                 settings: settings,
                 migrations: try Migrator(directory: TestEnvironment.repositoryRoot.appendingPathComponent("sql")),
                 logger: Logger(label: "siwa.test-server"),
                 onServerRunning: { bound in port.complete(.success(bound)) },
-                onAdminRunning: { bound in adminPort.complete(.success(bound)) }
+                onAdminRunning: { bound in adminPort.complete(.success(bound)) },
+                onAPIRunning: { bound in apiPort.complete(.success(bound)) }
             )
             let group = ServiceGroup(services: [app], gracefulShutdownSignals: [], logger: Logger(label: "test"))
             // A listener that cannot bind (its port taken) ends the group
@@ -84,13 +92,16 @@ final class ServerHarness: Sendable {
                 do { try await group.run() } catch {
                     port.complete(.failure(error))
                     adminPort.complete(.failure(error))
+                    apiPort.complete(.failure(error))
                     throw error
                 }
                 port.complete(.failure(TestSetupError("siwa serve stopped before it listened")))
                 adminPort.complete(.failure(TestSetupError("siwa serve stopped before its admin listener listened")))
+                apiPort.complete(.failure(TestSetupError("siwa serve stopped before its API listener listened")))
             }
             return ServerHarness(simulator: simulator, appleServer: appleServer, database: database,
                                  port: try await port.wait(), adminPort: settings.admin == nil ? nil : try await adminPort.wait(),
+                                 apiPort: settings.signIn == nil || settings.api == nil ? nil : try await apiPort.wait(),
                                  group: group, task: task)
         }
         if waitUntilReady { try await harness.waitUntilKeysLoaded() }
@@ -134,7 +145,14 @@ final class ServerHarness: Sendable {
         await appleServer.stop()
     }
 
+    /// The public listener: Apple's notifications, health, metrics.
     var baseURL: String { "http://127.0.0.1:\(port)" }
+
+    /// The API listener, where `/v1` is (sign-in on only).
+    var apiURL: String {
+        guard let apiPort else { preconditionFailure("no API listener: sign-in is off, or SIWA_API_HTTP_PORT=off") }
+        return "http://127.0.0.1:\(apiPort)"
+    }
 
     /// POST a raw body to /apple/notifications.
     func post(body: Data, headers: [(String, String)] = [("Content-Type", "application/json")]) async throws -> HTTPAnswer {

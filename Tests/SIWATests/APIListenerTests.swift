@@ -1,0 +1,73 @@
+import AppleSimulator
+import Foundation
+import NIOHTTP1
+import Testing
+
+/// `/v1` has a listener of its own (SIWA_API_HTTP_HOST, SIWA_API_HTTP_PORT),
+/// which the app's backend reaches over loopback or the private network.
+/// The public listener, the one the reverse proxy exposes to the internet,
+/// answers `/v1` 404 even with a valid key and a valid request, and calls
+/// neither Apple nor the database for it; the API listener has only `/v1`:
+/// Apple's notifications, health, metrics and the receipts' key set stay on
+/// the public listener, which scrapes and the proxy already reach.
+@Suite("API listener", .testDatabases)
+struct APIListenerTests {
+    @Test func v1IsOnTheAPIListenerOnlyAndNothingElseIsThere() async throws {
+        let setup = try await SignInTests.Setup.start()
+        try atTestEnd { await setup.server.stop() }
+        let server = setup.server, database = server.database
+        let auth = [("Content-Type", "application/json"), ("Authorization", "Bearer \(setup.key)")]
+        #expect(server.apiPort != nil && server.apiPort != server.port)
+
+        // A valid sign-in on the public listener: 404, and Apple is never called.
+        let body = try JSONSerialization.data(withJSONObject: try setup.appleSignIn(sub: "001.public.0001"))
+        let onPublic = try await HTTPAnswer.send(method: .POST, url: server.baseURL + "/v1/sign-in", body: body, headers: auth)
+        #expect(onPublic.status == 404, "\(onPublic.status) \(onPublic.text)")
+        #expect(setup.apple.issuedRefreshTokens.isEmpty, "the public listener called Apple for /v1")
+        #expect(try await database.scalar("SELECT count(*) FROM siwa.users") == 0)
+
+        // The same request on the API listener signs the user in.
+        let onAPI = try await HTTPAnswer.send(method: .POST, url: server.apiURL + "/v1/sign-in", body: body, headers: auth)
+        #expect(onAPI.status == 200, "\(onAPI.text)")
+        #expect(try await setup.get("/v1/users/001.public.0001").status == 200)
+
+        // An existing user, asked for or deleted on the public listener: 404, nothing changes.
+        for method in [HTTPMethod.GET, .DELETE] {
+            let answer = try await HTTPAnswer.send(method: method, url: server.baseURL + "/v1/users/001.public.0001", body: nil,
+                                                   headers: auth)
+            #expect(answer.status == 404, "\(method) on the public listener: \(answer.status) \(answer.text)")
+            #expect(answer.reason == nil, "Hummingbird's 404, not the API's: \(answer.text)")
+        }
+        #expect(try await database.strings("SELECT status FROM siwa.users WHERE apple_sub = '001.public.0001'") == ["active"])
+        #expect(try await database.scalar("SELECT count(*) FROM siwa.jobs") == 0)
+
+        // Apple's notifications: recorded on the public listener, 404 on the API listener.
+        let token = try server.notification("email-disabled", sub: "001.public.0001")
+        let refused = try await HTTPAnswer.send(method: .POST, url: server.apiURL + "/apple/notifications",
+                                                body: AppleSimulator.body(for: token), headers: [("Content-Type", "application/json")])
+        #expect(refused.status == 404, "\(refused.status) \(refused.text)")
+        #expect(try await database.scalar("SELECT count(*) FROM siwa.notifications") == 0)
+        #expect(try await server.post(token: token).status == 200)
+        #expect(try await database.scalar("SELECT count(*) FROM siwa.notifications") == 1)
+
+        // Health, metrics, the receipts' key set and the admin's routes: not on the API listener.
+        for path in ["/healthz", "/readyz", "/metrics", "/.well-known/siwa-receipts.json", "/admin", "/"] {
+            let answer = try await HTTPAnswer.send(method: .GET, url: server.apiURL + path, body: nil, headers: [])
+            #expect(answer.status == 404, "GET \(path) on the API listener: \(answer.status)")
+        }
+        #expect(try await server.get("/healthz").status == 200)
+        #expect(try await server.get("/metrics").status == 200)
+    }
+
+    /// SIWA_API_HTTP_PORT=off with sign-in on: no API listener, and still
+    /// no `/v1` on the public one.
+    @Test func offLeavesNoV1Anywhere() async throws {
+        let setup = try await SignInTests.Setup.start(settings: ["SIWA_API_HTTP_PORT": "off"])
+        try atTestEnd { await setup.server.stop() }
+        #expect(setup.server.apiPort == nil)
+        let answer = try await HTTPAnswer.send(method: .GET, url: setup.server.baseURL + "/v1/users/001.off.0001", body: nil,
+                                               headers: [("Authorization", "Bearer \(setup.key)")])
+        #expect(answer.status == 404)
+        #expect(try await setup.server.get("/readyz").status == 200)
+    }
+}
