@@ -1,4 +1,5 @@
 import AccountLifecycle
+import AccountStore
 import Crypto
 import Foundation
 

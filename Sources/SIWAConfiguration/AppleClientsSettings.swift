@@ -1,4 +1,5 @@
 import AccountLifecycle
+import AccountStore
 import Foundation
 
 /// Which `.p8` key signs a client's client secret: its team's Sign in with

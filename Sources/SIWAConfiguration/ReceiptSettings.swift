@@ -1,4 +1,5 @@
 import AccountLifecycle
+import AccountStore
 import AppleSignIn
 
 /// Deletion receipts: the worker signs one for each completed purge when

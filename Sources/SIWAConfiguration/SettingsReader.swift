@@ -2,17 +2,6 @@ import AccountStore
 import Configuration
 import Foundation
 
-/// A setting that is missing or malformed; start-up stops with this one line.
-public struct SettingError: Error, CustomStringConvertible, Sendable {
-    public let name: String
-    public let problem: String
-    public init(_ name: String, _ problem: String) {
-        self.name = name
-        self.problem = problem
-    }
-    public var description: String { "\(name): \(problem)" }
-}
-
 /// Reads the `SIWA_*` settings (`SettingsCatalog`) with one-line errors.
 ///
 /// The values come through swift-configuration (its environment provider,
@@ -37,7 +26,7 @@ public struct SettingsReader: Sendable {
         var problems: [String: SettingError] = [:]
         for setting in SettingsCatalog.all {
             if setting.secret {
-                do throws(SecretValueError) {
+                do throws(SettingError) {
                     resolved[setting.name] = try SecretValue.value(of: setting.name, in: values)
                 } catch {
                     problems[setting.name] = SettingError(setting.name, error.name == setting.name ? error.problem : "\(error)")

@@ -1,4 +1,5 @@
 import AccountLifecycle
+import AccountStore
 import Foundation
 import SIWAConfiguration
 import Testing

@@ -1,3 +1,4 @@
+import AccountStore
 import SIWAConfiguration
 import AppleSimulator
 import Foundation

@@ -1,4 +1,5 @@
 import AccountLifecycle
+import AccountStore
 import AppleSignIn
 import Crypto
 import Foundation

@@ -1,3 +1,4 @@
+import AccountStore
 import Foundation
 import SIWAConfiguration
 import SIWAServer

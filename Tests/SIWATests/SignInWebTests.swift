@@ -1,4 +1,5 @@
 import AccountLifecycle
+import AccountStore
 import AppleSimulator
 import Foundation
 import SIWAConfiguration

@@ -18,7 +18,7 @@ public enum SecretValue {
 
     /// `NAME`'s value from wherever it was given; nil when from nowhere.
     /// Trailing newlines of a file are dropped (`echo ... > file` adds one).
-    public static func value(of name: String, in environment: [String: String]) throws(SecretValueError) -> String? {
+    public static func value(of name: String, in environment: [String: String]) throws(SettingError) -> String? {
         var given: [(source: String, value: String)] = []
         if let direct = environment[name], !direct.isEmpty { given.append((name, direct)) }
         if let path = environment[name + "_FILE"], !path.isEmpty {
@@ -28,7 +28,7 @@ public enum SecretValue {
             given.append(("the credential \(name) ($\(credentialsVariable))", try read(path, for: "the credential \(name)")))
         }
         guard given.count <= 1 else {
-            throw SecretValueError(name, "is given \(given.count) ways (\(given.map(\.source).joined(separator: ", "))): keep one")
+            throw SettingError(name, "is given \(given.count) ways (\(given.map(\.source).joined(separator: ", "))): keep one")
         }
         return given.first?.value
     }
@@ -52,28 +52,29 @@ public enum SecretValue {
         return head.count < 16 && head.allSatisfy { $0 == 0x0A || $0 == 0x0D || $0 == 0x20 || $0 == 0x09 }
     }
 
-    private static func read(_ path: String, for source: String) throws(SecretValueError) -> String {
-        guard path.hasPrefix("/") else { throw SecretValueError(source, "\(path): give an absolute path") }
+    private static func read(_ path: String, for source: String) throws(SettingError) -> String {
+        guard path.hasPrefix("/") else { throw SettingError(source, "\(path): give an absolute path") }
         guard let handle = FileHandle(forReadingAtPath: path) else {
             let reason = FileManager.default.fileExists(atPath: path) ? "permission denied" : "no such file"
-            throw SecretValueError(source, "cannot read \(path) (\(reason))")
+            throw SettingError(source, "cannot read \(path) (\(reason))")
         }
         defer { try? handle.close() }
         guard let data = try? handle.read(upToCount: maxBytes + 1) ?? Data() else {
-            throw SecretValueError(source, "cannot read \(path) (a directory?)")
+            throw SettingError(source, "cannot read \(path) (a directory?)")
         }
-        guard data.count <= maxBytes else { throw SecretValueError(source, "\(path) is larger than \(maxBytes / 1024) KiB") }
-        guard var text = String(data: data, encoding: .utf8) else { throw SecretValueError(source, "\(path) is not UTF-8 text") }
+        guard data.count <= maxBytes else { throw SettingError(source, "\(path) is larger than \(maxBytes / 1024) KiB") }
+        guard var text = String(data: data, encoding: .utf8) else { throw SettingError(source, "\(path) is not UTF-8 text") }
         while text.last == "\n" || text.last == "\r" { text.removeLast() }
         guard !text.contains("\n") else {
-            throw SecretValueError(source, "\(path) has more than one line (a secret file holds the value alone)")
+            throw SettingError(source, "\(path) has more than one line (a secret file holds the value alone)")
         }
         return text
     }
 }
 
-/// A secret given in a way that cannot be used: never its value.
-public struct SecretValueError: Error, CustomStringConvertible, Sendable {
+/// A setting that is missing or malformed, or a secret given in a way that
+/// cannot be used (never its value): start-up stops with this one line.
+public struct SettingError: Error, CustomStringConvertible, Sendable {
     public let name: String
     public let problem: String
     public init(_ name: String, _ problem: String) {
