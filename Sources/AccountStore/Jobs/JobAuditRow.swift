@@ -14,13 +14,13 @@ enum JobAuditRow {
     /// job whose args name no team (made by hand, or forged) names no user:
     /// its rows must still be written (the trail refuses a sub without its
     /// team), or the job could never be failed or discarded.
-    static func user(_ args: String) -> String {
-        "CASE WHEN \(args)->>'apple_team' IS NOT NULL THEN \(args)->>'apple_sub' END, \(args)->>'apple_team'"
-    }
+    static func user(_ args: String) -> String { "\(sub(args)), \(args)->>'apple_team'" }
 
     /// The same, named `subject` and `subject_team`, for a RETURNING list.
-    static func subject(_ args: String) -> String {
-        "CASE WHEN \(args)->>'apple_team' IS NOT NULL THEN \(args)->>'apple_sub' END AS subject, \(args)->>'apple_team' AS subject_team"
+    static func subject(_ args: String) -> String { "\(sub(args)) AS subject, \(args)->>'apple_team' AS subject_team" }
+
+    private static func sub(_ args: String) -> String {
+        "CASE WHEN \(args)->>'apple_team' IS NOT NULL THEN \(args)->>'apple_sub' END"
     }
 
     /// The columns `subject(_:)` named, of relation `relation` (or unqualified).
