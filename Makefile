@@ -2,7 +2,7 @@
 # PostgreSQL clusters are throwaway ones from scripts/testdb.sh
 # (in $${SIWA_PG_ROOT:-/tmp/siwa-pg}; installed with apt-get when run as root).
 #
-#   make build | test | demo | try | bench | clean-db
+#   make build | test | demo | try | bench | clean-db | generate-client
 #   make test SWIFT_TEST_FLAGS='--filter NotificationEndpointTests'
 #   make install PREFIX=/usr/local DESTDIR=/tmp/stage | deb | test-package
 
@@ -34,7 +34,7 @@ ifeq ($(origin SIWA_GIT_COMMIT),undefined)
 endif
 unexport SIWA_GIT_COMMIT
 
-.PHONY: build build-stamp test demo try bench clean-db check-swift check-openssl check-chromium check-alerts \
+.PHONY: build build-stamp generate-client test demo try bench clean-db check-swift check-openssl check-chromium check-alerts \
         build-static install deb test-package check-packaging-tools
 
 check-swift:
@@ -49,6 +49,14 @@ build-stamp:
 
 build: check-swift build-stamp
 	swift build
+
+# SIWAClient's calls and types from docs/openapi.yaml, with
+# swift-openapi-generator built apart (.build-generator): run it after
+# changing the document and commit Sources/SIWAClient/Generated with it. The
+# code is committed rather than made by the generator's build plugin, which
+# would build the generator in every fresh clone (CI's included).
+generate-client: check-swift
+	scripts/openapi-generator/generate.sh
 
 # The client-secret tests check siwa's ES256 signatures with openssl, an
 # independent verifier; installed with apt-get (as root) when missing.

@@ -56,15 +56,17 @@ struct AccountRoutes: Sendable {
     }
 
     private func signIn(_ credential: AppleCredential) async -> Response {
-        let name = credential.fullName.map { SignInRequest.User.Name(firstName: $0.givenName, lastName: $0.familyName) }
-        let request = SignInRequest(
-            identityToken: credential.identityToken, authorizationCode: credential.authorizationCode, nonce: credential.nonce,
-            user: name == nil && credential.email == nil ? nil : .init(name: name, email: credential.email))
+        // Apple's `user` object, as siwa takes it: the name and email the
+        // app got at the first authorization.
+        let name = credential.fullName.map { Components.Schemas.AppleUserObject.NamePayload(firstName: $0.givenName, lastName: $0.familyName) }
+        let user = name == nil && credential.email == nil ? nil : Components.Schemas.AppleUserObject(name: name, email: credential.email)
+        let request = SignInRequest(identityToken: credential.identityToken, authorizationCode: credential.authorizationCode,
+                                    nonce: credential.nonce, user: user.map { .AppleUserObject($0) })
         do {
             let user = try await siwa.signIn(request)
             let key = Accounts.UserKey(sub: user.appleSub, team: user.team)
-            let token = accounts.startSession(for: key, userID: user.userID, email: user.email)
-            return json(.ok, SessionAnswer(session: token, userID: user.userID, isNewUser: user.isNewUser))
+            let token = accounts.startSession(for: key, userID: user.userId, email: user.email)
+            return json(.ok, SessionAnswer(session: token, userID: user.userId, isNewUser: user.isNewUser))
         } catch let refusal as SIWARefusal {
             return answer(refusal)
         } catch {
@@ -79,11 +81,11 @@ struct AccountRoutes: Sendable {
     /// `purge.completed` follow).
     private func deleteAccount(_ key: Accounts.UserKey) async -> Response {
         do {
-            let deletion = try await siwa.deleteUser(appleSub: key.sub, team: key.team)
+            let deletion = try await siwa.deleteUser(appleSub: key.sub, in: .team(key.team))
             accounts.delete(key)
             // No token to revoke: the user must remove the app at their
             // Apple Account themselves; the app shows them this link.
-            return json(.accepted, ["apple_revocation_url": deletion?.appleRevocationURL])
+            return json(.accepted, ["apple_revocation_url": deletion?.appleRevocationUrl])
         } catch let refusal as SIWARefusal {
             return answer(refusal)
         } catch {

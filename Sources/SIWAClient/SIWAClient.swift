@@ -94,8 +94,8 @@ public struct SIWAClient: Sendable {
                 switch try await $0.getUser(path: .init(appleSub: appleSub), query: Self.query(team)) {
                 case .ok(let ok):
                     switch try ok.body.json {
-                    case .user(let user): .user(user)
-                    case .movedUser(let moved): .moved(moved)
+                    case .User(let user): .user(user)
+                    case .MovedUser(let moved): .moved(moved)
                     }
                 case let other: throw Self.unexpected(other)
                 }

@@ -1,0 +1,51 @@
+import Foundation
+import SIWAClient
+
+/// The suite's `/v1` calls go through SIWAClient, the client an app's
+/// Swift backend uses; only the tests of the wire itself (raw bytes, bad
+/// input, header hygiene, listeners) send raw HTTP. One answer, as the tests
+/// read it: the value, or siwa's refusal (its status and reason code).
+struct ClientAnswer<Value: Sendable>: Sendable {
+    let result: Result<Value, SIWARefusal>
+    /// The status of a success: 200, or 202 for a scheduled deletion.
+    var successStatus = 200
+
+    var value: Value? { try? result.get() }
+
+    var refusal: SIWARefusal? {
+        if case .failure(let refusal) = result { return refusal }
+        return nil
+    }
+
+    var status: Int { refusal?.status ?? successStatus }
+    var reason: String? { refusal?.code }
+    /// For a test's failure message.
+    var text: String { refusal.map(\.description) ?? "\(value.map { "\($0)" } ?? "")" }
+
+    /// Runs a client call; siwa's refusals become the answer, anything else is thrown.
+    static func of(successStatus: Int = 200, _ call: () async throws -> Value) async throws -> ClientAnswer {
+        do {
+            return ClientAnswer(result: .success(try await call()), successStatus: successStatus)
+        } catch let refusal as SIWARefusal {
+            return ClientAnswer(result: .failure(refusal))
+        }
+    }
+}
+
+extension SIWAClient {
+    /// The client the tests use: no retry unless asked (a test that checks
+    /// a 503 sees it), deadlines the loaded test machine meets.
+    static func forTests(apiURL: String, key: String, retry: RetryPolicy = .never) throws -> SIWAClient {
+        guard let url = URL(string: apiURL) else { throw TestSetupError("bad API URL \(apiURL)") }
+        return SIWAClient(apiURL: url, apiKey: key,
+                          configuration: .init(retry: retry, attemptTimeout: .seconds(30), deadline: .seconds(60)))
+    }
+
+    /// `POST /v1/sign-in` with a body the tests build as JSON (what the
+    /// simulator hands the app, changed as a test needs), decoded into the
+    /// client's request type.
+    func signIn(json body: [String: Any]) async throws -> ClientAnswer<SignedInUser> {
+        let request = try JSONDecoder().decode(SignInRequest.self, from: JSONSerialization.data(withJSONObject: body))
+        return try await ClientAnswer.of { try await signIn(request) }
+    }
+}
