@@ -85,7 +85,7 @@ struct AccountRoutes: Sendable {
             accounts.delete(key)
             // No token to revoke: the user must remove the app at their
             // Apple Account themselves; the app shows them this link.
-            return json(.accepted, ["apple_revocation_url": deletion?.appleRevocationUrl])
+            return json(.accepted, ["appleRevocationURL": deletion?.appleRevocationUrl])
         } catch let refusal as SIWARefusal {
             return answer(refusal)
         } catch {

@@ -80,11 +80,17 @@ public struct SIWAClient: Sendable {
     }
 
     /// What `GET /v1/users/{apple_sub}` found.
-    public enum UserLookup: Sendable {
-        case user(SIWAUser)
+    public enum UserLookup: Sendable, Hashable {
+        case found(SIWAUser)
         /// An app transfer moved the user (answered for 60 days after it).
         case moved(MovedUser)
         case notFound
+
+        /// The user, when found.
+        public var user: SIWAUser? {
+            if case .found(let user) = self { return user }
+            return nil
+        }
     }
 
     /// `GET /v1/users/{apple_sub}`.
@@ -94,7 +100,7 @@ public struct SIWAClient: Sendable {
                 switch try await $0.getUser(path: .init(appleSub: appleSub), query: Self.query(team)) {
                 case .ok(let ok):
                     switch try ok.body.json {
-                    case .User(let user): .user(user)
+                    case .User(let user): .found(user)
                     case .MovedUser(let moved): .moved(moved)
                     }
                 case let other: throw Self.unexpected(other)

@@ -49,3 +49,23 @@ extension SIWAClient {
         return try await ClientAnswer.of { try await signIn(request) }
     }
 }
+
+extension SIWAClient {
+    /// `GET /v1/users/{sub}`, as the tests read it.
+    func lookup(_ sub: String, in team: Team? = nil) async throws -> ClientAnswer<UserLookup> {
+        try await ClientAnswer.of { try await user(appleSub: sub, in: team) }
+    }
+
+    /// `DELETE /v1/users/{sub}`: 202 for a scheduled purge, 200 for a user
+    /// purged before, siwa's 404 `not_found` for one it does not know.
+    func delete(_ sub: String, in team: Team? = nil) async throws -> ClientAnswer<Deletion> {
+        do {
+            guard let deletion = try await deleteUser(appleSub: sub, in: team) else {
+                return ClientAnswer(result: .failure(SIWARefusal(status: 404, code: "not_found", detail: "no such user")))
+            }
+            return ClientAnswer(result: .success(deletion), successStatus: deletion.status == .deletionScheduled ? 202 : 200)
+        } catch let refusal as SIWARefusal {
+            return ClientAnswer(result: .failure(refusal))
+        }
+    }
+}
