@@ -10,43 +10,52 @@ struct AccountRoutes: Sendable {
     let accounts: Accounts
     let logger: Logger
 
-    /// What `ASAuthorizationAppleIDCredential` gives the app, as it posts it:
-    /// the identity token and authorization code (UTF-8 strings of Apple's
-    /// Data), the raw nonce whose SHA-256 it put in Apple's request, and at
-    /// the first authorization only the name and email.
+    /// What the app posts: what `ASAuthorizationAppleIDCredential` gave it,
+    /// in the names siwa's `/v1/sign-in` takes (the identity token and
+    /// authorization code as UTF-8 strings of Apple's Data, the raw nonce
+    /// whose SHA-256 it put in Apple's request, and at the first
+    /// authorization only the name and email, as Apple's `user` object).
     struct AppleCredential: Decodable {
-        struct Name: Decodable {
-            var givenName: String?
-            var familyName: String?
+        struct User: Decodable {
+            struct Name: Decodable {
+                var firstName: String?
+                var lastName: String?
+            }
+            var name: Name?
+            var email: String?
         }
         var identityToken: String
         var authorizationCode: String?
         var nonce: String?
-        var fullName: Name?
-        var email: String?
+        var user: User?
     }
 
     struct SessionAnswer: Encodable {
         let session: String
-        let userID: Int64
+        let userId: Int64
         let isNewUser: Bool
     }
 
     struct MeAnswer: Encodable {
-        let userID: Int64
+        let userId: Int64
         let appleSub: String
         let email: String?
         let emailDeliverable: Bool
     }
 
     func register(on router: Router<BasicRequestContext>) {
-        router.post("auth/apple") { request, context in
-            let credential = try await request.decode(as: AppleCredential.self, context: context)
+        router.post("auth/apple") { request, _ in
+            let decoder = JSONDecoder()
+            decoder.keyDecodingStrategy = .convertFromSnakeCase
+            let body = try await request.body.collect(upTo: 64 * 1024)
+            guard let credential = try? decoder.decode(AppleCredential.self, from: Data(buffer: body)) else {
+                return json(.badRequest, ErrorBody(error: "malformed_credential"))
+            }
             return await signIn(credential)
         }
         router.get("me") { request, _ in
             guard let (session, user) = signedIn(request) else { return json(.unauthorized, ErrorBody(error: "sign_in_required")) }
-            return json(.ok, MeAnswer(userID: session.userID, appleSub: session.user.sub, email: user.email,
+            return json(.ok, MeAnswer(userId: session.userID, appleSub: session.user.sub, email: user.email,
                                       emailDeliverable: user.emailDeliverable))
         }
         router.delete("me") { request, _ in
@@ -56,17 +65,17 @@ struct AccountRoutes: Sendable {
     }
 
     private func signIn(_ credential: AppleCredential) async -> Response {
-        // Apple's `user` object, as siwa takes it: the name and email the
-        // app got at the first authorization.
-        let name = credential.fullName.map { Components.Schemas.AppleUserObject.NamePayload(firstName: $0.givenName, lastName: $0.familyName) }
-        let user = name == nil && credential.email == nil ? nil : Components.Schemas.AppleUserObject(name: name, email: credential.email)
+        let user = credential.user.map { user in
+            Components.Schemas.AppleUserObject(
+                name: user.name.map { .init(firstName: $0.firstName, lastName: $0.lastName) }, email: user.email)
+        }
         let request = SignInRequest(identityToken: credential.identityToken, authorizationCode: credential.authorizationCode,
                                     nonce: credential.nonce, user: user.map { .AppleUserObject($0) })
         do {
             let user = try await siwa.signIn(request)
             let key = Accounts.UserKey(sub: user.appleSub, team: user.team)
             let token = accounts.startSession(for: key, userID: user.userId, email: user.email)
-            return json(.ok, SessionAnswer(session: token, userID: user.userId, isNewUser: user.isNewUser))
+            return json(.ok, SessionAnswer(session: token, userId: user.userId, isNewUser: user.isNewUser))
         } catch let refusal as SIWARefusal {
             return answer(refusal)
         } catch {
@@ -85,7 +94,7 @@ struct AccountRoutes: Sendable {
             accounts.delete(key)
             // No token to revoke: the user must remove the app at their
             // Apple Account themselves; the app shows them this link.
-            return json(.accepted, ["appleRevocationURL": deletion?.appleRevocationUrl])
+            return json(.accepted, ["apple_revocation_url": deletion?.appleRevocationUrl])
         } catch let refusal as SIWARefusal {
             return answer(refusal)
         } catch {

@@ -16,10 +16,10 @@ func buildExampleApplication(settings: ExampleSettings, logger: Logger) throws -
     return Application(router: router, configuration: .init(address: .hostname(settings.host, port: settings.port)), logger: logger)
 }
 
-/// A JSON answer, its keys as the app's Swift names them (as the app's
-/// requests do: ASAuthorizationAppleIDCredential's names).
+/// A JSON answer, snake_case as siwa's.
 func json(_ status: HTTPResponse.Status, _ value: some Encodable) -> Response {
     let encoder = JSONEncoder()
+    encoder.keyEncodingStrategy = .convertToSnakeCase
     encoder.outputFormatting = .sortedKeys
     let data = (try? encoder.encode(value)) ?? Data("{}".utf8)
     return Response(status: status, headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(bytes: data)))

@@ -34,16 +34,31 @@ struct DemoServe {
         ].merging(DemoSignIn.clientSettings(native: clientID)) { $1 }) { $1 })
         defer { if serve.isRunning { serve.signal(SIGTERM) } }
         try await Demo.waitUntilReady(base, api: api)
-        let worker = try demo.spawn("worker", environment: shared.merging(["SIWA_DATABASE_URL": demo.database.workerURL]) { $1 })
+        // The example backend (siwa-example-backend, docs/client.md), built
+        // beside siwa: the worker sends it the app events.
+        let examplePort = try freeLoopbackPort()
+        let exampleURL = "http://127.0.0.1:\(examplePort)"
+        let webhookSecret = "whsec_" + Data((0..<32).map { _ in UInt8.random(in: 0...255) }).base64EncodedString()
+        let worker = try demo.spawn("worker", environment: shared.merging([
+            "SIWA_DATABASE_URL": demo.database.workerURL,
+            "SIWA_APP_WEBHOOK_URL": exampleURL + "/siwa/events", "SIWA_APP_WEBHOOK_SECRET": webhookSecret,
+        ]) { $1 })
         defer { if worker.isRunning { worker.signal(SIGTERM) } }
         let key = try await demo.createAPIKey(named: "demo-backend")
+        let example = try ChildProcess(
+            executable: URL(fileURLWithPath: demo.siwa).deletingLastPathComponent().appendingPathComponent("siwa-example-backend").path,
+            arguments: [], environment: [
+                "EXAMPLE_API_URL": api, "EXAMPLE_API_KEY": key, "EXAMPLE_WEBHOOK_SECRET": webhookSecret,
+                "EXAMPLE_HOST": "127.0.0.1", "EXAMPLE_PORT": String(examplePort),
+            ], outputFile: "/dev/stderr")
+        defer { if example.isRunning { example.signal(SIGTERM) } }
 
         print("""
 
             siwa is running with sign-in on, against a simulated Apple: Apple's notifications
             and health on \(base), the app backend's /v1 on its own listener. In another shell:
 
-              export SIWA=\(api) APPLE=\(appleServer.baseURL) KEY=\(key)
+              export SIWA=\(api) APPLE=\(appleServer.baseURL) KEY=\(key) EXAMPLE=\(exampleURL)
 
               # What Apple hands the app at sign-in (the simulator's own endpoint):
               curl -s -X POST "$APPLE/simulator/authorize?sub=001.curl.0001&client_id=\(clientID)&email=me@privaterelay.appleid.com" > apple.json
@@ -61,6 +76,13 @@ struct DemoServe {
               # The user deletes their account in the app:
               curl -s -X DELETE -H "Authorization: Bearer $KEY" "$SIWA/v1/users/001.curl.0001"
               curl -s -H "Authorization: Bearer $KEY" "$SIWA/v1/users/001.curl.0001"   # purge completed
+              # An app's own backend on SIWAClient (siwa-example-backend, docs/client.md): the
+              # app posts Apple's credential to it, it signs the user in through siwa and
+              # answers its own session; siwa's app events reach it (logged here):
+              curl -s -X POST "$APPLE/simulator/authorize?sub=001.curl.0003&client_id=\(clientID)" > app.json
+              curl -s -H 'Content-Type: application/json' -d @app.json "$EXAMPLE/auth/apple"   # {"session": ...}
+              curl -s -H "Authorization: Bearer SESSION" "$EXAMPLE/me"
+              curl -s -X DELETE -H "Authorization: Bearer SESSION" "$EXAMPLE/me"   # the in-app deletion
 
             Ctrl-C stops everything and drops the demo database.
             """)
@@ -69,8 +91,10 @@ struct DemoServe {
         let signals = await UnixSignalsSequence(trapping: [.sigint, .sigterm])
         for await _ in signals { break }
         print("\nStopping…")
+        example.signal(SIGTERM)
         worker.signal(SIGTERM)
         serve.signal(SIGTERM)
+        _ = await example.wait()
         _ = await worker.wait()
         _ = await serve.wait()
         await appleServer.stop()

@@ -39,7 +39,7 @@ struct ExampleBackendTests {
             if !up { throw TestSetupError("the example did not start: \(log.suffix(2000))") }
         }
 
-        /// What the iOS app sends: Apple's credential, as ASAuthorizationAppleIDCredential names it.
+        /// What the iOS app sends: Apple's credential.
         func signIn(_ credential: [String: Any]) async throws -> HTTPAnswer {
             try await HTTPAnswer.send(method: .POST, url: baseURL + "/auth/apple", body: try JSONSerialization.data(withJSONObject: credential),
                                       headers: [("Content-Type", "application/json")])
@@ -71,19 +71,18 @@ struct ExampleBackendTests {
 
         // The app signs in with Apple and posts the credential to its backend.
         func credential(_ sub: String) throws -> [String: Any] {
-            let apple = try setup.signIn.appleSignIn(sub: sub)
-            return ["identityToken": apple["identity_token"] ?? "", "authorizationCode": apple["authorization_code"] ?? "",
-                    "fullName": ["givenName": "Ada", "familyName": "Lovelace"]]
+            try setup.signIn.appleSignIn(sub: sub, user: ["name": ["firstName": "Ada", "lastName": "Lovelace"]])
         }
         let signedIn = try await example.signIn(try credential("001.example.0001"))
-        #expect(signedIn.status == 200 && signedIn.json["isNewUser"] as? Bool == true, "\(signedIn.text) \(example.log.suffix(2000))")
+        #expect(signedIn.status == 200 && signedIn.json["is_new_user"] as? Bool == true, "\(signedIn.text) \(example.log.suffix(2000))")
         let session = try #require(signedIn.json["session"] as? String)
         let me = try await example.me(session)
-        #expect(me.status == 200 && me.json["appleSub"] as? String == "001.example.0001", "\(me.text)")
+        #expect(me.status == 200 && me.json["apple_sub"] as? String == "001.example.0001", "\(me.text)")
         #expect(try await example.me("not-a-session").status == 401)
+        #expect(try await setup.database.strings("SELECT given_name FROM siwa.users WHERE apple_sub = '001.example.0001'") == ["Ada"])
         // A credential siwa refuses (a code Apple has seen) is the app's to renew.
         var reused = try credential("001.example.0009")
-        reused["authorizationCode"] = "spent-code"
+        reused["authorization_code"] = "spent-code"
         #expect(try await example.signIn(reused).status == 401)
 
         // Apple tells siwa the user deleted their Apple Account: siwa's
