@@ -19,7 +19,8 @@ struct RefusalMiddleware: ClientMiddleware {
             let error: String
             let detail: String?
         }
-        let bytes = try await responseBody.map { try await Data(collecting: $0, upTo: Self.bodyLimit) } ?? Data()
+        var bytes = Data()
+        if let responseBody { bytes = try await Data(collecting: responseBody, upTo: Self.bodyLimit) }
         guard let shape = try? JSONDecoder().decode(ErrorShape.self, from: bytes) else {
             throw SIWAClientError.unexpectedAnswer(status: response.status.code, detail: "no {\"error\", \"detail\"} body")
         }

@@ -141,6 +141,8 @@ public struct SIWAClient: Sendable {
             switch error.underlyingError {
             case let refusal as SIWARefusal: throw refusal
             case let clientError as SIWAClientError: throw clientError
+            case let httpError as HTTPClientError where httpError == .deadlineExceeded:
+                throw SIWAClientError.timedOut(after: configuration.attemptTimeout)
             case let other where error.response == nil: throw SIWAClientError.unreachable("\(other)")
             default: throw SIWAClientError.unexpectedAnswer(status: error.response?.status.code ?? 0, detail: error.causeDescription)
             }
