@@ -69,7 +69,7 @@ struct AccountRoutes: Sendable {
             Components.Schemas.AppleUserObject(
                 name: user.name.map { .init(firstName: $0.firstName, lastName: $0.lastName) }, email: user.email)
         }
-        let request = SignInRequest(identityToken: credential.identityToken, authorizationCode: credential.authorizationCode,
+        let request = SIWAClient.SignInRequest(identityToken: credential.identityToken, authorizationCode: credential.authorizationCode,
                                     nonce: credential.nonce, user: user.map { .AppleUserObject($0) })
         do {
             let user = try await siwa.signIn(request)

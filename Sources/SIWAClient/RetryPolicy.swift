@@ -2,39 +2,41 @@ import Foundation
 import HTTPTypes
 import OpenAPIRuntime
 
-/// When the client sends a request again. siwa answers 503 `unavailable`
-/// with `Retry-After` when it cannot decide now (Apple unreachable or slow,
-/// the database unavailable), and docs/http-api.md asks the backend to send
-/// the same request again: a retried sign-in gets the stored answer if the
-/// first attempt was stored after all (siwa keeps the answer for the same
-/// authorization code ten minutes), `invalid_grant` if nothing was; a
-/// lookup and a deletion are idempotent. Nothing else is retried: a 4xx is
-/// siwa's decision, and a 409 `deletion_in_progress` (also with
-/// `Retry-After`) is for the app to tell the user, not to wait out here.
-public struct RetryPolicy: Sendable, Equatable {
-    /// Attempts in all, the first one included (1: never retry).
-    public var maxAttempts: Int
-    /// The wait when a 503 has no usable `Retry-After`.
-    public var defaultDelay: Duration
-    /// The longest wait, whatever `Retry-After` asks.
-    public var maxDelay: Duration
+extension SIWAClient {
+    /// When the client sends a request again. siwa answers 503 `unavailable`
+    /// with `Retry-After` when it cannot decide now (Apple unreachable or slow,
+    /// the database unavailable), and docs/http-api.md asks the backend to send
+    /// the same request again: a retried sign-in gets the stored answer if the
+    /// first attempt was stored after all (siwa keeps the answer for the same
+    /// authorization code ten minutes), `invalid_grant` if nothing was; a
+    /// lookup and a deletion are idempotent. Nothing else is retried: a 4xx is
+    /// siwa's decision, and a 409 `deletion_in_progress` (also with
+    /// `Retry-After`) is for the app to tell the user, not to wait out here.
+    public struct RetryPolicy: Sendable, Equatable {
+        /// Attempts in all, the first one included (1: never retry).
+        public var maxAttempts: Int
+        /// The wait when a 503 has no usable `Retry-After`.
+        public var defaultDelay: Duration
+        /// The longest wait, whatever `Retry-After` asks.
+        public var maxDelay: Duration
 
-    public init(maxAttempts: Int = 3, defaultDelay: Duration = .seconds(1), maxDelay: Duration = .seconds(10)) {
-        self.maxAttempts = max(1, maxAttempts)
-        self.defaultDelay = defaultDelay
-        self.maxDelay = maxDelay
-    }
-
-    /// One attempt: a 503 is answered to the caller as it came.
-    public static let never = RetryPolicy(maxAttempts: 1)
-
-    /// The wait before the next attempt after a 503 with this `Retry-After`
-    /// (delta-seconds; siwa sends no HTTP date, so one is read as absent).
-    public func delay(retryAfter: String?) -> Duration {
-        guard let text = retryAfter?.trimmingCharacters(in: .whitespaces), let seconds = Int(text), seconds >= 0 else {
-            return min(defaultDelay, maxDelay)
+        public init(maxAttempts: Int = 3, defaultDelay: Duration = .seconds(1), maxDelay: Duration = .seconds(10)) {
+            self.maxAttempts = max(1, maxAttempts)
+            self.defaultDelay = defaultDelay
+            self.maxDelay = maxDelay
         }
-        return min(.seconds(seconds), maxDelay)
+
+        /// One attempt: a 503 is answered to the caller as it came.
+        public static let never = RetryPolicy(maxAttempts: 1)
+
+        /// The wait before the next attempt after a 503 with this `Retry-After`
+        /// (delta-seconds; siwa sends no HTTP date, so one is read as absent).
+        public func delay(retryAfter: String?) -> Duration {
+            guard let text = retryAfter?.trimmingCharacters(in: .whitespaces), let seconds = Int(text), seconds >= 0 else {
+                return min(defaultDelay, maxDelay)
+            }
+            return min(.seconds(seconds), maxDelay)
+        }
     }
 }
 
@@ -42,7 +44,7 @@ public struct RetryPolicy: Sendable, Equatable {
 /// again after `Retry-After`, while attempts remain and the wait ends before
 /// the call's deadline; else the 503 goes up to the caller.
 struct RetryMiddleware: ClientMiddleware {
-    let policy: RetryPolicy
+    let policy: SIWAClient.RetryPolicy
     /// The whole call's budget, retries and waits included.
     let deadline: Duration
 

@@ -3,17 +3,6 @@ import Foundation
 import OpenAPIAsyncHTTPClient
 import OpenAPIRuntime
 
-/// The request `POST /v1/sign-in` takes: what Apple handed the app.
-public typealias SignInRequest = Components.Schemas.SignInRequest
-/// The signed-in user, as `POST /v1/sign-in` answers.
-public typealias SignedInUser = Components.Schemas.SignedInUser
-/// What siwa knows of a user (`GET /v1/users/{apple_sub}`).
-public typealias SIWAUser = Components.Schemas.User
-/// An old sub's new one, for 60 days after an app transfer.
-public typealias MovedUser = Components.Schemas.MovedUser
-/// The answer to `DELETE /v1/users/{apple_sub}`.
-public typealias Deletion = Components.Schemas.Deletion
-
 /// The app's backend calling siwa's `/v1` (docs/client.md): sign-in (an
 /// app's identity token and code, or a web client's code alone), a user's
 /// record, and the in-app account deletion. The calls are generated from
@@ -21,6 +10,17 @@ public typealias Deletion = Components.Schemas.Deletion
 /// retry rule for 503 (`RetryPolicy`), a deadline on every call, and siwa's
 /// refusals as one error (`SIWARefusal`).
 public struct SIWAClient: Sendable {
+    /// The request `POST /v1/sign-in` takes: what Apple handed the app.
+    public typealias SignInRequest = Components.Schemas.SignInRequest
+    /// The signed-in user, as `POST /v1/sign-in` answers.
+    public typealias SignedInUser = Components.Schemas.SignedInUser
+    /// What siwa knows of a user (`GET /v1/users/{apple_sub}`).
+    public typealias User = Components.Schemas.User
+    /// An old sub's new one, for 60 days after an app transfer.
+    public typealias MovedUser = Components.Schemas.MovedUser
+    /// The answer to `DELETE /v1/users/{apple_sub}`.
+    public typealias Deletion = Components.Schemas.Deletion
+
     public struct Configuration: Sendable {
         public var retry: RetryPolicy
         /// Each attempt's wait for the answer's head. siwa's sign-in may
@@ -81,13 +81,13 @@ public struct SIWAClient: Sendable {
 
     /// What `GET /v1/users/{apple_sub}` found.
     public enum UserLookup: Sendable, Hashable {
-        case found(SIWAUser)
+        case found(User)
         /// An app transfer moved the user (answered for 60 days after it).
         case moved(MovedUser)
         case notFound
 
         /// The user, when found.
-        public var user: SIWAUser? {
+        public var user: User? {
             if case .found(let user) = self { return user }
             return nil
         }

@@ -34,11 +34,11 @@ struct AccountDeletionTests {
             await signIn.server.stop()
         }
 
-        func delete(_ sub: String) async throws -> ClientAnswer<Deletion> {
+        func delete(_ sub: String) async throws -> ClientAnswer<SIWAClient.Deletion> {
             try await signIn.client().delete(sub)
         }
 
-        func signedIn(_ sub: String) async throws -> (answer: ClientAnswer<SignedInUser>, refreshToken: String) {
+        func signedIn(_ sub: String) async throws -> (answer: ClientAnswer<SIWAClient.SignedInUser>, refreshToken: String) {
             let before = Set(apple.issuedRefreshTokens)
             let answer = try await signIn.signIn(try signIn.appleSignIn(sub: sub, user: ["name": ["firstName": "Ada", "lastName": "L"]]))
             let issued = Set(apple.issuedRefreshTokens).subtracting(before)

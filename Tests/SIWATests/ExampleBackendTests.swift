@@ -1,6 +1,7 @@
 import AppleSimulator
 import ChildProcesses
 import Foundation
+import NIOHTTP1
 import Testing
 #if canImport(Glibc)
 import Glibc

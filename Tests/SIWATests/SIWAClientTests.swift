@@ -17,7 +17,7 @@ struct SIWAClientTests {
         let setup = try await SignInTests.Setup.start()
         try atTestEnd { await setup.server.stop() }
         setup.apple.setTokenEndpointBehaviour(.status(503))
-        let client = try setup.client(retry: RetryPolicy(maxAttempts: 3, defaultDelay: .seconds(1), maxDelay: .seconds(1)))
+        let client = try setup.client(retry: SIWAClient.RetryPolicy(maxAttempts: 3, defaultDelay: .seconds(1), maxDelay: .seconds(1)))
         let body = try setup.appleSignIn(sub: "001.retry.0001")
         // Apple comes back as soon as siwa has asked it once.
         let recovery = Task {
@@ -38,7 +38,7 @@ struct SIWAClientTests {
         let setup = try await SignInTests.Setup.start()
         try atTestEnd { await setup.server.stop() }
         setup.apple.setTokenEndpointBehaviour(.status(503))
-        let client = try setup.client(retry: RetryPolicy(maxAttempts: 3, defaultDelay: .milliseconds(100), maxDelay: .milliseconds(200)))
+        let client = try setup.client(retry: SIWAClient.RetryPolicy(maxAttempts: 3, defaultDelay: .milliseconds(100), maxDelay: .milliseconds(200)))
         let answer = try await client.signIn(json: try setup.appleSignIn(sub: "001.retry.0002"))
         #expect(answer.status == 503 && answer.reason == "unavailable" && answer.refusal?.retryAfterSeconds != nil, "\(answer.text)")
         #expect(setup.apple.tokenRequests == 3)
@@ -53,7 +53,7 @@ struct SIWAClientTests {
         setup.apple.setTokenEndpointBehaviour(.status(503))
         let url = try #require(URL(string: setup.server.apiURL))
         let client = SIWAClient(apiURL: url, apiKey: setup.key, configuration: .init(
-            retry: RetryPolicy(maxAttempts: 5, defaultDelay: .seconds(20), maxDelay: .seconds(20)),
+            retry: SIWAClient.RetryPolicy(maxAttempts: 5, defaultDelay: .seconds(20), maxDelay: .seconds(20)),
             attemptTimeout: .seconds(30), deadline: .seconds(15)))
         let started = ContinuousClock.now
         let answer = try await client.signIn(json: try setup.appleSignIn(sub: "001.retry.0003"))
@@ -90,13 +90,13 @@ struct SIWAClientTests {
     /// The retry policy's arithmetic: Retry-After in seconds, capped; no
     /// usable header, the default.
     @Test func retryAfterIsReadAndCapped() {
-        let policy = RetryPolicy(maxAttempts: 3, defaultDelay: .seconds(2), maxDelay: .seconds(10))
+        let policy = SIWAClient.RetryPolicy(maxAttempts: 3, defaultDelay: .seconds(2), maxDelay: .seconds(10))
         #expect(policy.delay(retryAfter: "5") == .seconds(5))
         #expect(policy.delay(retryAfter: " 3 ") == .seconds(3))
         #expect(policy.delay(retryAfter: "3600") == .seconds(10))
         #expect(policy.delay(retryAfter: nil) == .seconds(2))
         #expect(policy.delay(retryAfter: "-1") == .seconds(2))
         #expect(policy.delay(retryAfter: "Wed, 21 Oct 2026 07:28:00 GMT") == .seconds(2))
-        #expect(RetryPolicy(maxAttempts: 0).maxAttempts == 1)
+        #expect(SIWAClient.RetryPolicy(maxAttempts: 0).maxAttempts == 1)
     }
 }

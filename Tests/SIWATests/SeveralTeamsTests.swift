@@ -71,7 +71,7 @@ struct SeveralTeamsTests {
         var client: SIWAClient { get throws { try SIWAClient.forTests(apiURL: server.apiURL, key: apiKey) } }
 
         /// A native sign-in at `client`: Apple's identity token and code.
-        func signIn(_ sub: String, at client: String) async throws -> ClientAnswer<SignedInUser> {
+        func signIn(_ sub: String, at client: String) async throws -> ClientAnswer<SIWAClient.SignedInUser> {
             let token = try apple.identityToken(sub: sub, audience: client, email: "\(client)@privaterelay.appleid.com")
             let code = apple.issueAuthorizationCode(sub: sub, clientID: client, email: "\(client)@privaterelay.appleid.com",
                                                     isPrivateEmail: true)
@@ -79,7 +79,7 @@ struct SeveralTeamsTests {
         }
 
         /// A web sign-in (code only) at the website.
-        func webSignIn(_ sub: String) async throws -> ClientAnswer<SignedInUser> {
+        func webSignIn(_ sub: String) async throws -> ClientAnswer<SIWAClient.SignedInUser> {
             let code = apple.issueAuthorizationCode(sub: sub, clientID: web, email: "web@privaterelay.appleid.com", isPrivateEmail: true,
                                                     redirectURI: returnURL)
             return try await client.signIn(json: ["authorization_code": code, "client_id": web, "redirect_uri": returnURL])

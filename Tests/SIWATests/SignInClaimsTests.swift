@@ -150,7 +150,7 @@ struct SignInClaimsTests {
         let setup = try await Setup.start()
         try atTestEnd { await setup.server.stop() }
         let (apple, db, sub) = (setup.apple, setup.server.database, "001.names.0001")
-        func post(_ signIn: SimulatedSignIn, user: [String: Any]? = nil) async throws -> HTTPAnswer {
+        func post(_ signIn: SimulatedSignIn, user: [String: Any]? = nil) async throws -> ClientAnswer<SIWAClient.SignedInUser> {
             var body: [String: Any] = signIn.signInBody
             if let user { body["user"] = user }
             return try await setup.signIn(body)

@@ -28,12 +28,12 @@ struct SignInTests {
         }
 
         /// SIWAClient with this setup's API key (or `key`), no retry.
-        func client(key: String? = nil, retry: RetryPolicy = .never) throws -> SIWAClient {
+        func client(key: String? = nil, retry: SIWAClient.RetryPolicy = .never) throws -> SIWAClient {
             try SIWAClient.forTests(apiURL: server.apiURL, key: key ?? self.key, retry: retry)
         }
 
         /// `POST /v1/sign-in` through SIWAClient.
-        func signIn(_ body: [String: Any], key: String? = nil) async throws -> ClientAnswer<SignedInUser> {
+        func signIn(_ body: [String: Any], key: String? = nil) async throws -> ClientAnswer<SIWAClient.SignedInUser> {
             try await client(key: key).signIn(json: body)
         }
 
@@ -77,11 +77,12 @@ struct SignInTests {
         let user: [String: Any] = ["name": ["firstName": "  Ada\u{0007}\u{202E}  ", "lastName": String(repeating: "L", count: 150)],
                                    "email": "user@privaterelay.appleid.com"]
         let first = try await setup.signIn(try setup.appleSignIn(sub: "001.new.0001", user: user))
-        let user = try #require(first.value, "\(first.text)")
-        #expect(user.isNewUser && user.refreshTokenStored)
-        #expect(user.appleSub == "001.new.0001" && user.status == .active && user.team == TestEnvironment.team && user.clientId == Self.client)
-        #expect(user.email == "user@privaterelay.appleid.com" && user.isPrivateEmail == true)
-        #expect(user.realUserStatus == 2)
+        let signedIn = try #require(first.value, "\(first.text)")
+        #expect(signedIn.isNewUser && signedIn.refreshTokenStored)
+        #expect(signedIn.appleSub == "001.new.0001" && signedIn.status == .active && signedIn.team == TestEnvironment.team
+                && signedIn.clientId == Self.client)
+        #expect(signedIn.email == "user@privaterelay.appleid.com" && signedIn.isPrivateEmail == true)
+        #expect(signedIn.realUserStatus == 2)
         let names = try await setup.server.database.strings(
             "SELECT given_name || '|' || length(family_name) FROM siwa.users WHERE apple_sub = '001.new.0001'")
         #expect(names == ["Ada|100"], "names are trimmed, without control characters, at most 100 characters")
@@ -90,14 +91,14 @@ struct SignInTests {
         let again = try await setup.signIn(try setup.appleSignIn(sub: "001.new.0001",
                                                                   user: ["name": ["firstName": "Mallory"]]))
         #expect(again.status == 200 && again.value?.isNewUser == false)
-        #expect(again.value?.userId == user.userId)
+        #expect(again.value?.userId == signedIn.userId)
         #expect(try await setup.server.database.strings("SELECT given_name FROM siwa.users WHERE apple_sub = '001.new.0001'") == ["Ada"])
         #expect(try await setup.server.database.scalar("SELECT count(*) FROM siwa.apple_tokens") == 1)
         #expect(try await setup.server.database.scalar(
             "SELECT count(*) FROM siwa.audit_log WHERE action = 'user.signed_in' AND details->>'api_key' = 'backend'") == 2)
 
         let shown = try #require(try await setup.lookup("001.new.0001").value?.user)
-        #expect(shown.userId == user.userId && shown.refreshToken.stored && shown.lastSignInAt != nil)
+        #expect(shown.userId == signedIn.userId && shown.refreshToken.stored && shown.lastSignInAt != nil)
         #expect(shown.purge == nil && shown.emailForwardingEnabled)
         #expect(try await setup.lookup("001.unknown.0001").value == .notFound)
     }

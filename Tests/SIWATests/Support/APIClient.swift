@@ -35,7 +35,7 @@ struct ClientAnswer<Value: Sendable>: Sendable {
 extension SIWAClient {
     /// The client the tests use: no retry unless asked (a test that checks
     /// a 503 sees it), deadlines the loaded test machine meets.
-    static func forTests(apiURL: String, key: String, retry: RetryPolicy = .never) throws -> SIWAClient {
+    static func forTests(apiURL: String, key: String, retry: SIWAClient.RetryPolicy = .never) throws -> SIWAClient {
         guard let url = URL(string: apiURL) else { throw TestSetupError("bad API URL \(apiURL)") }
         return SIWAClient(apiURL: url, apiKey: key,
                           configuration: .init(retry: retry, attemptTimeout: .seconds(30), deadline: .seconds(60)))
@@ -44,8 +44,8 @@ extension SIWAClient {
     /// `POST /v1/sign-in` with a body the tests build as JSON (what the
     /// simulator hands the app, changed as a test needs), decoded into the
     /// client's request type.
-    func signIn(json body: [String: Any]) async throws -> ClientAnswer<SignedInUser> {
-        let request = try JSONDecoder().decode(SignInRequest.self, from: JSONSerialization.data(withJSONObject: body))
+    func signIn(json body: [String: Any]) async throws -> ClientAnswer<SIWAClient.SignedInUser> {
+        let request = try JSONDecoder().decode(SIWAClient.SignInRequest.self, from: JSONSerialization.data(withJSONObject: body))
         return try await ClientAnswer.of { try await signIn(request) }
     }
 }
@@ -58,7 +58,7 @@ extension SIWAClient {
 
     /// `DELETE /v1/users/{sub}`: 202 for a scheduled purge, 200 for a user
     /// purged before, siwa's 404 `not_found` for one it does not know.
-    func delete(_ sub: String, in team: Team? = nil) async throws -> ClientAnswer<Deletion> {
+    func delete(_ sub: String, in team: Team? = nil) async throws -> ClientAnswer<SIWAClient.Deletion> {
         do {
             guard let deletion = try await deleteUser(appleSub: sub, in: team) else {
                 return ClientAnswer(result: .failure(SIWARefusal(status: 404, code: "not_found", detail: "no such user")))
