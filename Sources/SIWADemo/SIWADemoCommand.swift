@@ -50,6 +50,12 @@ struct SIWADemoCommand: AsyncParsableCommand {
     @Option(help: "The siwa executable to run (default: the one beside siwa-demo).")
     var siwa: String?
 
+    @Option(help: "With --serve: turn the admin listener on at this port (0: a free one) and make an admin key.")
+    var adminPort: Int?
+
+    @Option(help: "With --serve: once all is ready, write the listeners' URLs and the keys to this file as NAME='VALUE' lines (make fuzz-api reads it).")
+    var envFile: String?
+
     @Flag(help: "Keep the demo database at the end (its name is printed) instead of dropping it.")
     var keep = false
 
@@ -89,7 +95,7 @@ struct SIWADemoCommand: AsyncParsableCommand {
         var failure: (any Error)?
         do {
             let demo = Demo(siwa: siwa, database: scratch, port: port, apiPort: apiPort)
-            if serve { try await DemoServe(demo: demo).run() } else { try await demo.run() }
+            if serve { try await DemoServe(demo: demo, adminPort: adminPort, envFile: envFile).run() } else { try await demo.run() }
         } catch {
             failure = error
         }
