@@ -156,6 +156,12 @@ struct OpenAPITests {
         let check = try #require(schema.firstMatch(of: #/status IN \(([^)]*)\)/#))
         let statuses = check.output.1.split(separator: ",").map { $0.trimmingCharacters(in: CharacterSet(charactersIn: " '")) }
         #expect(Set(strings("UserStatus")) == Set(statuses), "\(statuses)")
+        // The identity token's codes are the verifier's, every one also a sign-in's.
+        let verifier = try String(contentsOf: TestEnvironment.repositoryRoot.appendingPathComponent("Sources/AppleSignIn/VerificationFailure.swift"),
+                                  encoding: .utf8)
+        let verifierCodes = Set(verifier.matches(of: #/case \.[A-Za-z]+: "([a-z][a-z_]*)"/#).map { String($0.output.1) })
+        #expect(verifierCodes.count > 20 && Set(strings("IdentityTokenReasonCode")) == verifierCodes)
+        #expect(verifierCodes.isSubset(of: strings("SignInReasonCode")))
         let realUserStatus = (schemas["RealUserStatus"]?["enum"] as? [Any] ?? []).compactMap { $0 as? Int }
         #expect(realUserStatus == [0, 1, 2] && [0, 1, 2].allSatisfy { RealUserStatus(claim: $0).rawValue == $0 })
     }
