@@ -24,7 +24,7 @@ public enum ContractRecorder {
     private static let state: Mutex<State> = {
         var state = State()
         if let path = ProcessInfo.processInfo.environment["SIWA_OPENAPI_RECORD"], !path.isEmpty {
-            if !FileManager.default.fileExists(atPath: path) { FileManager.default.createFile(atPath: path, contents: nil) }
+            if !FileManager.default.fileExists(atPath: path) { _ = FileManager.default.createFile(atPath: path, contents: nil) }
             state.file = FileHandle(forWritingAtPath: path)
             _ = try? state.file?.seekToEnd()
         }

@@ -212,8 +212,14 @@ struct HTTPAnswer: Sendable {
         let response = try await HTTPClient.shared.execute(request, timeout: timeout)
         let data = try await response.body.collect(upTo: 4 * 1024 * 1024)
         let answer = HTTPAnswer(status: Int(response.status.code), body: Data(data.readableBytesView), headers: response.headers)
-        // For the contract check at the end of `make test` (docs/openapi.yaml).
-        ContractRecorder.answer(method: method.rawValue, url: url, status: answer.status,
+        // For the contract check at the end of `make test` (docs/openapi.yaml):
+        // each hop of a followed redirect (a 303 has no body), then the answer.
+        for (index, hop) in response.history.enumerated() where index < response.history.count - 1 {
+            ContractRecorder.answer(method: hop.request.method.rawValue, url: hop.request.url, status: Int(hop.responseHead.status.code),
+                                    contentType: hop.responseHead.headers.first(name: "content-type"), body: Data())
+        }
+        let last = response.history.last?.request
+        ContractRecorder.answer(method: last?.method.rawValue ?? method.rawValue, url: last?.url ?? url, status: answer.status,
                                 contentType: response.headers.first(name: "content-type"), body: answer.body)
         return answer
     }
