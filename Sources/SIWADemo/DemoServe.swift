@@ -18,6 +18,8 @@ struct DemoServe {
     /// Where to write the listeners' URLs and the keys once all is ready
     /// (`make fuzz-api` reads it), as shell assignments.
     var envFile: String?
+    /// More settings for serve (`--serve-setting`), last.
+    var serveSettings: [String: String] = [:]
 
     func run() async throws {
         let quiet = Logger(label: "demo", factory: { _ in SwiftLogNoOpLogHandler() })
@@ -37,7 +39,7 @@ struct DemoServe {
         let serve = try demo.spawnServe(port: port, apiPort: apiPort, adminPort: admin, environment: shared.merging([
             "SIWA_DATABASE_URL": demo.database.serveURL,
             "SIWA_APPLE_JWKS_URL": "\(appleServer.baseURL)/auth/keys",
-        ].merging(DemoSignIn.clientSettings(native: clientID)) { $1 }) { $1 })
+        ].merging(DemoSignIn.clientSettings(native: clientID)) { $1 }) { $1 }.merging(serveSettings) { $1 })
         defer { if serve.isRunning { serve.signal(SIGTERM) } }
         try await Demo.waitUntilReady(base, api: api)
         let worker = try demo.spawn("worker", environment: shared.merging(["SIWA_DATABASE_URL": demo.database.workerURL]) { $1 })
