@@ -118,7 +118,7 @@ check-openapi:
 
 # Every answer of siwa's listeners the suite receives over HTTP, and every
 # app event the tests' receiver is sent, is written here during `make test`
-# (SIWA_OPENAPI_RECORD, Sources/AppleSimulator/ContractRecorder.swift) and
+# (SIWA_TEST_OPENAPI_RECORD, Sources/AppleSimulator/ContractRecorder.swift) and
 # checked against docs/openapi.yaml once the tests are done.
 OPENAPI_RECORD := $(CURDIR)/.build/test-artifacts/openapi-records.jsonl
 
@@ -137,7 +137,7 @@ test: check-swift check-openssl check-chromium check-alerts check-openapi build-
 	marker="run-$$$$-$$(date +%s)"; \
 	status=0; \
 	mkdir -p "$$(dirname '$(OPENAPI_RECORD)')"; : > '$(OPENAPI_RECORD)'; \
-	SIWA_OPENAPI_RECORD='$(OPENAPI_RECORD)' \
+	SIWA_TEST_OPENAPI_RECORD='$(OPENAPI_RECORD)' \
 	SIWA_TEST_RUN_MARKER="$$marker" \
 	SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH="$(TEST_PARALLELISM)" \
 	SIWA_TEST_DATABASE_URL="$$test_url" \

@@ -6,7 +6,7 @@
   openapi-check.py reasons DOC           every enumerated `error` code of every JSON answer, as JSON
   openapi-check.py json DOC              the document as JSON
   openapi-check.py validate DOC RECORDS  every answer and app event the test suite recorded
-                                         (SIWA_OPENAPI_RECORD, one JSON object a line) against
+                                         (SIWA_TEST_OPENAPI_RECORD, one JSON object a line) against
                                          its schema in DOC; exit 1 naming each that breaks it
 
 Only Debian's python3-yaml and python3-jsonschema (Draft 2020-12, which

@@ -2,7 +2,7 @@ import Foundation
 import Synchronization
 
 /// What the test suite received from siwa, kept for the contract check
-/// (`make test` sets `SIWA_OPENAPI_RECORD` to a file; at its end
+/// (`make test` sets `SIWA_TEST_OPENAPI_RECORD` to a file; at its end
 /// scripts/openapi-check.py validates every line against docs/openapi.yaml):
 /// each answer of siwa's listeners the tests got over HTTP, and each app
 /// event `AppEventReceiver` was sent. One JSON object a line. Without the
@@ -23,7 +23,7 @@ public enum ContractRecorder {
 
     private static let state: Mutex<State> = {
         var state = State()
-        if let path = ProcessInfo.processInfo.environment["SIWA_OPENAPI_RECORD"], !path.isEmpty {
+        if let path = ProcessInfo.processInfo.environment["SIWA_TEST_OPENAPI_RECORD"], !path.isEmpty {
             if !FileManager.default.fileExists(atPath: path) { _ = FileManager.default.createFile(atPath: path, contents: nil) }
             state.file = FileHandle(forWritingAtPath: path)
             _ = try? state.file?.seekToEnd()
