@@ -234,6 +234,8 @@ let package = Package(
                 // The suite's own /v1 calls and webhook checks go through the client an app's backend uses.
                 "SIWAClient",
                 .product(name: "HTTPTypes", package: "swift-http-types"),
+                // A middleware of the tests' client: the contract check's recorder (ContractRecorder).
+                .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 // Route tests without a socket: app.test(.router) (RouteTests).
                 .product(name: "HummingbirdTesting", package: "hummingbird"),

@@ -46,7 +46,10 @@ public struct SIWAClient: Sendable {
     ///     `http://127.0.0.1:8082` unless set), reached over loopback or the private network.
     ///   - apiKey: an app key (`siwa api-keys create NAME`).
     ///   - httpClient: shared with the rest of the backend; its lifetime is the caller's.
-    public init(apiURL: URL, apiKey: String, configuration: Configuration = Configuration(), httpClient: HTTPClient = .shared) {
+    ///   - middlewares: yours (logging, metrics, tracing), each seeing every
+    ///     attempt as it goes to siwa and its answer as it comes back.
+    public init(apiURL: URL, apiKey: String, configuration: Configuration = Configuration(), httpClient: HTTPClient = .shared,
+                middlewares: [any ClientMiddleware] = []) {
         self.configuration = configuration
         let nanoseconds = configuration.attemptTimeout.components.seconds * 1_000_000_000
             + configuration.attemptTimeout.components.attoseconds / 1_000_000_000
@@ -56,7 +59,7 @@ public struct SIWAClient: Sendable {
             configuration: OpenAPIRuntime.Configuration(dateTranscoder: SIWADateTranscoder()),
             transport: transport,
             middlewares: [BearerMiddleware(apiKey: apiKey), RefusalMiddleware(),
-                          RetryMiddleware(policy: configuration.retry, deadline: configuration.deadline)])
+                          RetryMiddleware(policy: configuration.retry, deadline: configuration.deadline)] + middlewares)
     }
 
     /// `POST /v1/sign-in`. Throws `SIWARefusal` for siwa's refusals (400

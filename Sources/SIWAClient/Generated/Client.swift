@@ -30,6 +30,9 @@ import HTTPTypes
 ///   127.0.0.1:8081): `/admin`, with an admin API key (Bearer, or HTTP
 ///   Basic with the key as the password).
 ///
+/// On the admin listener an empty query parameter (`?sub=`, a form's empty
+/// field) is the same as none.
+///
 /// `siwa worker` has `/healthz`, `/readyz` and `/metrics` on a listener of
 /// its own (127.0.0.1:9091). A route asked on another listener than its own
 /// is answered 404 (no body).

@@ -18,10 +18,10 @@ import struct Foundation.Date
 extension Components {
     /// Types generated from the `#/components/schemas` section of the OpenAPI document.
     public enum Schemas {
-        /// why an identity token (or Apple's id_token for a web client's code) was refused; the same codes `siwa verify` prints
+        /// why POST /v1/sign-in answered 400 - the identity token's codes (IdentityTokenReasonCode), then the sign-in's own
         ///
-        /// - Remark: Generated from `#/components/schemas/IdentityTokenReasonCode`.
-        @frozen public enum IdentityTokenReasonCode: String, Codable, Hashable, Sendable, CaseIterable {
+        /// - Remark: Generated from `#/components/schemas/SignInReasonCode`.
+        @frozen public enum SignInReasonCode: String, Codable, Hashable, Sendable, CaseIterable {
             case malformedToken = "malformed_token"
             case malformedHeader = "malformed_header"
             case unsupportedAlg = "unsupported_alg"
@@ -45,67 +45,15 @@ extension Components {
             case nonceMismatch = "nonce_mismatch"
             case nonceMissing = "nonce_missing"
             case malformedIdentityClaims = "malformed_identity_claims"
-        }
-        /// why POST /v1/sign-in answered 400
-        ///
-        /// - Remark: Generated from `#/components/schemas/SignInReasonCode`.
-        public struct SignInReasonCode: Codable, Hashable, Sendable {
-            /// - Remark: Generated from `#/components/schemas/SignInReasonCode/value1`.
-            public var value1: Components.Schemas.IdentityTokenReasonCode?
-            /// - Remark: Generated from `#/components/schemas/SignInReasonCode/value2`.
-            @frozen public enum Value2Payload: String, Codable, Hashable, Sendable, CaseIterable {
-                case invalidGrant = "invalid_grant"
-                case tokenMismatch = "token_mismatch"
-                case invalidRequest = "invalid_request"
-                case malformedRequest = "malformed_request"
-                case identityTokenOrCodeRequired = "identity_token_or_code_required"
-                case clientIdRequired = "client_id_required"
-                case redirectUriRequired = "redirect_uri_required"
-                case authorizationCodeRequired = "authorization_code_required"
-                case authorizationCodeOrNonceRequired = "authorization_code_or_nonce_required"
-            }
-            /// - Remark: Generated from `#/components/schemas/SignInReasonCode/value2`.
-            public var value2: Components.Schemas.SignInReasonCode.Value2Payload?
-            /// Creates a new `SignInReasonCode`.
-            ///
-            /// - Parameters:
-            ///   - value1:
-            ///   - value2:
-            public init(
-                value1: Components.Schemas.IdentityTokenReasonCode? = nil,
-                value2: Components.Schemas.SignInReasonCode.Value2Payload? = nil
-            ) {
-                self.value1 = value1
-                self.value2 = value2
-            }
-            public init(from decoder: any Swift.Decoder) throws {
-                var errors: [any Swift.Error] = []
-                do {
-                    self.value1 = try decoder.decodeFromSingleValueContainer()
-                } catch {
-                    errors.append(error)
-                }
-                do {
-                    self.value2 = try decoder.decodeFromSingleValueContainer()
-                } catch {
-                    errors.append(error)
-                }
-                try Swift.DecodingError.verifyAtLeastOneSchemaIsNotNil(
-                    [
-                        self.value1,
-                        self.value2
-                    ],
-                    type: Self.self,
-                    codingPath: decoder.codingPath,
-                    errors: errors
-                )
-            }
-            public func encode(to encoder: any Swift.Encoder) throws {
-                try encoder.encodeFirstNonNilValueToSingleValueContainer([
-                    self.value1,
-                    self.value2
-                ])
-            }
+            case invalidGrant = "invalid_grant"
+            case tokenMismatch = "token_mismatch"
+            case invalidRequest = "invalid_request"
+            case malformedRequest = "malformed_request"
+            case identityTokenOrCodeRequired = "identity_token_or_code_required"
+            case clientIdRequired = "client_id_required"
+            case redirectUriRequired = "redirect_uri_required"
+            case authorizationCodeRequired = "authorization_code_required"
+            case authorizationCodeOrNonceRequired = "authorization_code_or_nonce_required"
         }
         /// - Remark: Generated from `#/components/schemas/SignInRefusal`.
         public struct SignInRefusal: Codable, Hashable, Sendable {
@@ -633,7 +581,60 @@ extension Components {
             /// the user's latest purge, null when there is none
             ///
             /// - Remark: Generated from `#/components/schemas/User/purge`.
-            public var purge: Components.Schemas.UserPurge?
+            public struct PurgePayload: Codable, Hashable, Sendable {
+                /// - Remark: Generated from `#/components/schemas/User/purge/job_id`.
+                public var jobId: Swift.Int64
+                /// the job's state (unknown - none read)
+                ///
+                /// - Remark: Generated from `#/components/schemas/User/purge/state`.
+                @frozen public enum StatePayload: String, Codable, Hashable, Sendable, CaseIterable {
+                    case available = "available"
+                    case running = "running"
+                    case retryable = "retryable"
+                    case completed = "completed"
+                    case discarded = "discarded"
+                    case cancelled = "cancelled"
+                    case unknown = "unknown"
+                }
+                /// the job's state (unknown - none read)
+                ///
+                /// - Remark: Generated from `#/components/schemas/User/purge/state`.
+                public var state: Components.Schemas.User.PurgePayload.StatePayload
+                /// a consent revocation's purge in its grace delay, due at run_at; a sign-in before then cancels it
+                ///
+                /// - Remark: Generated from `#/components/schemas/User/purge/waiting`.
+                public var waiting: Swift.Bool
+                /// - Remark: Generated from `#/components/schemas/User/purge/run_at`.
+                public var runAt: Foundation.Date?
+                /// Creates a new `PurgePayload`.
+                ///
+                /// - Parameters:
+                ///   - jobId:
+                ///   - state: the job's state (unknown - none read)
+                ///   - waiting: a consent revocation's purge in its grace delay, due at run_at; a sign-in before then cancels it
+                ///   - runAt:
+                public init(
+                    jobId: Swift.Int64,
+                    state: Components.Schemas.User.PurgePayload.StatePayload,
+                    waiting: Swift.Bool,
+                    runAt: Foundation.Date? = nil
+                ) {
+                    self.jobId = jobId
+                    self.state = state
+                    self.waiting = waiting
+                    self.runAt = runAt
+                }
+                public enum CodingKeys: String, CodingKey {
+                    case jobId = "job_id"
+                    case state
+                    case waiting
+                    case runAt = "run_at"
+                }
+            }
+            /// the user's latest purge, null when there is none
+            ///
+            /// - Remark: Generated from `#/components/schemas/User/purge`.
+            public var purge: Components.Schemas.User.PurgePayload?
             /// Creates a new `User`.
             ///
             /// - Parameters:
@@ -671,7 +672,7 @@ extension Components {
                 createdAt: Foundation.Date,
                 lastSignInAt: Foundation.Date? = nil,
                 refreshToken: Components.Schemas.User.RefreshTokenPayload,
-                purge: Components.Schemas.UserPurge? = nil
+                purge: Components.Schemas.User.PurgePayload? = nil
             ) {
                 self.userId = userId
                 self.appleSub = appleSub
@@ -709,94 +710,6 @@ extension Components {
                 case lastSignInAt = "last_sign_in_at"
                 case refreshToken = "refresh_token"
                 case purge
-            }
-        }
-        /// - Remark: Generated from `#/components/schemas/UserPurge`.
-        public struct UserPurge: Codable, Hashable, Sendable {
-            /// - Remark: Generated from `#/components/schemas/UserPurge/job_id`.
-            public var jobId: Swift.Int64
-            /// - Remark: Generated from `#/components/schemas/UserPurge/state`.
-            public struct StatePayload: Codable, Hashable, Sendable {
-                /// - Remark: Generated from `#/components/schemas/UserPurge/state/value1`.
-                public var value1: Components.Schemas.JobState?
-                /// - Remark: Generated from `#/components/schemas/UserPurge/state/value2`.
-                @frozen public enum Value2Payload: String, Codable, Hashable, Sendable, CaseIterable {
-                    case unknown = "unknown"
-                }
-                /// - Remark: Generated from `#/components/schemas/UserPurge/state/value2`.
-                public var value2: Components.Schemas.UserPurge.StatePayload.Value2Payload?
-                /// Creates a new `StatePayload`.
-                ///
-                /// - Parameters:
-                ///   - value1:
-                ///   - value2:
-                public init(
-                    value1: Components.Schemas.JobState? = nil,
-                    value2: Components.Schemas.UserPurge.StatePayload.Value2Payload? = nil
-                ) {
-                    self.value1 = value1
-                    self.value2 = value2
-                }
-                public init(from decoder: any Swift.Decoder) throws {
-                    var errors: [any Swift.Error] = []
-                    do {
-                        self.value1 = try decoder.decodeFromSingleValueContainer()
-                    } catch {
-                        errors.append(error)
-                    }
-                    do {
-                        self.value2 = try decoder.decodeFromSingleValueContainer()
-                    } catch {
-                        errors.append(error)
-                    }
-                    try Swift.DecodingError.verifyAtLeastOneSchemaIsNotNil(
-                        [
-                            self.value1,
-                            self.value2
-                        ],
-                        type: Self.self,
-                        codingPath: decoder.codingPath,
-                        errors: errors
-                    )
-                }
-                public func encode(to encoder: any Swift.Encoder) throws {
-                    try encoder.encodeFirstNonNilValueToSingleValueContainer([
-                        self.value1,
-                        self.value2
-                    ])
-                }
-            }
-            /// - Remark: Generated from `#/components/schemas/UserPurge/state`.
-            public var state: Components.Schemas.UserPurge.StatePayload
-            /// a consent revocation's purge in its grace delay, due at run_at; a sign-in before then cancels it
-            ///
-            /// - Remark: Generated from `#/components/schemas/UserPurge/waiting`.
-            public var waiting: Swift.Bool
-            /// - Remark: Generated from `#/components/schemas/UserPurge/run_at`.
-            public var runAt: Foundation.Date?
-            /// Creates a new `UserPurge`.
-            ///
-            /// - Parameters:
-            ///   - jobId:
-            ///   - state:
-            ///   - waiting: a consent revocation's purge in its grace delay, due at run_at; a sign-in before then cancels it
-            ///   - runAt:
-            public init(
-                jobId: Swift.Int64,
-                state: Components.Schemas.UserPurge.StatePayload,
-                waiting: Swift.Bool,
-                runAt: Foundation.Date? = nil
-            ) {
-                self.jobId = jobId
-                self.state = state
-                self.waiting = waiting
-                self.runAt = runAt
-            }
-            public enum CodingKeys: String, CodingKey {
-                case jobId = "job_id"
-                case state
-                case waiting
-                case runAt = "run_at"
             }
         }
         /// for 60 days after an app transfer moved the user, their old sub answers where they went

@@ -26,16 +26,22 @@ public enum WorkerListener {
         configuration.sessionLimits = .runtime
         let client = PostgresClient(configuration: configuration.postgresClientConfiguration,
                                     backgroundLogger: Logger(label: "siwa.postgres"))
-        let router = Router(context: BasicRequestContext.self)
-        HealthRoutes(keys: nil, queries: AccountQueries(client: client, jobMaxRunSeconds: jobMaxRunSeconds), registry: registry,
-                     queueGauges: [.oldestRunning], logger: logger).register(on: router)
         let app = Application(
-            router: router,
+            router: router(queries: AccountQueries(client: client, jobMaxRunSeconds: jobMaxRunSeconds), registry: registry,
+                           logger: logger),
             server: .http1(configuration: .init(idleTimeout: .seconds(60))),
             configuration: .init(address: .hostname(host, port: port), serverName: "siwa-worker"),
             onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? port) },
             logger: logger
         )
         return [client, app]
+    }
+
+    /// The worker listener's routes: health and metrics, nothing else.
+    public static func router(queries: AccountQueries, registry: PrometheusCollectorRegistry,
+                              logger: Logger) -> Router<BasicRequestContext> {
+        let router = Router(context: BasicRequestContext.self)
+        HealthRoutes(keys: nil, queries: queries, registry: registry, queueGauges: [.oldestRunning], logger: logger).register(on: router)
+        return router
     }
 }

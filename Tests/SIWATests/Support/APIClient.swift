@@ -1,4 +1,7 @@
+import AppleSimulator
 import Foundation
+import HTTPTypes
+import OpenAPIRuntime
 import SIWAClient
 
 /// The suite's `/v1` calls go through SIWAClient, the client an app's
@@ -38,7 +41,8 @@ extension SIWAClient {
     static func forTests(apiURL: String, key: String, retry: SIWAClient.RetryPolicy = .never) throws -> SIWAClient {
         guard let url = URL(string: apiURL) else { throw TestSetupError("bad API URL \(apiURL)") }
         return SIWAClient(apiURL: url, apiKey: key,
-                          configuration: .init(retry: retry, attemptTimeout: .seconds(30), deadline: .seconds(60)))
+                          configuration: .init(retry: retry, attemptTimeout: .seconds(30), deadline: .seconds(60)),
+                          middlewares: [ContractRecordingMiddleware()])
     }
 
     /// `POST /v1/sign-in` with a body the tests build as JSON (what the
@@ -67,5 +71,21 @@ extension SIWAClient {
         } catch let refusal as SIWARefusal {
             return ClientAnswer(result: .failure(refusal))
         }
+    }
+}
+
+/// Each answer siwa gives the tests' client, kept for the contract check
+/// (ContractRecorder: validated against docs/openapi.yaml at the end of
+/// `make test`), as HTTPAnswer.send keeps the raw requests' answers.
+struct ContractRecordingMiddleware: ClientMiddleware {
+    func intercept(_ request: HTTPRequest, body: HTTPBody?, baseURL: URL, operationID: String,
+                   next: (HTTPRequest, HTTPBody?, URL) async throws -> (HTTPResponse, HTTPBody?)) async throws -> (HTTPResponse, HTTPBody?) {
+        let (response, responseBody) = try await next(request, body, baseURL)
+        guard ContractRecorder.isRecording else { return (response, responseBody) }
+        var bytes = Data()
+        if let responseBody { bytes = try await Data(collecting: responseBody, upTo: 4 * 1024 * 1024) }
+        ContractRecorder.answer(method: request.method.rawValue, url: baseURL.absoluteString + (request.path ?? ""),
+                                status: response.status.code, contentType: response.headerFields[.contentType], body: bytes)
+        return (response, HTTPBody(bytes))
     }
 }

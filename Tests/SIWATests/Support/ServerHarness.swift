@@ -104,6 +104,7 @@ final class ServerHarness: Sendable {
                                  apiPort: settings.signIn == nil || settings.api == nil ? nil : try await apiPort.wait(),
                                  group: group, task: task)
         }
+        harness.registerListeners()
         if waitUntilReady { try await harness.waitUntilKeysLoaded() }
         return harness
     }
@@ -133,7 +134,15 @@ final class ServerHarness: Sendable {
     /// ("Deinited NIOAsyncWriter without calling finish()", swift-nio#3481),
     /// which crashed the whole test process. Cancelled only if the graceful
     /// shutdown has not ended after 30 s.
+    /// Its listeners' answers are kept for the contract check (ContractRecorder).
+    private func registerListeners() {
+        ContractRecorder.register(port: port, as: .public)
+        if let apiPort { ContractRecorder.register(port: apiPort, as: .api) }
+        if let adminPort { ContractRecorder.register(port: adminPort, as: .admin) }
+    }
+
     func stop() async {
+        ContractRecorder.unregister(ports: [port, apiPort, adminPort].compactMap { $0 })
         await group.triggerGracefulShutdown()
         let task = self.task
         let deadline = Task {
@@ -202,6 +211,16 @@ struct HTTPAnswer: Sendable {
         if let body { request.body = .bytes(ByteBuffer(bytes: body)) }
         let response = try await HTTPClient.shared.execute(request, timeout: timeout)
         let data = try await response.body.collect(upTo: 4 * 1024 * 1024)
-        return HTTPAnswer(status: Int(response.status.code), body: Data(data.readableBytesView), headers: response.headers)
+        let answer = HTTPAnswer(status: Int(response.status.code), body: Data(data.readableBytesView), headers: response.headers)
+        // For the contract check at the end of `make test` (docs/openapi.yaml):
+        // each hop of a followed redirect (a 303 has no body), then the answer.
+        for (index, hop) in response.history.enumerated() where index < response.history.count - 1 {
+            ContractRecorder.answer(method: hop.request.method.rawValue, url: hop.request.url, status: Int(hop.responseHead.status.code),
+                                    contentType: hop.responseHead.headers.first(name: "content-type"), body: Data())
+        }
+        let last = response.history.last?.request
+        ContractRecorder.answer(method: last?.method.rawValue ?? method.rawValue, url: last?.url ?? url, status: answer.status,
+                                contentType: response.headers.first(name: "content-type"), body: answer.body)
+        return answer
     }
 }
