@@ -105,7 +105,7 @@ struct AccountDeletionTests {
         #expect(repeated.status == 200 && repeated.value?.status == .deleted && repeated.value?.jobId == jobID,
                 "a deletion already carried out schedules nothing new: \(repeated.text)")
         let shown = try #require(try await setup.signIn.lookup(sub).value?.user)
-        #expect(shown.purge?.state.value1 == .completed && shown.purge?.jobId == jobID)
+        #expect(shown.purge?.state == .completed && shown.purge?.jobId == jobID)
         #expect(shown.email == nil && shown.status == .deleted)
 
         // The user comes back: a new account on the same Apple sub (with a
