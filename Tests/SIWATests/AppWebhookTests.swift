@@ -174,9 +174,11 @@ struct AppWebhookTests {
             let all = try await setup.appEventJobs(), completed = try await setup.appEventJobs(state: "completed")
             return all > 0 && all == completed
         })
+        // The row as a sign-in writes it (every field the event's schema
+        // requires: make test checks each delivery against docs/openapi.yaml).
         try await setup.database.execute("""
             INSERT INTO siwa.audit_log (actor, action, apple_sub, apple_team, details)
-            VALUES ('api', 'user.signed_in', '001.wake.2', 'TEAM123456', '{"user_id": 7, "is_new_user": true}')
+            VALUES ('api', 'user.signed_in', '001.wake.2', 'TEAM123456', '{"user_id": 7, "is_new_user": true, "refresh_token_stored": false}')
             """)
         #expect(try await eventually(upTo: .seconds(5)) { setup.hook.accepted(sub: "001.wake.2").count == 1 }, "\(worker.log.suffix(2000))")
         #expect(setup.hook.accepted(sub: "001.wake.2").first?.type == "user.signed_in")

@@ -3,6 +3,7 @@ import AccountStore
 import AppleSignIn
 import ChildProcesses
 import Foundation
+import SIWAConfiguration
 import Testing
 
 /// docs/openapi.yaml against the code: its paths are the routers' routes,
@@ -94,6 +95,8 @@ struct OpenAPITests {
             }
         }
         #expect(ids.count == Set(ids).count, "duplicate operationIds: \(ids.sorted())")
+        // The document is the contract of this version of siwa.
+        #expect((document["info"] as? [String: Any])?["version"] as? String == SIWAVersion.version)
         #expect(ids.count > 30)
     }
 
