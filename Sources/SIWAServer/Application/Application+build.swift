@@ -22,6 +22,8 @@ public struct ServerDependencies: Sendable {
     public var floodDelay: Duration
     /// The deletion receipts' public keys (nil: their route answers 404).
     public var receiptKeys: ES256KeySet?
+    /// How often `keys` is refreshed (for `siwa_apple_keys_refresh_interval_seconds`).
+    public var keysRefreshInterval: Duration?
 
     public init(receiver: NotificationReceiver, keys: AppleKeySet, queries: AccountQueries,
                 registry: PrometheusCollectorRegistry, metrics: any MetricsFactory, maxBodyBytes: Int,
@@ -42,10 +44,12 @@ public struct ServerDependencies: Sendable {
 /// admin listener.
 public func buildRouter(_ dependencies: ServerDependencies, logger: Logger) -> Router<BasicRequestContext> {
     let router = Router(context: BasicRequestContext.self)
+    // First: it wraps every route added after it, and the router's 404.
+    router.add(middleware: RequestIDMiddleware())
     NotificationRoutes(receiver: dependencies.receiver, maxBodyBytes: dependencies.maxBodyBytes,
                        metrics: dependencies.metrics, tarpit: FloodTarpit(delay: dependencies.floodDelay)).register(on: router)
     HealthRoutes(keys: dependencies.keys, queries: dependencies.queries, registry: dependencies.registry,
-                 queueGauges: [.backlog], logger: logger).register(on: router)
+                 queueGauges: [.backlog], logger: logger, keysRefreshInterval: dependencies.keysRefreshInterval).register(on: router)
     ReceiptKeysRoute(keys: dependencies.receiptKeys).register(on: router)
     return router
 }

@@ -27,6 +27,7 @@ public enum WorkerListener {
         let client = PostgresClient(configuration: configuration.postgresClientConfiguration,
                                     backgroundLogger: Logger(label: "siwa.postgres"))
         let router = Router(context: BasicRequestContext.self)
+        router.add(middleware: RequestIDMiddleware())
         HealthRoutes(keys: nil, queries: AccountQueries(client: client, jobMaxRunSeconds: jobMaxRunSeconds), registry: registry,
                      queueGauges: [.oldestRunning], logger: logger).register(on: router)
         let app = Application(
