@@ -65,6 +65,18 @@ struct WorkerMetricsTests {
         #expect(metrics.value("siwa_worker_lease_renewals_lost_total") == 0)
         #expect(metrics.value("siwa_jobs_oldest_running_seconds") == 0)
         #expect(metrics.value("siwa_database_reachable") == 1)
+        // The leading worker walked the audit chain when it took the lead:
+        // its verified head, and no break.
+        #expect(metrics.value("siwa_audit_chain_broken") == 0, "\(metrics.text)")
+        #expect(metrics.value("siwa_audit_chain_verified_seq") != nil)
+        #expect(metrics.value("siwa_maintenance_failures_total", ["task": "audit_verifier"]) == 0)
+        // The process's own figures, from /proc.
+        #expect((metrics.value("process_open_fds") ?? 0) > 3 && (metrics.value("process_resident_memory_bytes") ?? 0) > 1_000_000)
+        #expect((metrics.value("process_cpu_seconds_total") ?? 0) > 0 && (metrics.value("process_max_fds") ?? 0) >= 1024)
+        let started = metrics.value("process_start_time_seconds") ?? 0
+        #expect(abs(started - Date().timeIntervalSince1970) < 600, "\(started)")
+        // Its listener's answers carry a request id too.
+        #expect(health.headers.first(name: "X-Request-Id")?.isEmpty == false)
 
         #expect(await worker.terminate() == 0)
         // Under systemd: every line starts with its syslog priority.

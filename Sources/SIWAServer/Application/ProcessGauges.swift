@@ -26,23 +26,23 @@ enum ProcessGauges {
         if let stat = try? String(contentsOfFile: "/proc/self/stat", encoding: .utf8),
            let reading = parse(stat: stat, bootTime: bootTime, ticksPerSecond: Double(sysconf(Int32(_SC_CLK_TCK))),
                                pageSize: Double(sysconf(Int32(_SC_PAGESIZE)))) {
-            gauge(registry, "cpu_seconds_total", "Total user and system CPU time spent in seconds").set(reading.cpuSeconds)
-            gauge(registry, "resident_memory_bytes", "Resident memory size in bytes").set(reading.residentBytes)
-            gauge(registry, "virtual_memory_bytes", "Virtual memory size in bytes").set(reading.virtualBytes)
-            gauge(registry, "start_time_seconds", "Start time of the process since unix epoch in seconds").set(reading.startTimeSeconds)
+            gauge(registry, "process_cpu_seconds_total", "Total user and system CPU time spent in seconds").set(reading.cpuSeconds)
+            gauge(registry, "process_resident_memory_bytes", "Resident memory size in bytes").set(reading.residentBytes)
+            gauge(registry, "process_virtual_memory_bytes", "Virtual memory size in bytes").set(reading.virtualBytes)
+            gauge(registry, "process_start_time_seconds", "Start time of the process since unix epoch in seconds").set(reading.startTimeSeconds)
         }
         if let open = openDescriptors() {
-            gauge(registry, "open_fds", "Number of open file descriptors").set(Double(open))
+            gauge(registry, "process_open_fds", "Number of open file descriptors").set(Double(open))
         }
         var limit = rlimit()
         if getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 {
-            gauge(registry, "max_fds", "Maximum number of open file descriptors").set(Double(limit.rlim_cur))
+            gauge(registry, "process_max_fds", "Maximum number of open file descriptors").set(Double(limit.rlim_cur))
         }
         #endif
     }
 
     private static func gauge(_ registry: PrometheusCollectorRegistry, _ name: String, _ help: String) -> Gauge {
-        registry.makeGauge(descriptor: MetricNameDescriptor(namespace: "process", metricName: name, unitName: "", helpText: help))
+        registry.makeGauge(name: name, help: help)
     }
 
     /// `/proc/self/stat` (proc(5)): the fields after the command's closing
