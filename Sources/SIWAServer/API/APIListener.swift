@@ -32,7 +32,7 @@ public func buildAPIRouter(_ signIn: SignInDependencies, maxBodyBytes: Int, metr
                            logger: Logger) -> Router<BasicRequestContext> {
     let router = Router(context: BasicRequestContext.self)
     router.add(middleware: RequestIDMiddleware())
-    router.add(middleware: TracingMiddleware())
+    router.add(middleware: TracingMiddleware(recordingHeaders: [RequestIDHeader.header], redactingQueryParameters: []))
     router.add(middleware: APIMetricsMiddleware(metrics: APIRequestMetrics(factory: metrics)))
     UserRoutes(signIn: signIn.service, directory: signIn.directory, apiKeys: signIn.apiKeys,
                maxBodyBytes: maxBodyBytes, logger: logger).register(on: router)

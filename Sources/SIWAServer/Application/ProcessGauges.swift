@@ -34,9 +34,8 @@ enum ProcessGauges {
         if let open = openDescriptors() {
             gauge(registry, "process_open_fds", "Number of open file descriptors").set(Double(open))
         }
-        var limit = rlimit()
-        if getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 {
-            gauge(registry, "process_max_fds", "Maximum number of open file descriptors").set(Double(limit.rlim_cur))
+        if let limits = try? String(contentsOfFile: "/proc/self/limits", encoding: .utf8), let limit = maxOpenFiles(limits: limits) {
+            gauge(registry, "process_max_fds", "Maximum number of open file descriptors").set(limit)
         }
         #endif
     }
@@ -74,14 +73,17 @@ enum ProcessGauges {
 
     /// The entries of `/proc/self/fd`, less the one the listing itself holds open.
     static func openDescriptors() -> Int? {
-        guard let directory = opendir("/proc/self/fd") else { return nil }
-        defer { closedir(directory) }
-        var count = 0
-        while let entry = readdir(directory) {
-            // "." and ".."; every descriptor's name is its number.
-            if UInt8(bitPattern: entry.pointee.d_name.0) == UInt8(ascii: ".") { continue }
-            count += 1
+        guard let entries = try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd") else { return nil }
+        return max(entries.count - 1, 0)
+    }
+
+    /// The soft limit of `Max open files` in `/proc/self/limits` (read there
+    /// rather than with getrlimit, whose resource type Swift imports
+    /// differently from one C library to the next).
+    static func maxOpenFiles(limits: String) -> Double? {
+        for line in limits.split(separator: "\n") where line.hasPrefix("Max open files") {
+            return line.dropFirst("Max open files".count).split(separator: " ").first.flatMap { Double($0) }
         }
-        return max(count - 1, 0)
+        return nil
     }
 }
