@@ -326,7 +326,8 @@ struct DocsTests {
         let anchors = Self.anchors(try Self.text("docs/operations.md"))
         let rules = try Self.text("deploy/prometheus/alerts.yml")
         let parts = rules.components(separatedBy: "- alert:").dropFirst()
-        #expect(parts.count == (try Self.alertNames()).count)
+        let alerts = try Self.alertNames()
+        #expect(parts.count == alerts.count)
         for part in parts {
             let name = part.prefix { !$0.isNewline }.trimmingCharacters(in: .whitespaces)
             let urls = try Self.matches(#"runbook_url:\s*(\S+)"#, in: String(part)).map(String.init)
