@@ -82,8 +82,10 @@ public struct WorkerAssembly: Sendable {
         let auditChain = AuditChainKeeper(sealer: AuditSealer(client: client, logger: Logger(label: "siwa.audit")),
                                           headSigner: receipts, headLogInterval: settings.maintenance.auditHeadLogInterval,
                                           metrics: maintenanceMetrics, logger: Logger(label: "siwa.audit"))
-        let auditWatch = AuditChainWatch(verifier: AuditChainVerifier(client: client, logger: Logger(label: "siwa.audit")),
-                                         metrics: metrics, failures: maintenanceMetrics, logger: Logger(label: "siwa.audit"))
+        let auditWatch = settings.maintenance.auditVerifyInterval.map { interval -> any Service in
+            AuditChainWatch(verifier: AuditChainVerifier(client: client, logger: Logger(label: "siwa.audit")), interval: interval,
+                            metrics: metrics, failures: maintenanceMetrics, logger: Logger(label: "siwa.audit"))
+        }
         // The rescuer, the cleaner, the sealer, the pruning of refused
         // deliveries and of retried sign-in codes, and validation run on one
         // worker at a time, elected by a lock on a connection of its own.
@@ -94,7 +96,7 @@ public struct WorkerAssembly: Sendable {
         // Not the queue's: a maintenance service of its own (SignInCodePruner).
         let signInCodes = SignInCodes(client: client, logger: Logger(label: "siwa.sign-in")).pruner(logger: Logger(label: "siwa.sign-in"))
         let maintenance = JobWorker.Maintenance(lock: MaintenanceLock(database: database, logger: Logger(label: "siwa.maintenance")),
-                                                duties: [auditChain as any Service, auditWatch, rejections, signInCodes] + validation,
+                                                duties: [auditChain as any Service, rejections, signInCodes] + (auditWatch.map { [$0] } ?? []) + validation,
                                                 metrics: maintenanceMetrics, leadership: leadership)
         let worker = JobWorker(client: client, queue: queue, runners: runners, options: settings.worker, metrics: jobMetrics,
                                maintenance: maintenance, logger: logger) {

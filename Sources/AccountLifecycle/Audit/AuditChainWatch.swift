@@ -6,7 +6,7 @@ import ServiceLifecycle
 /// `siwa worker`'s check of the audit chain, on the worker that leads
 /// maintenance: the walk `siwa audit verify` does (`AuditChainVerifier`:
 /// every sealed row's hash recomputed from the row) when it takes the lead
-/// and every `interval` after, reported as
+/// and every `interval` after (SIWA_AUDIT_VERIFY_MINUTES), reported as
 ///
 /// - `siwa_audit_chain_verified_seq`: the last row that checked out (the
 ///   verified head; below a break, where it stops);
@@ -16,10 +16,6 @@ import ServiceLifecycle
 /// A walk that cannot finish (the database) is a failed maintenance pass
 /// (`audit_verifier`), and is tried again at the next interval.
 public struct AuditChainWatch: Service {
-    /// A walk reads the whole log: hourly finds a break within the hour
-    /// at a cost the database does not notice.
-    public static let defaultInterval: Duration = .seconds(3600)
-
     let verifier: AuditChainVerifier
     let interval: Duration
     let verifiedHead: Gauge
@@ -27,7 +23,7 @@ public struct AuditChainWatch: Service {
     let failures: MaintenanceMetrics
     let logger: Logger
 
-    public init(verifier: AuditChainVerifier, interval: Duration = defaultInterval, metrics: any MetricsFactory,
+    public init(verifier: AuditChainVerifier, interval: Duration, metrics: any MetricsFactory,
                 failures: MaintenanceMetrics = .disabled, logger: Logger) {
         self.verifier = verifier
         self.interval = interval
