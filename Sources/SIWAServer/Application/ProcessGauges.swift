@@ -41,7 +41,7 @@ enum ProcessGauges {
     }
 
     private static func gauge(_ registry: PrometheusCollectorRegistry, _ name: String, _ help: String) -> Gauge {
-        registry.makeGauge(name: name, help: help)
+        registry.makeGauge(descriptor: MetricNameDescriptor(metricName: name, unitName: "", helpText: help))
     }
 
     /// `/proc/self/stat` (proc(5)): the fields after the command's closing

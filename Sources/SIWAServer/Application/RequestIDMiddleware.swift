@@ -1,4 +1,5 @@
 import AccountLifecycle
+import HTTPTypes
 import Hummingbird
 import Logging
 
