@@ -188,8 +188,9 @@ struct Demo {
         try spawn("serve", environment: environment.merging([
             "SIWA_HTTP_PORT": String(port), "SIWA_HTTP_HOST": "127.0.0.1",
             "SIWA_API_HTTP_PORT": String(apiPort), "SIWA_API_HTTP_HOST": "127.0.0.1",
-            // The demo must not collide with a siwa already on 8081.
-            "SIWA_ADMIN_HTTP_PORT": "off",
+            // The demo must not collide with a siwa already on 8081 or 8083:
+            // no admin listener, the metrics listener on any free port (logged).
+            "SIWA_ADMIN_HTTP_PORT": "off", "SIWA_METRICS_HTTP_PORT": "0",
         ]) { $1 })
     }
 

@@ -111,7 +111,7 @@ struct Worker: AsyncParsableCommand {
             return []
         }
         let listenerLogger = Logger(label: "siwa.worker.metrics")
-        return try WorkerListener.services(host: address.host, port: address.port, databaseURL: settings.database.url,
+        return try MetricsListener.workerServices(host: address.host, port: address.port, databaseURL: settings.database.url,
                                            jobMaxRunSeconds: settings.worker.maxRunSeconds, registry: registry,
                                            logger: listenerLogger) { port in
             listenerLogger.info("Metrics listener: /healthz, /readyz, /metrics", metadata: ["address": "\(address.host):\(port)"])

@@ -35,7 +35,8 @@ struct RequestIDTests {
         let token = try server.notification("email-disabled", sub: "001.rid.0001")
         let cases: [(HTTPMethod, String, Data?, Int)] = [
             (.GET, server.baseURL + "/healthz", nil, 200),
-            (.GET, server.baseURL + "/metrics", nil, 200),
+            (.GET, server.metricsURL + "/metrics", nil, 200),
+            (.GET, server.metricsURL + "/nothing", nil, 404),
             (.GET, server.baseURL + "/no-such-route", nil, 404),
             (.POST, server.baseURL + "/apple/notifications", AppleSimulator.body(for: token), 200),
             (.POST, server.baseURL + "/apple/notifications", Data("{".utf8), 400),
@@ -75,7 +76,7 @@ struct RequestIDTests {
         #expect(refused.status >= 500, "\(refused.status) \(refused.text)")
         setup.apple.setTokenEndpointBehaviour(.normal)
 
-        let metrics = try await PrometheusText.scrape(setup.server.baseURL)
+        let metrics = try await PrometheusText.scrape(setup.server.metricsURL)
         func api(_ route: String, _ method: String, _ status: Int) -> Double? {
             metrics.value("siwa_api_request_duration_seconds_count", ["route": route, "method": method, "status": String(status)])
         }

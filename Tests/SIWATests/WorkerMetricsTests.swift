@@ -176,7 +176,7 @@ struct WorkerMetricsTests {
             "SIWA_APPLE_JWKS_URL": appleServer.baseURL + "/auth/keys",
         ])
         try await harness.wait { try await harness.count(state: "completed") == 1 }
-        let exported = try await PrometheusText.scrape("http://127.0.0.1:\(serve.port)").names
+        let exported = try await PrometheusText.scrape("http://127.0.0.1:\(serve.metricsPort)").names
             .union(PrometheusText.scrape("http://127.0.0.1:\(workerPort)").names)
 
         let rules = try String(contentsOf: TestEnvironment.repositoryRoot.appendingPathComponent("deploy/prometheus/alerts.yml"), encoding: .utf8)

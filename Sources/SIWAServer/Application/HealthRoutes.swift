@@ -7,9 +7,9 @@ import Logging
 import Prometheus
 
 /// `/healthz` (the process answers), `/readyz` (database reachable and, in
-/// `siwa serve`, Apple's keys loaded), `/metrics` (Prometheus text). Served
-/// by `siwa serve` on its listener and by `siwa worker` on its own
-/// (`buildWorkerListener`).
+/// `siwa serve`, Apple's keys loaded), `/metrics` (Prometheus text). Health
+/// is served on `siwa serve`'s public listener and on each process's metrics
+/// listener (`MetricsListener`); `/metrics` only on the latter.
 struct HealthRoutes: Sendable {
     /// The purge queue's gauges, read at scrape time; each process exports
     /// its own, so that no series comes from both.
@@ -32,9 +32,14 @@ struct HealthRoutes: Sendable {
     /// The age of keys never loaded counts from here.
     let started = ContinuousClock.now
 
+    /// `/healthz` and `/readyz`.
     func register<Context: RequestContext>(on router: Router<Context>) {
         router.get("/healthz") { _, _ in JSONResponse.make(.ok, ["status": "ok"]) }
         router.get("/readyz") { _, _ in await readiness() }
+    }
+
+    /// `/metrics`: never on the public listener.
+    func registerMetrics<Context: RequestContext>(on router: Router<Context>) {
         router.get("/metrics") { _, _ in
             await refreshQueueGauges()
             refreshKeyGauges()

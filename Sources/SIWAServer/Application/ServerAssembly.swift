@@ -22,7 +22,8 @@ public enum ServerAssembly {
         logger: Logger,
         onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in },
         onAdminRunning: @escaping @Sendable (Int) async -> Void = { _ in },
-        onAPIRunning: @escaping @Sendable (Int) async -> Void = { _ in }
+        onAPIRunning: @escaping @Sendable (Int) async -> Void = { _ in },
+        onMetricsRunning: @escaping @Sendable (Int) async -> Void = { _ in }
     ) throws -> Application<RouterResponder<BasicRequestContext>> {
         // Everything that can refuse a setting first: past this point
         // HTTP clients exist, and each must be shut down, not dropped.
@@ -65,7 +66,6 @@ public enum ServerAssembly {
             floodDelay: settings.notificationRoute.floodDelay
         )
         dependencies.receiptKeys = settings.receiptKeys
-        dependencies.keysRefreshInterval = settings.appleKeys.refreshInterval
         var signInServices: [any Service] = []
         // The API listener (`/v1`), last in the list below: it stops first,
         // so its in-flight sign-ins drain before the writer and the clients
@@ -111,9 +111,21 @@ public enum ServerAssembly {
                 await onAdminRunning(port)
             }]
         }
+        // The metrics listener first: it stops last, so a draining serve can still be scraped.
+        var metricsServices: [any Service] = []
+        if let listener = settings.metrics {
+            let metricsLogger = Logger(label: "siwa.metrics")
+            metricsServices = MetricsListener.services(
+                serverName: "siwa", host: listener.host, port: listener.port, database: database, keys: keys,
+                keysRefreshInterval: settings.appleKeys.refreshInterval, queueGauges: [.backlog], jobMaxRunSeconds: settings.jobMaxRunSeconds, registry: registry, logger: metricsLogger
+            ) { port in
+                metricsLogger.info("Metrics listener: /metrics, /healthz, /readyz", metadata: ["address": "\(listener.host):\(port)"])
+                await onMetricsRunning(port)
+            }
+        }
         var app = buildApplication(
             listener: settings.http, dependencies: dependencies,
-            services: [
+            services: metricsServices + [
                 client,
                 rejectionClient,
                 HTTPClientService(client: keysClient),
@@ -133,6 +145,7 @@ public enum ServerAssembly {
             if let migrator { try await migrator.checkUpToDate(client: client, logger: logger) }
             try await RuntimeRole.warnIfPrivileged(as: .serve, client: client, logger: logger)
             if settings.admin == nil { logger.info("The admin listener is off (SIWA_ADMIN_HTTP_PORT=off)") }
+            if settings.metrics == nil { logger.info("The metrics listener is off (SIWA_METRICS_HTTP_PORT=off): no /metrics from this process") }
             if let appleAccess = access {
                 for warning in appleAccess.warnings { logger.warning("\(warning)") }
                 if let api = settings.api {
