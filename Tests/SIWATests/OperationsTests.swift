@@ -89,9 +89,9 @@ struct OperationsTests {
                                               headers: [("Content-Type", "application/json"), ("X-Request-Id", "backend-req-7f3a")])
         #expect(given.status == 200 && given.headers.first(name: "X-Request-Id") == "backend-req-7f3a")
         let insane = try await HTTPAnswer.send(method: .POST, url: url, body: Data("{".utf8),
-                                               headers: [("Content-Type", "application/json"), ("X-Request-Id", "bad id\u{7f}")])
+                                               headers: [("Content-Type", "application/json"), ("X-Request-Id", "bad id <x>")])
         let made = try #require(insane.headers.first(name: "X-Request-Id"))
-        #expect(insane.status == 400 && made != "bad id\u{7f}" && !made.isEmpty)
+        #expect(insane.status == 400 && made != "bad id <x>" && !made.isEmpty)
         #expect(await siwa.terminate() == 0)
         let lines = siwa.log.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
         let notifications = lines.filter { $0["logger"] as? String == "siwa.notifications" }
