@@ -524,6 +524,15 @@ public enum SettingsCatalog {
 
     // MARK: Audit chain (the worker seals the log and logs its head)
 
+    public static let auditVerifyMinutes = Setting(
+        "SIWA_AUDIT_VERIFY_MINUTES", .integer(0...10080), default: "60", readers: [.worker], files: [.worker],
+        help: "the worker leading maintenance walks the whole audit chain (as `siwa audit verify`) when it takes the lead and this often; 0: never",
+        details: """
+            Its result is on the worker's /metrics: siwa_audit_chain_verified_seq (the verified head) and \
+            siwa_audit_chain_broken (the alert SiwaAuditChainBroken); a break is also logged at critical. \
+            Each walk reads the whole log: lengthen it for a very large trail.
+            """)
+
     public static let auditHeadLogMinutes = Setting(
         "SIWA_AUDIT_HEAD_LOG_MINUTES", .integer(1...10080), default: "60", readers: [.worker], files: [.worker],
         help: "the worker logs the audit chain's head (`Audit chain head`, head=SEQ:HASH) at start and this often",
@@ -656,7 +665,7 @@ public enum SettingsCatalog {
         ("audit reports", [purgeSLAHours]),
         ("deletion receipts", [receiptKeyFile, receiptIssuer, receiptJWKSFile]),
         ("erasure ledger", [erasureLedgerDir]),
-        ("audit chain", [auditHeadLogMinutes]),
+        ("audit chain", [auditHeadLogMinutes, auditVerifyMinutes]),
         ("logging", [logFormat, logLevel]),
     ]
 

@@ -42,6 +42,8 @@ public struct ServerDependencies: Sendable {
 /// listener (`MetricsListener`), `/admin` on the admin listener.
 public func buildRouter(_ dependencies: ServerDependencies, logger: Logger) -> Router<BasicRequestContext> {
     let router = Router(context: BasicRequestContext.self)
+    // First: it wraps every route added after it, and the router's 404.
+    router.add(middleware: RequestIDMiddleware())
     NotificationRoutes(receiver: dependencies.receiver, maxBodyBytes: dependencies.maxBodyBytes,
                        metrics: dependencies.metrics, tarpit: FloodTarpit(delay: dependencies.floodDelay)).register(on: router)
     HealthRoutes(keys: dependencies.keys, queries: dependencies.queries, registry: dependencies.registry,

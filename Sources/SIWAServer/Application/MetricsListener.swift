@@ -18,12 +18,13 @@ public enum MetricsListener {
     /// stop last, and a drain can still be scraped): a small Postgres pool
     /// of its own, so that a scrape or a readiness check never waits behind
     /// the process's work for a connection, then the HTTP server.
-    /// - Parameter keys: serve's Apple key set (`/readyz` reports it); nil in the worker.
+    /// - Parameter keys: serve's Apple key set (`/readyz` reports it, `/metrics` its age); nil in the worker.
+    /// - Parameter keysRefreshInterval: how often serve refreshes `keys`, beside their age.
     /// - Parameter queueGauges: the queue gauges this process exports (each
     ///   series from one process only).
     static func services(
         serverName: String, host: String, port: Int, database: DatabaseConfiguration, keys: AppleKeySet?,
-        queueGauges: Set<HealthRoutes.QueueGauge>, jobMaxRunSeconds: Double, registry: PrometheusCollectorRegistry,
+        keysRefreshInterval: Duration? = nil, queueGauges: Set<HealthRoutes.QueueGauge>, jobMaxRunSeconds: Double, registry: PrometheusCollectorRegistry,
         logger: Logger, onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
     ) -> [any Service] {
         var configuration = database
@@ -32,8 +33,9 @@ public enum MetricsListener {
         let client = PostgresClient(configuration: configuration.postgresClientConfiguration,
                                     backgroundLogger: Logger(label: "siwa.postgres"))
         let router = Router(context: BasicRequestContext.self)
+        router.add(middleware: RequestIDMiddleware())
         let routes = HealthRoutes(keys: keys, queries: AccountQueries(client: client, jobMaxRunSeconds: jobMaxRunSeconds),
-                                  registry: registry, queueGauges: queueGauges, logger: logger)
+                                  registry: registry, queueGauges: queueGauges, logger: logger, keysRefreshInterval: keysRefreshInterval)
         routes.register(on: router)
         routes.registerMetrics(on: router)
         let app = Application(
