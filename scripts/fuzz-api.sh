@@ -102,6 +102,7 @@ run() {
 }
 status=0
 run public "$SIWA_PUBLIC_URL" || status=1
+run metrics "$SIWA_METRICS_URL" || status=1
 run api "$SIWA_API_URL" -H "Authorization: Bearer $SIWA_APP_KEY" || status=1
 run admin "$SIWA_ADMIN_URL" -H "Authorization: Bearer $SIWA_ADMIN_KEY" || status=1
 

@@ -13,7 +13,7 @@ import Synchronization
 /// to stubs, which the document does not describe.
 public enum ContractRecorder {
     public enum Listener: String, Sendable {
-        case `public`, api, admin, worker
+        case `public`, api, admin, metrics, worker
     }
 
     private struct State {

@@ -36,7 +36,10 @@ struct DemoServe {
         apple.setNotificationEndpoint(URL(string: base + "/apple/notifications"))
         let shared = ["SIWA_LOG_LEVEL": "notice"].merging(files.settings) { $1 }
         let admin = try adminPort.map { $0 == 0 ? try freeLoopbackPort() : $0 }
-        let serve = try demo.spawnServe(port: port, apiPort: apiPort, adminPort: admin, environment: shared.merging([
+        var metricsPort = try freeLoopbackPort()
+        while [port, apiPort, admin].contains(metricsPort) { metricsPort = try freeLoopbackPort() }
+        let serve = try demo.spawnServe(port: port, apiPort: apiPort, adminPort: admin, metricsPort: metricsPort,
+                                        environment: shared.merging([
             "SIWA_DATABASE_URL": demo.database.serveURL,
             "SIWA_APPLE_JWKS_URL": "\(appleServer.baseURL)/auth/keys",
         ].merging(DemoSignIn.clientSettings(native: clientID)) { $1 }) { $1 }.merging(serveSettings) { $1 })
@@ -64,7 +67,7 @@ struct DemoServe {
         if admin != nil { adminKey = try await demo.createAPIKey(named: "demo-admin", scope: "admin") }
         if let envFile {
             try writeEnvironment(to: envFile, [
-                "SIWA_PUBLIC_URL": base, "SIWA_API_URL": api, "SIWA_ADMIN_URL": admin.map { "http://127.0.0.1:\($0)" } ?? "",
+                "SIWA_PUBLIC_URL": base, "SIWA_API_URL": api, "SIWA_METRICS_URL": "http://127.0.0.1:\(metricsPort)", "SIWA_ADMIN_URL": admin.map { "http://127.0.0.1:\($0)" } ?? "",
                 "SIWA_APP_KEY": key, "SIWA_ADMIN_KEY": adminKey ?? "", "APPLE_URL": appleServer.baseURL,
                 "SIWA_CLIENT_ID": clientID, "SIWA_DEMO_DATABASE": demo.database.name,
             ])

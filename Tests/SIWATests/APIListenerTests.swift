@@ -8,11 +8,11 @@ import Testing
 /// which the app's backend reaches over loopback or the private network.
 /// The public listener, the one the reverse proxy exposes to the internet,
 /// answers `/v1` 404 even with a valid key and a valid request, and calls
-/// neither Apple nor the database for it; the API listener has only `/v1`:
-/// Apple's notifications, health, metrics and the receipts' key set stay on
-/// the public listener, which scrapes and the proxy already reach. The
-/// public listener is asked with raw requests (what a stranger sends); the
-/// API listener through SIWAClient, as an app's backend asks it.
+/// neither Apple nor the database for it, and has no `/metrics` either: it
+/// serves only Apple's notifications, health and the receipts' key set. The
+/// API listener has only `/v1`; the metrics listener only `/metrics` and
+/// health. The public listener is asked with raw requests (what a stranger
+/// sends); the API listener through SIWAClient, as an app's backend asks it.
 @Suite("API listener", .testDatabases)
 struct APIListenerTests {
     @Test func v1IsOnTheAPIListenerOnlyAndNothingElseIsThere() async throws {
@@ -64,7 +64,25 @@ struct APIListenerTests {
             #expect(answer.status == 404, "GET \(path) on the API listener: \(answer.status)")
         }
         #expect(try await server.get("/healthz").status == 200)
-        #expect(try await server.get("/metrics").status == 200)
+
+        // /metrics: on the metrics listener, not on the public one; the
+        // metrics listener has health too, and nothing else.
+        #expect(try await server.get("/metrics").status == 404)
+        let metrics = try await server.getMetrics()
+        #expect(metrics.status == 200 && metrics.text.contains("siwa_build_info{"), "\(metrics.status)")
+        for path in ["/healthz", "/readyz"] {
+            let answer = try await HTTPAnswer.send(method: .GET, url: server.metricsURL + path, body: nil, headers: [])
+            #expect(answer.status == 200, "GET \(path) on the metrics listener: \(answer.status)")
+        }
+        let onMetrics = try await HTTPAnswer.send(method: .POST, url: server.metricsURL + "/apple/notifications",
+                                                  body: AppleSimulator.body(for: try server.notification("email-enabled", sub: "001.public.0001")),
+                                                  headers: [("Content-Type", "application/json")])
+        #expect(onMetrics.status == 404, "\(onMetrics.status)")
+        for path in ["/v1/users/001.public.0001", "/.well-known/siwa-receipts.json", "/admin"] {
+            let answer = try await HTTPAnswer.send(method: .GET, url: server.metricsURL + path, body: nil, headers: auth)
+            #expect(answer.status == 404, "GET \(path) on the metrics listener: \(answer.status)")
+        }
+        #expect(try await database.scalar("SELECT count(*) FROM siwa.notifications") == 1)
     }
 
     /// SIWA_API_HTTP_PORT=off with sign-in on: no API listener, and still

@@ -296,7 +296,7 @@ struct AdminHTTPTests {
         let everyone = try await setup.get("/admin/jobs", authorization: "Bearer \(bob)")
         #expect(everyone.status == 429 && (everyone.json["detail"] as? String)?.contains("from this address") == true, "\(everyone.text)")
 
-        let metrics = try await setup.server.get("/metrics").text
+        let metrics = try await setup.server.getMetrics().text
         #expect(metrics.contains(#"siwa_admin_auth_failures_total{reason="missing"} 5"#), "\(metrics)")
         #expect(metrics.contains(#"siwa_admin_auth_failures_total{reason="invalid"} 9"#))
         #expect(metrics.contains(#"siwa_admin_auth_failures_total{reason="wrong_scope"} 3"#))

@@ -1,5 +1,7 @@
 import AppleSimulator
 import Foundation
+import Hummingbird
+import Logging
 import SIWAClient
 import SIWAConfiguration
 import SIWAWorker
@@ -45,6 +47,32 @@ struct AppWebhookTests {
             try await database.scalar("SELECT count(*) FROM siwa.jobs WHERE kind = 'app_event'"
                                       + (state.map { " AND state = '\($0)'" } ?? ""))
         }
+    }
+
+    /// With a tracer (OTEL_EXPORTER_OTLP_ENDPOINT), each delivery carries
+    /// the job step's W3C `traceparent`, so the app can join its spans to
+    /// siwa's trace; without one, none.
+    @Test func aTracedWorkerSendsTraceparent() async throws {
+        let setup = try await Setup.start()
+        let collector = try await TestPorts.serve { port in
+            let router = Router(context: BasicRequestContext.self)
+            router.post("/v1/traces") { _, _ in Response(status: .ok, headers: [.contentType: "application/x-protobuf"]) }
+            return try await RunningServer.start(router: router, port: port, logger: Logger(label: "otlp-receiver"))
+        }
+        try atTestEnd { await collector.stop() }
+        let traced = try await setup.startWorker(["OTEL_EXPORTER_OTLP_ENDPOINT": collector.baseURL])
+        try atTestEnd { await traced.kill9() }
+        try await setup.post("email-disabled", sub: "001.traced.1")
+        #expect(try await eventually(upTo: .seconds(30)) { !setup.hook.accepted(sub: "001.traced.1").isEmpty }, "\(traced.log.suffix(3000))")
+        let parent = try #require(setup.hook.accepted(sub: "001.traced.1").first?.traceparent, "no traceparent: \(traced.log.suffix(2000))")
+        #expect(parent.wholeMatch(of: /00-[0-9a-f]{32}-[0-9a-f]{16}-0[0-3]/) != nil, "\(parent)")
+        #expect(await traced.terminate() == 0)
+
+        let plain = try await setup.startWorker()
+        try atTestEnd { await plain.kill9() }
+        try await setup.post("email-disabled", sub: "001.traced.2")
+        #expect(try await eventually(upTo: .seconds(30)) { !setup.hook.accepted(sub: "001.traced.2").isEmpty }, "\(plain.log.suffix(3000))")
+        #expect(setup.hook.accepted(sub: "001.traced.2").first?.traceparent == nil)
     }
 
     /// Every type Apple sends, and one it may send some day, reaches the

@@ -185,7 +185,7 @@ struct SignInTests {
         setup.apple.setTokenEndpointBehaviour(.status(400, error: "invalid_client"))
         let badClient = try await setup.signIn(try setup.appleSignIn(sub: "001.a.0004"))
         #expect(badClient.status == 502 && badClient.reason == "apple_rejected_client")
-        let metrics = try await setup.server.get("/metrics")
+        let metrics = try await setup.server.getMetrics()
         #expect(metrics.text.contains("siwa_apple_invalid_client_total"))
 
         setup.apple.setTokenEndpointBehaviour(.normal)

@@ -16,13 +16,15 @@ import struct Foundation.Data
 #endif
 import struct Foundation.Date
 import HTTPTypes
-/// `siwa serve` answers on three listeners, each on an address and port of
+/// `siwa serve` answers on four listeners, each on an address and port of
 /// its own; every path below names its listener in `servers` (and in its
 /// tag):
 ///
 /// - **public** (`SIWA_HTTP_HOST`:`SIWA_HTTP_PORT`, 127.0.0.1:8080): Apple's
-///   notifications, health, metrics and the deletion receipts' key set. A
-///   reverse proxy forwards only `POST /apple/notifications` to it.
+///   notifications, health and the deletion receipts' key set. A reverse
+///   proxy forwards only `POST /apple/notifications` to it.
+/// - **metrics** (`SIWA_METRICS_HTTP_HOST`:`SIWA_METRICS_HTTP_PORT`,
+///   127.0.0.1:8083): `/metrics` and health, for Prometheus.
 /// - **api** (`SIWA_API_HTTP_HOST`:`SIWA_API_HTTP_PORT`, 127.0.0.1:8082,
 ///   bound only while sign-in is on): `/v1`, for the app's backend, with an
 ///   app API key (`Authorization: Bearer KEY`).
