@@ -60,6 +60,8 @@ public final class AppEventReceiver: Sendable {
             let id = request.headers[HTTPField.Name("webhook-id")!] ?? ""
             let timestamp = request.headers[HTTPField.Name("webhook-timestamp")!] ?? ""
             let signature = request.headers[HTTPField.Name("webhook-signature")!] ?? ""
+            ContractRecorder.event(headers: ["webhook-id": id, "webhook-timestamp": timestamp, "webhook-signature": signature]
+                                       .filter { !$0.value.isEmpty }, body: body)
             let traceparent = request.headers[HTTPField.Name("traceparent")!]
             let status = self.state.withLock { state -> Int in
                 state.received += 1

@@ -1,6 +1,7 @@
 import AppleSimulator
 import Foundation
 import NIOHTTP1
+import SIWAClient
 import Testing
 
 /// `/v1` has a listener of its own (SIWA_API_HTTP_HOST, SIWA_API_HTTP_PORT),
@@ -10,7 +11,8 @@ import Testing
 /// neither Apple nor the database for it, and has no `/metrics` either: it
 /// serves only Apple's notifications, health and the receipts' key set. The
 /// API listener has only `/v1`; the metrics listener only `/metrics` and
-/// health.
+/// health. The public listener is asked with raw requests (what a stranger
+/// sends); the API listener through SIWAClient, as an app's backend asks it.
 @Suite("API listener", .testDatabases)
 struct APIListenerTests {
     @Test func v1IsOnTheAPIListenerOnlyAndNothingElseIsThere() async throws {
@@ -27,10 +29,15 @@ struct APIListenerTests {
         #expect(setup.apple.issuedRefreshTokens.isEmpty, "the public listener called Apple for /v1")
         #expect(try await database.scalar("SELECT count(*) FROM siwa.users") == 0)
 
+        // A backend's client pointed at the public listener by mistake is
+        // told so: a 404 that is not siwa's API answer.
+        let misdirected = try SIWAClient.forTests(apiURL: server.baseURL, key: setup.key)
+        await #expect(throws: SIWAClientError.self) { _ = try await misdirected.user(appleSub: "001.public.0001") }
+
         // The same request on the API listener signs the user in.
-        let onAPI = try await HTTPAnswer.send(method: .POST, url: server.apiURL + "/v1/sign-in", body: body, headers: auth)
+        let onAPI = try await setup.client().signIn(json: try JSONSerialization.jsonObject(with: body) as? [String: Any] ?? [:])
         #expect(onAPI.status == 200, "\(onAPI.text)")
-        #expect(try await setup.get("/v1/users/001.public.0001").status == 200)
+        #expect(try await setup.lookup("001.public.0001").value?.user?.appleSub == "001.public.0001")
 
         // An existing user, asked for or deleted on the public listener: 404, nothing changes.
         for method in [HTTPMethod.GET, .DELETE] {

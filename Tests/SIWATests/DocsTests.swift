@@ -173,6 +173,13 @@ struct DocsTests {
     /// admin listener register, from Hummingbird's own list
     /// (`Router.routes`); the worker's listener has the public one's health routes.
     static func routes() async throws -> Set<String> {
+        Set(try await routesByListener().values.joined().map { normalized($0.method, $0.path) })
+    }
+
+    /// Each listener's routes (`public`, `api`, `admin`, `metrics`, `worker`), as
+    /// Hummingbird lists them: the method and the path with its captures
+    /// written `:name` (OpenAPITests reads them).
+    static func routesByListener() async throws -> [String: [(method: String, path: String)]] {
         let logger = Logger(label: "siwa.docs-test", factory: { _ in SwiftLogNoOpLogHandler() })
         let settings = try ServerSettings(environment: SettingsReader([
             "SIWA_DATABASE_URL": "postgres://siwa_serve@127.0.0.1:1/siwa", "SIWA_APPLE_TEAM_ID": TestEnvironment.team, "SIWA_APPLE_CLIENT_IDS": "com.example.app",
@@ -200,13 +207,19 @@ struct DocsTests {
             directory: directory, clients: settings.clients, logger: logger, metrics: metrics)
         let api = SignInDependencies(service: signIn, directory: directory, apiKeys: APIKeyVerifier(client: client, logger: logger))
         let admin = try #require(settings.admin)
-        let routers = [
-            buildRouter(dependencies, logger: logger).routes.map { Self.normalized($0.method.rawValue, "\($0.path)") },
-            buildAPIRouter(api, maxBodyBytes: 65536, logger: logger).routes.map { Self.normalized($0.method.rawValue, "\($0.path)") },
-            buildAdminRouter(AdminDependencies(client: client, metrics: metrics, logger: logger), settings: admin, logger: logger)
-                .routes.map { Self.normalized($0.method.rawValue, "\($0.path)") },
+        func list<Context>(_ router: Router<Context>) -> [(method: String, path: String)] {
+            router.routes.map { ($0.method.rawValue, "\($0.path)") }
+        }
+        let metricsRouters = MetricsListener.routers(keys: keys, queries: AccountQueries(client: client), registry: registry,
+                                                     logger: logger)
+        return [
+            "public": list(buildRouter(dependencies, logger: logger)),
+            "metrics": list(metricsRouters.serve),
+            "api": list(buildAPIRouter(api, maxBodyBytes: 65536, logger: logger)),
+            "admin": list(buildAdminRouter(AdminDependencies(client: client, metrics: metrics, logger: logger), settings: admin,
+                                           logger: logger)),
+            "worker": list(metricsRouters.worker),
         ]
-        return Set(routers.joined())
     }
 
     @Test func everyRouteIsInTheDocsAndNoOther() async throws {

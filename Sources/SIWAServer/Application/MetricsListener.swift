@@ -32,14 +32,10 @@ public enum MetricsListener {
         configuration.sessionLimits = .runtime
         let client = PostgresClient(configuration: configuration.postgresClientConfiguration,
                                     backgroundLogger: Logger(label: "siwa.postgres"))
-        let router = Router(context: BasicRequestContext.self)
-        router.add(middleware: RequestIDMiddleware())
-        let routes = HealthRoutes(keys: keys, queries: AccountQueries(client: client, jobMaxRunSeconds: jobMaxRunSeconds),
-                                  registry: registry, queueGauges: queueGauges, logger: logger, keysRefreshInterval: keysRefreshInterval)
-        routes.register(on: router)
-        routes.registerMetrics(on: router)
         let app = Application(
-            router: router,
+            router: router(HealthRoutes(keys: keys, queries: AccountQueries(client: client, jobMaxRunSeconds: jobMaxRunSeconds),
+                                        registry: registry, queueGauges: queueGauges, logger: logger,
+                                        keysRefreshInterval: keysRefreshInterval)),
             server: .http1(configuration: .init(idleTimeout: .seconds(60))),
             configuration: .init(address: .hostname(host, port: port), serverName: serverName),
             onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? port) },
@@ -59,5 +55,22 @@ public enum MetricsListener {
         Self.services(serverName: "siwa-worker", host: host, port: port, database: try DatabaseConfiguration(url: databaseURL),
                       keys: nil, queueGauges: [.oldestRunning], jobMaxRunSeconds: jobMaxRunSeconds, registry: registry,
                       logger: logger, onServerRunning: onServerRunning)
+    }
+
+    /// The listener's routes: health and metrics, nothing else.
+    static func router(_ routes: HealthRoutes) -> Router<BasicRequestContext> {
+        let router = Router(context: BasicRequestContext.self)
+        router.add(middleware: RequestIDMiddleware())
+        routes.register(on: router)
+        routes.registerMetrics(on: router)
+        return router
+    }
+
+    /// `siwa serve`'s metrics listener's router and the worker's, for a
+    /// test that lists the routes each listener serves.
+    public static func routers(keys: AppleKeySet, queries: AccountQueries, registry: PrometheusCollectorRegistry,
+                               logger: Logger) -> (serve: Router<BasicRequestContext>, worker: Router<BasicRequestContext>) {
+        (router(HealthRoutes(keys: keys, queries: queries, registry: registry, queueGauges: [.backlog], logger: logger)),
+         router(HealthRoutes(keys: nil, queries: queries, registry: registry, queueGauges: [.oldestRunning], logger: logger)))
     }
 }

@@ -1,3 +1,4 @@
+import AppleSimulator
 import ChildProcesses
 import Foundation
 import Synchronization
@@ -14,6 +15,8 @@ final class SIWAProcess: Sendable {
     /// The metrics listener's (`/metrics`), 0: none.
     let metricsPort: Int
     let logFile: String
+    /// Given back to ContractRecorder when the process is gone.
+    private let registeredPorts: [Int]
 
     /// `port` 0: a command that does not listen (`siwa worker`).
     /// `apiPort` 0: no API listener (SIWA_API_HTTP_PORT=off) unless `environment` names one.
@@ -55,6 +58,18 @@ final class SIWAProcess: Sendable {
         }
         child = try ChildProcess(executable: try TestEnvironment.siwaBinary.path, arguments: arguments,
                                  environment: env, outputFile: logFile)
+        // Its listeners' answers are kept for the contract check (ContractRecorder).
+        var listeners: [Int: ContractRecorder.Listener] = [:]
+        if arguments.first == "worker" {
+            if let metrics = env["SIWA_WORKER_METRICS_PORT"].flatMap(Int.init), metrics != 0 { listeners[metrics] = .worker }
+        } else {
+            if port != 0 { listeners[port] = .public }
+            if let api = env["SIWA_API_HTTP_PORT"].flatMap(Int.init), api != 0 { listeners[api] = .api }
+            if let admin = env["SIWA_ADMIN_HTTP_PORT"].flatMap(Int.init), admin != 0 { listeners[admin] = .admin }
+            if let metrics = env["SIWA_METRICS_HTTP_PORT"].flatMap(Int.init), metrics != 0 { listeners[metrics] = .metrics }
+        }
+        for (port, listener) in listeners { ContractRecorder.register(port: port, as: listener) }
+        registeredPorts = Array(listeners.keys)
     }
 
     /// `siwa serve` as a child on ports from TestPorts (the public
@@ -107,6 +122,7 @@ final class SIWAProcess: Sendable {
     }
 
     deinit {
+        ContractRecorder.unregister(ports: registeredPorts)
         if child.isRunning { child.signal(SIGKILL) }
         try? FileManager.default.removeItem(atPath: logFile)
     }

@@ -112,6 +112,7 @@ final class ServerHarness: Sendable {
                                  metricsPort: settings.metrics == nil ? nil : try await metricsPort.wait(),
                                  group: group, task: task)
         }
+        harness.registerListeners()
         if waitUntilReady { try await harness.waitUntilKeysLoaded() }
         return harness
     }
@@ -138,6 +139,14 @@ final class ServerHarness: Sendable {
         return try ServerSettings(environment: SettingsReader(values))
     }
 
+    /// Its listeners' answers are kept for the contract check (ContractRecorder).
+    private func registerListeners() {
+        ContractRecorder.register(port: port, as: .public)
+        if let apiPort { ContractRecorder.register(port: apiPort, as: .api) }
+        if let adminPort { ContractRecorder.register(port: adminPort, as: .admin) }
+        if let metricsPort { ContractRecorder.register(port: metricsPort, as: .metrics) }
+    }
+
     /// A graceful shutdown, as production's SIGTERM does. Not a cancel: a
     /// connection accepted just as the serving task is cancelled is never
     /// handed to Hummingbird, and NIO traps on its unfinished writer
@@ -145,6 +154,7 @@ final class ServerHarness: Sendable {
     /// which crashed the whole test process. Cancelled only if the graceful
     /// shutdown has not ended after 30 s.
     func stop() async {
+        ContractRecorder.unregister(ports: [port, apiPort, adminPort, metricsPort].compactMap { $0 })
         await group.triggerGracefulShutdown()
         let task = self.task
         let deadline = Task {
@@ -224,6 +234,16 @@ struct HTTPAnswer: Sendable {
         if let body { request.body = .bytes(ByteBuffer(bytes: body)) }
         let response = try await HTTPClient.shared.execute(request, timeout: timeout)
         let data = try await response.body.collect(upTo: 4 * 1024 * 1024)
-        return HTTPAnswer(status: Int(response.status.code), body: Data(data.readableBytesView), headers: response.headers)
+        let answer = HTTPAnswer(status: Int(response.status.code), body: Data(data.readableBytesView), headers: response.headers)
+        // For the contract check at the end of `make test` (docs/openapi.yaml):
+        // each hop of a followed redirect (a 303 has no body), then the answer.
+        for (index, hop) in response.history.enumerated() where index < response.history.count - 1 {
+            ContractRecorder.answer(method: hop.request.method.rawValue, url: hop.request.url, status: Int(hop.responseHead.status.code),
+                                    contentType: hop.responseHead.headers.first(name: "content-type"), body: Data())
+        }
+        let last = response.history.last?.request
+        ContractRecorder.answer(method: last?.method.rawValue ?? method.rawValue, url: last?.url ?? url, status: answer.status,
+                                contentType: response.headers.first(name: "content-type"), body: answer.body)
+        return answer
     }
 }
