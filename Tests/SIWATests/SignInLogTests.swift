@@ -2,6 +2,7 @@ import AccountLifecycle
 import AccountStore
 import AppleSimulator
 import Foundation
+import SIWAClient
 import Testing
 
 /// The token lifecycle never writes a secret or a person into a log line:
@@ -42,13 +43,14 @@ struct SignInLogTests {
                                                  headers: headers + [("X-Request-Id", "backend-signin-0001")])
         #expect(signedIn.status == 200 && signedIn.json["refresh_token_stored"] as? Bool == true, "\(signedIn.text)")
         #expect(signedIn.headers.first(name: "X-Request-Id") == "backend-signin-0001")
-        // A retry (the replay path) and a refused one (a bad key) log too.
-        _ = try await HTTPAnswer.send(method: .POST, url: url + "/v1/sign-in",
-                                      body: try JSONSerialization.data(withJSONObject: body), headers: headers)
-        _ = try await HTTPAnswer.send(method: .GET, url: url + "/v1/users/\(sub)", body: nil,
-                                      headers: [("Authorization", "Bearer \(apiKey)x")])
-        #expect(try await HTTPAnswer.send(method: .GET, url: url + "/v1/users/\(sub)", body: nil, headers: headers).status == 200)
-        let deleted = try await HTTPAnswer.send(method: .DELETE, url: url + "/v1/users/\(sub)", body: nil, headers: headers)
+        // A retry (the replay path) and a refused one (a bad key) log too;
+        // these through SIWAClient, as the app's backend calls (the first
+        // was raw for its X-Request-Id).
+        let client = try SIWAClient.forTests(apiURL: url, key: apiKey)
+        _ = try await client.signIn(json: body)
+        #expect(try await SIWAClient.forTests(apiURL: url, key: apiKey + "x").lookup(sub).status == 401)
+        #expect(try await client.lookup(sub).value?.user?.appleSub == sub)
+        let deleted = try await client.delete(sub)
         #expect(deleted.status == 202, "\(deleted.text)")
 
         let worker = try await WorkerHarness.start(database: database, settings: base.merging(["SIWA_DATABASE_URL": database.workerURL]) { $1 })

@@ -4,6 +4,7 @@ import AppleSimulator
 import Foundation
 import NIOHTTP1
 import SIWAConfiguration
+import SIWAClient
 import Testing
 
 /// App transfer between teams (issue 21 §2, TN3159), end to end: `siwa
@@ -119,14 +120,12 @@ struct TransferTests {
         // links the account on the spot, same id, new sub.
         let early = subs[41]
         let signIn = try setup.apple.transferredSignIn(sub: early, from: Self.teamA, to: Self.teamB, clientID: ServerHarness.clientID)
-        let answer = try await HTTPAnswer.send(method: .POST, url: serveB.apiURL + "/v1/sign-in",
-                                               body: try JSONSerialization.data(withJSONObject: signIn.signInBody),
-                                               headers: [("Content-Type", "application/json"),
-                                                         ("Authorization", "Bearer \(setup.deletion.signIn.key)")])
+        let client = try SIWAClient.forTests(apiURL: serveB.apiURL, key: setup.deletion.signIn.key)
+        let answer = try await client.signIn(json: signIn.signInBody)
         let earlyNew = AppleSimulator.transferredSub(of: early, from: Self.teamA, to: Self.teamB)
         let earlyID = try await setup.database.scalar("SELECT id FROM siwa.users WHERE given_name = 'Given 42'")
-        #expect(answer.status == 200 && answer.json["apple_sub"] as? String == earlyNew, "\(answer.text)")
-        #expect(answer.json["user_id"] as? Int == earlyID && answer.json["is_new_user"] as? Bool == false, "\(answer.text)")
+        #expect(answer.status == 200 && answer.value?.appleSub == earlyNew, "\(answer.text)")
+        #expect(answer.value.map { Int($0.userId) } == earlyID && answer.value?.isNewUser == false, "\(answer.text)")
 
         let completed = try await setup.transfer(["complete"], team: Self.teamB)
         #expect(completed.status == 0 && completed.output.contains("999 users enqueued"), "\(completed.output)")
@@ -167,14 +166,15 @@ struct TransferTests {
         #expect(setup.apple.migrationTokensIssued <= 4, "\(setup.apple.migrationTokensIssued)")
 
         // The old sub answers where the user went, for the 60 days.
-        let moved = try await HTTPAnswer.send(method: .GET, url: serveB.apiURL + "/v1/users/\(subs[0])", body: nil,
-                                              headers: [("Authorization", "Bearer \(setup.deletion.signIn.key)")])
-        #expect(moved.status == 200 && moved.json["moved_to"] as? String
-                == AppleSimulator.transferredSub(of: subs[0], from: Self.teamA, to: Self.teamB), "\(moved.text)")
+        let moved = try await client.lookup(subs[0])
+        guard case .moved(let movedUser) = moved.value else {
+            Issue.record("the old sub is not answered as moved: \(moved.text)")
+            return
+        }
+        #expect(movedUser.movedTo == AppleSimulator.transferredSub(of: subs[0], from: Self.teamA, to: Self.teamB), "\(moved.text)")
         try await setup.database.execute("UPDATE siwa.user_moves SET moved_at = now() - interval '61 days' WHERE old_sub = '\(subs[0])'")
-        let expired = try await HTTPAnswer.send(method: .GET, url: serveB.apiURL + "/v1/users/\(subs[0])", body: nil,
-                                                headers: [("Authorization", "Bearer \(setup.deletion.signIn.key)")])
-        #expect(expired.status == 404, "\(expired.text)")
+        let expired = try await client.lookup(subs[0])
+        #expect(expired.value == .notFound, "\(expired.text)")
         let final = try await setup.transfer(["status"], team: Self.teamB)
         #expect(final.output.contains("complete") && final.output.contains("done") && final.output.contains("1000"), "\(final.output)")
     }
