@@ -76,10 +76,10 @@ units_recorded() {
 }
 check "deb-systemd-helper recorded the units, enabling none" units_recorded
 manual_ok() {
-    for page in siwa siwa-serve siwa-users-delete siwa-audit-list siwa-jobs-list; do
+    for page in siwa siwa.serve siwa.users.delete siwa.audit.list siwa.jobs.list; do
         [[ -f $root/usr/share/man/man1/$page.1.gz ]] || { echo "no man page $page.1.gz"; return 1; }
     done
-    zcat "$root/usr/share/man/man1/siwa-audit-list.1.gz" | grep -q -- 'csv' || { echo "siwa-audit-list(1) does not name --csv"; return 1; }
+    zcat "$root/usr/share/man/man1/siwa.audit.list.1.gz" | grep -q -- 'csv' || { echo "siwa.audit.list(1) does not name --csv"; return 1; }
     bash -n "$root/usr/share/bash-completion/completions/siwa" || return 1
     grep -q 'users' "$root/usr/share/zsh/vendor-completions/_siwa" || { echo "zsh completion"; return 1; }
     grep -q 'users' "$root/usr/share/fish/vendor_completions.d/siwa.fish" || { echo "fish completion"; return 1; }
