@@ -33,8 +33,11 @@ date=$(git log -1 --format=%cs 2>/dev/null || date -u +%F)
 rm -rf "$out/man1" "$out/completions"
 mkdir -p "$out/man1" "$out/completions"
 "$tool" "$binary" --multi-page --date "$date" --section 1 --output-directory "$out/man1"
-for page in "$out"/man1/*.1; do gzip -9n "$page"; done
-"$binary" --generate-completion-script bash > "$out/completions/siwa.bash"
+# A blank line in a command's discussion is a paragraph: mdoc's .Pp (groff
+# warns of an empty input line otherwise).
+for page in "$out"/man1/*.1; do sed -i 's/^$/.Pp/' "$page"; gzip -9n "$page"; done
+# bash-completion sources the file: no #! line.
+"$binary" --generate-completion-script bash | sed '1{/^#!/d}' > "$out/completions/siwa.bash"
 "$binary" --generate-completion-script zsh > "$out/completions/_siwa"
 "$binary" --generate-completion-script fish > "$out/completions/siwa.fish"
 ls "$out/man1" | wc -l | sed 's/^/man pages: /' >&2

@@ -36,6 +36,10 @@ printf 'Source: siwa\n\nPackage: siwa\nArchitecture: any\n' > "$scratch/debian/c
 shlibs=$(cd "$scratch" && dpkg-shlibdeps "${ignore[@]}" -O -e"$binary" | sed -n 's/^shlibs:Depends=//p')
 [[ -n "$shlibs" ]] || { echo "make-deb: dpkg-shlibdeps found no libraries for $binary" >&2; exit 1; }
 
+# The debug information goes (the symbol table stays, for the Swift
+# runtime's crash backtraces: see deploy/debian/lintian-overrides).
+strip --strip-debug "$root/usr/bin/siwa"
+
 # The settings are postinst's to create (from /usr/share/siwa/examples, which
 # no dpkg path-exclude drops, as one may /usr/share/doc), not the package's.
 rm -rf "$root/etc"
@@ -47,7 +51,7 @@ install -d "$doc"
 install -m 0644 deploy/debian/README.Debian "$doc/README.Debian"
 {
     printf 'Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/\nUpstream-Name: siwa\n\n'
-    printf 'Files: *\nCopyright: siwa authors\nLicense: Apache-2.0\n'
+    printf 'Files: *\nCopyright: 2025-2026 the siwa authors\nLicense: Apache-2.0\n'
     printf ' On Debian systems, the full text of the Apache License, Version 2.0 is in\n /usr/share/common-licenses/Apache-2.0.\n'
 } > "$doc/copyright"
 chmod 0644 "$doc/copyright"

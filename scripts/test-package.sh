@@ -87,7 +87,11 @@ manual_ok() {
 check "man pages (one per command) and bash, zsh and fish completions are installed" manual_ok
 lintian_clean() {
     local output
-    output=$(lintian --fail-on error --display-level '>=warning' "$deb" 2>&1) || { echo "$output"; return 1; }
+    # custom-library-search-path: this package carries the debug build, which
+    # finds the toolchain's Swift runtime by RUNPATH (make deb refuses such a
+    # binary; its static build has none).
+    output=$(lintian --fail-on error --display-level '>=warning' --suppress-tags custom-library-search-path "$deb" 2>&1) \
+        || { echo "$output"; return 1; }
     [[ -z $output ]] || printf '%s\n' "$output" >&2
 }
 check "lintian finds no error" lintian_clean
