@@ -178,6 +178,12 @@ struct AdminHTTPTests {
         let entries = try #require(audit.json["entries"] as? [[String: Any]])
         #expect(entries.map { $0["action"] as? String } == ["job.retry", "job.enqueued"], "newest first: \(entries)")
         #expect(entries.first?["actor"] as? String == "admin_key:ops-alice")
+        // The same filters and cursor as siwa audit list: by actor, before a time, older than a seq.
+        let byKey = try await setup.get("/admin/audit?actor=admin_key:*&until=2999-01-01T00:00:00Z", authorization: setup.bearer)
+        #expect((byKey.json["entries"] as? [[String: Any]])?.map { $0["action"] as? String } == ["job.retry"], "\(byKey.text)")
+        let firstSeq = try #require(entries.first?["seq"] as? Int)
+        let older = try await setup.get("/admin/audit?sub=admin.discarded.sub&action=job.*&before=\(firstSeq)", authorization: setup.bearer)
+        #expect((older.json["entries"] as? [[String: Any]])?.map { $0["action"] as? String } == ["job.enqueued"], "\(older.text)")
         let since = try await setup.get("/admin/audit?action=notification.recorded&since=\(UTCTime.text(Date().addingTimeInterval(-3600)))",
                                         authorization: setup.bearer)
         #expect((since.json["entries"] as? [Any])?.isEmpty == false, "\(since.text)")
@@ -231,6 +237,7 @@ struct AdminHTTPTests {
             ("/admin/audit?since=yesterday", "since must be an ISO 8601 time"),
             ("/admin/audit?action=DROP%20TABLE", "action must be an action name"),
             ("/admin/audit?limit=100000", "limit must be a whole number in 1...10000"),
+            ("/admin/audit?actor=a%20b", "actor must be an actor"),
             ("/admin/audit?sub=%01", "sub must be an Apple sub"),
             ("/admin/summary?days=0", "days must be a whole number"),
             ("/admin/users/x/history?limit=-1", "limit must be a whole number"),
