@@ -2,7 +2,7 @@
 # PostgreSQL clusters are throwaway ones from scripts/testdb.sh
 # (in $${SIWA_PG_ROOT:-/tmp/siwa-pg}; installed with apt-get when run as root).
 #
-#   make build | test | demo | try | bench | clean-db
+#   make build | test | demo | try | bench | clean-db | generate-client
 #   make test SWIFT_TEST_FLAGS='--filter NotificationEndpointTests'
 #   make install PREFIX=/usr/local DESTDIR=/tmp/stage | deb | test-package
 
@@ -34,7 +34,7 @@ ifeq ($(origin SIWA_GIT_COMMIT),undefined)
 endif
 unexport SIWA_GIT_COMMIT
 
-.PHONY: build build-stamp test demo try bench clean-db check-swift check-openssl check-chromium check-alerts \
+.PHONY: build build-stamp generate-client test demo try bench clean-db check-swift check-openssl check-chromium check-alerts check-openapi fuzz-api \
         build-static install deb test-package check-packaging-tools check-lintian
 
 check-swift:
@@ -49,6 +49,14 @@ build-stamp:
 
 build: check-swift build-stamp
 	swift build
+
+# SIWAClient's calls and types from docs/openapi.yaml, with
+# swift-openapi-generator built apart (.build-generator): run it after
+# changing the document and commit Sources/SIWAClient/Generated with it. The
+# code is committed rather than made by the generator's build plugin, which
+# would build the generator in every fresh clone (CI's included).
+generate-client: check-swift
+	scripts/openapi-generator/generate.sh
 
 # The client-secret tests check siwa's ES256 signatures with openssl, an
 # independent verifier; installed with apt-get (as root) when missing.
@@ -98,6 +106,30 @@ check-alerts:
 	  esac; \
 	fi
 
+# docs/openapi.yaml is read and every answer the suite receives checked
+# against it by scripts/openapi-check.py, with Debian's python3-yaml and
+# python3-jsonschema (installed with apt-get, as root, when missing). If
+# they cannot be: on a developer's machine a warning and the contract is not
+# checked; under CI an error, as for the alert rules.
+check-openapi:
+	@scripts/openapi-check.sh routes docs/openapi.yaml >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "no python3 with yaml and jsonschema; installing Debian's python3-yaml and python3-jsonschema (docs/openapi.yaml's checks)" >&2; \
+	    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends python3 python3-yaml python3-jsonschema; } >&2 \
+	      || echo "warning: python3-yaml and python3-jsonschema could not be installed" >&2; \
+	  fi; }
+	@scripts/openapi-check.sh routes docs/openapi.yaml >/dev/null || { \
+	  case "$${CI:-}" in \
+	    ""|0|false) echo "warning: docs/openapi.yaml is not checked (apt-get install python3-yaml python3-jsonschema)" >&2 ;; \
+	    *) echo "error: under CI docs/openapi.yaml must be checked: apt-get install python3-yaml python3-jsonschema" >&2; exit 1 ;; \
+	  esac; }
+
+# Every answer of siwa's listeners the suite receives over HTTP, and every
+# app event the tests' receiver is sent, is written here during `make test`
+# (SIWA_TEST_OPENAPI_RECORD, Sources/AppleSimulator/ContractRecorder.swift) and
+# checked against docs/openapi.yaml once the tests are done.
+OPENAPI_RECORD := $(CURDIR)/.build/test-artifacts/openapi-records.jsonl
+
 # At most this many tests run at once. The suite starts real siwa
 # processes, PostgreSQL databases and a browser; on a 2-core machine an
 # unbounded run (every test at once) turns deadlines into flakes.
@@ -106,12 +138,14 @@ TEST_PARALLELISM ?= 8
 # swift build first: some tests run the siwa executable itself.
 # Each run marks the processes its tests start (SIWA_TEST_RUN_MARKER);
 # whatever is still running afterwards, e.g. after a crash, is stopped.
-test: check-swift check-openssl check-chromium check-alerts build-stamp
+test: check-swift check-openssl check-chromium check-alerts check-openapi build-stamp
 	swift build
 	test_url="$$($(TESTDB) start test)"; \
 	fault_url="$$($(TESTDB) start fault)"; \
 	marker="run-$$$$-$$(date +%s)"; \
 	status=0; \
+	mkdir -p "$$(dirname '$(OPENAPI_RECORD)')"; : > '$(OPENAPI_RECORD)'; \
+	SIWA_TEST_OPENAPI_RECORD='$(OPENAPI_RECORD)' \
 	SIWA_TEST_RUN_MARKER="$$marker" \
 	SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH="$(TEST_PARALLELISM)" \
 	SIWA_TEST_DATABASE_URL="$$test_url" \
@@ -119,7 +153,21 @@ test: check-swift check-openssl check-chromium check-alerts build-stamp
 	SIWA_TEST_PG_SCRIPT="$(TESTDB)" \
 	swift test $(SWIFT_TEST_FLAGS) || status=$$?; \
 	scripts/reap-children.sh "$$marker"; \
+	check=0; scripts/openapi-check.sh validate docs/openapi.yaml '$(OPENAPI_RECORD)' || check=$$?; \
+	case "$$check:$${CI:-}" in \
+	  0:*) ;; \
+	  127:|127:0|127:false) echo "warning: the answers were not checked against docs/openapi.yaml" >&2 ;; \
+	  *) echo "error: answers or app events break docs/openapi.yaml (above; the records: $(OPENAPI_RECORD))" >&2; \
+	     [ "$$status" != 0 ] || status=1 ;; \
+	esac; \
 	exit $$status
+
+# schemathesis against a running siwa (scripts/fuzz-api.sh): every
+# operation of docs/openapi.yaml on its listener, with an app and an admin
+# key; no 5xx, no answer that breaks the document, no row written by junk.
+fuzz-api: check-swift build-stamp
+	swift build
+	scripts/fuzz-api.sh
 
 # siwa-demo (development only) makes, uses and drops a database of its own
 # on the demo cluster: migrate as the owner `siwa`, serve as `siwa_serve`,

@@ -16,6 +16,10 @@ import PackageDescription
 //   siwa               the production executable: argument parsing and wiring only
 //   AppleSimulator  a stand-in for Apple in tests, the demo and the benchmark
 //   siwa-demo       `make demo` (development only; the production siwa never links AppleSimulator)
+//   SIWAClient      a library product for the app's Swift backend: /v1 (its calls generated from
+//                   docs/openapi.yaml, committed: `make generate-client`) and app-event verification;
+//                   no siwa layer depends on it, and the production siwa does not link it
+//   siwa-example-backend  an app's backend on SIWAClient and Hummingbird (docs/client.md); never installed
 // The commit `siwa --version` and siwa_build_info report is not in this
 // manifest: `make` writes it to Sources/SIWABuildStamp/generated/commit.h
 // (scripts/build-stamp.sh, from git's HEAD, `-dirty` with uncommitted
@@ -38,6 +42,8 @@ let package = Package(
         // Verifying Sign in with Apple identity tokens (and Apple's
         // notifications) in-process, for a Swift backend: see README.md.
         .library(name: "AppleSignIn", targets: ["AppleSignIn"]),
+        // The app's backend calling siwa's /v1 and receiving its app events: docs/client.md.
+        .library(name: "SIWAClient", targets: ["SIWAClient"]),
     ],
     dependencies: [
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
@@ -64,6 +70,11 @@ let package = Package(
         // The admin listener: Basic and Bearer credentials, and the page's templates.
         .package(url: "https://github.com/hummingbird-project/hummingbird-auth.git", from: "2.5.0"),
         .package(url: "https://github.com/hummingbird-project/swift-mustache.git", from: "2.1.1"),
+        // SIWAClient: the runtime and transport of the code swift-openapi-generator made from docs/openapi.yaml.
+        .package(url: "https://github.com/apple/swift-openapi-runtime.git", from: "1.13.4"),
+        .package(url: "https://github.com/swift-server/swift-openapi-async-http-client.git", from: "1.5.0"),
+        // Already in the graph through Hummingbird; SIWAClient's middlewares and headers.
+        .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
     ],
     targets: [
         .target(
@@ -168,6 +179,28 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
             ]
         ),
+        // Generated/ is swift-openapi-generator's output (scripts/openapi-generator).
+        .target(
+            name: "SIWAClient",
+            dependencies: [
+                .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
+                .product(name: "OpenAPIAsyncHTTPClient", package: "swift-openapi-async-http-client"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
+        // An app's backend on SIWAClient: the way to start (docs/client.md).
+        .executableTarget(
+            name: "siwa-example-backend",
+            dependencies: [
+                "SIWAClient",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Sources/ExampleBackend"
+        ),
         // `make demo`: runs the siwa binary against the Apple simulator in a
         // database of its own (development only, never installed).
         .executableTarget(
@@ -198,6 +231,11 @@ let package = Package(
             name: "SIWATests",
             dependencies: [
                 "AppleSignIn", "AccountStore", "AccountLifecycle", "SIWAConfiguration", "SIWAServer", "SIWAWorker", "AppleSimulator", "ChildProcesses",
+                // The suite's own /v1 calls and webhook checks go through the client an app's backend uses.
+                "SIWAClient",
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                // A middleware of the tests' client: the contract check's recorder (ContractRecorder).
+                .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 // Route tests without a socket: app.test(.router) (RouteTests).
                 .product(name: "HummingbirdTesting", package: "hummingbird"),

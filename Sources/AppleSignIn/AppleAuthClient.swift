@@ -11,7 +11,9 @@ public enum AppleTokenTypeHint: String, Sendable {
 /// A client of Apple's `/auth/token` (code exchange, refresh) and
 /// `/auth/revoke`. Apple's answers come back as typed outcomes, never as
 /// thrown errors; nothing it returns or prints holds a token, a code or the
-/// client secret. Pure client: no logging, no metrics, no retries.
+/// client secret. Pure client: no logging, no retries, and no metrics or
+/// spans of its own: each call is handed to `observer` (if any), which may
+/// count, time and trace it.
 public struct AppleAuthClient: Sendable {
     public static let appleBaseURL = "https://appleid.apple.com"
     /// Apple's answers are a few KiB (the id_token is the largest part).
@@ -23,14 +25,17 @@ public struct AppleAuthClient: Sendable {
     /// One deadline for each request: connecting, the answer's head and its
     /// whole body.
     public let timeout: Duration
+    /// Told of each call (`AppleCallObserver`); nil: none.
+    public var observer: (any AppleCallObserver)?
 
     /// - Parameter httpClient: one from `makeHTTPClient()` (follows no redirect).
     public init(baseURL: String = appleBaseURL, httpClient: HTTPClient, secrets: ClientSecretProvider,
-                timeout: Duration = .seconds(10)) {
+                timeout: Duration = .seconds(10), observer: (any AppleCallObserver)? = nil) {
         self.baseURL = baseURL.hasSuffix("/") ? String(baseURL.dropLast()) : baseURL
         self.httpClient = httpClient
         self.secrets = secrets
         self.timeout = timeout
+        self.observer = observer
     }
 
     /// A client for Apple's token endpoints: follows no redirect (a 3xx is
@@ -97,7 +102,11 @@ public struct AppleAuthClient: Sendable {
         request.headers.add(name: "Accept", value: "application/json")
         if let bearer { request.headers.add(name: "Authorization", value: "Bearer " + bearer) }
         request.body = .bytes(ByteBuffer(string: form))
-        return await send(request)
+        guard let endpoint = AppleEndpoint(path: path) else { return await send(request) }
+        return await observer.observe(endpoint) {
+            let kind = await send(request)
+            return (kind, AppleCallOutcome(kind))
+        }
     }
 
     /// The request with one deadline for all of it (the pattern of

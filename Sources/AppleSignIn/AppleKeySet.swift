@@ -76,6 +76,9 @@ public final class AppleKeySet: Sendable {
 
     /// Whether a key set has been loaded (a readiness check).
     public var isLoaded: Bool { snapshot.withLock { $0.loadedAt != nil } }
+    /// How long ago the keys held were loaded (nil: never): a refresh that
+    /// keeps failing lets it grow past the refresh interval.
+    public var age: Duration? { snapshot.withLock { $0.loadedAt.map { ContinuousClock.now - $0 } } }
     /// The kids held now, sorted.
     public var keyIDs: [String] { snapshot.withLock { $0.keys.keys.sorted() } }
     /// How many times the source was asked (tests and metrics).

@@ -21,15 +21,19 @@ public struct HTTPJWKSSource: JWKSSource {
     public let timeout: TimeAmount
     /// Apple's document is about 2 KiB; refuse anything absurd.
     static let maximumBytes = 256 * 1024
+    /// Told of each fetch (`AppleCallObserver`, endpoint `keys`); nil: none.
+    public var observer: (any AppleCallObserver)?
 
     /// - Parameters:
     ///   - url: the key set's URL, ``appleKeysURL`` unless you test against a stand-in.
     ///   - httpClient: a client from ``makeHTTPClient(eventLoopGroup:)``, which you shut down.
     ///   - timeout: the deadline for one whole fetch.
-    public init(url: String, httpClient: HTTPClient, timeout: TimeAmount = .seconds(10)) {
+    ///   - observer: told of each fetch.
+    public init(url: String, httpClient: HTTPClient, timeout: TimeAmount = .seconds(10), observer: (any AppleCallObserver)? = nil) {
         self.url = url
         self.httpClient = httpClient
         self.timeout = timeout
+        self.observer = observer
     }
 
     /// A client for Apple: follows no redirect, connects within 5 s (key
@@ -49,6 +53,25 @@ public struct HTTPJWKSSource: JWKSSource {
     /// One GET of the key set: the body of a 200 answer within the deadline
     /// and the size limit, else an error (the key set keeps its keys).
     public func fetchJWKS() async throws -> Data {
+        let result: Result<Data, any Error> = await observer.observe(.keys) {
+            do {
+                return (.success(try await fetch()), .ok)
+            } catch let error as HTTPStatusError {
+                return (.failure(error), (400..<500).contains(error.status) ? .rejected : .unavailable)
+            } catch {
+                return (.failure(error), .unavailable)
+            }
+        }
+        return try result.get()
+    }
+
+    /// A non-200 answer.
+    struct HTTPStatusError: Error, CustomStringConvertible {
+        let status: Int
+        let description: String
+    }
+
+    private func fetch() async throws -> Data {
         let deadline = NIODeadline.now() + timeout
         let (url, client, timeout) = (self.url, self.httpClient, self.timeout)
         // The body is collected inside the race too: `execute`'s deadline
@@ -59,7 +82,7 @@ public struct HTTPJWKSSource: JWKSSource {
                 request.headers.add(name: "Accept", value: "application/json")
                 let response = try await client.execute(request, deadline: deadline)
                 guard response.status == .ok else {
-                    throw JWKSError("GET \(url) answered \(response.status.code)")
+                    throw HTTPStatusError(status: Int(response.status.code), description: "GET \(url) answered \(response.status.code)")
                 }
                 let body = try await response.body.collect(upTo: Self.maximumBytes)
                 try Task.checkCancellation()

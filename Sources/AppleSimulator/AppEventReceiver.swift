@@ -16,6 +16,8 @@ public final class AppEventReceiver: Sendable {
         public let timestamp: String
         public let signature: String
         public let body: Data
+        /// The W3C trace context siwa sent (its tracer on), else nil.
+        public let traceparent: String?
         /// 1 for the first delivery of this webhook-id.
         public let attempt: Int
         /// What it was answered.
@@ -58,6 +60,9 @@ public final class AppEventReceiver: Sendable {
             let id = request.headers[HTTPField.Name("webhook-id")!] ?? ""
             let timestamp = request.headers[HTTPField.Name("webhook-timestamp")!] ?? ""
             let signature = request.headers[HTTPField.Name("webhook-signature")!] ?? ""
+            ContractRecorder.event(headers: ["webhook-id": id, "webhook-timestamp": timestamp, "webhook-signature": signature]
+                                       .filter { !$0.value.isEmpty }, body: body)
+            let traceparent = request.headers[HTTPField.Name("traceparent")!]
             let status = self.state.withLock { state -> Int in
                 state.received += 1
                 guard self.recording else { return state.rule(id, body, 1) }
@@ -65,7 +70,7 @@ public final class AppEventReceiver: Sendable {
                 state.attempts[id] = attempt
                 let status = state.rule(id, body, attempt)
                 state.deliveries.append(Delivery(webhookID: id, timestamp: timestamp, signature: signature, body: body,
-                                                 attempt: attempt, status: status))
+                                                 traceparent: traceparent, attempt: attempt, status: status))
                 return status
             }
             return Response(status: HTTPResponse.Status(code: status),

@@ -259,7 +259,7 @@ enum IngestBench {
 
     /// `siwa_rejections_unrecorded_total` from siwa's /metrics.
     static func unrecordedCount(siwa: ServeProcess, http: HTTPClient) async throws -> String {
-        var request = HTTPClientRequest(url: siwa.url + "/metrics")
+        var request = HTTPClientRequest(url: siwa.metricsURL + "/metrics")
         request.method = .GET
         let response = try await http.execute(request, timeout: .seconds(5))
         let text = String(buffer: try await response.body.collect(upTo: 1 << 20))

@@ -16,6 +16,7 @@ enum PgbenchCeiling {
             ("$11", "''"),
             ("$12", "false"),
             ("$13", "0"),
+            ("$14", "'\(SignInCredentials.teamID)'"),
             ("$1", "('pgb-' || :client_id || '-' || :n)"),
             ("$2", "'email-enabled'"),
             ("$3", "('bench-sub-' || :s)"),  // the subs siwa's notifications use (IngestBench.sub)

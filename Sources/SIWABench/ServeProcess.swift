@@ -7,8 +7,10 @@ import Foundation
 /// format: a line per notification), written to a file as journald takes them.
 struct ServeProcess {
     let process: ChildProcess
-    /// The public listener: notifications, health, metrics.
+    /// The public listener: notifications, health.
     let url: String
+    /// The metrics listener: `/metrics`.
+    let metricsURL: String
     /// The API listener (`/v1`; bound with sign-in on).
     let apiURL: String
     let logFile: String
@@ -23,6 +25,8 @@ struct ServeProcess {
         let port = try freeLoopbackPort()
         var apiPort = try freeLoopbackPort()
         while apiPort == port { apiPort = try freeLoopbackPort() }
+        var metricsPort = try freeLoopbackPort()
+        while metricsPort == port || metricsPort == apiPort { metricsPort = try freeLoopbackPort() }
         let logFile = FileManager.default.temporaryDirectory.appendingPathComponent("siwa-bench-serve-\(getpid()).log").path
         var environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("SIWA_") }
         environment.merge([
@@ -31,7 +35,7 @@ struct ServeProcess {
             "SIWA_APPLE_JWKS_URL": jwksURL, "SIWA_LOG_FORMAT": "json",
             // Several serve processes at once: none takes the admin port, nor
             // the API listener's default one (only sign-in binds it).
-            "SIWA_ADMIN_HTTP_PORT": "off", "SIWA_API_HTTP_PORT": String(apiPort),
+            "SIWA_ADMIN_HTTP_PORT": "off", "SIWA_API_HTTP_PORT": String(apiPort), "SIWA_METRICS_HTTP_PORT": String(metricsPort),
         ]) { $1 }
         // Tuning and log settings from the caller's environment, for experiments.
         for name in ["SIWA_DATABASE_MAX_CONNECTIONS", "SIWA_INGEST_WRITERS", "SIWA_INGEST_MAX_BATCH", "SIWA_LOG_LEVEL", "SIWA_LOG_FORMAT"] {
@@ -39,7 +43,8 @@ struct ServeProcess {
         }
         environment.merge(settings) { $1 }
         let process = try ChildProcess(executable: binary, arguments: ["serve"], environment: environment, outputFile: logFile)
-        let serve = ServeProcess(process: process, url: "http://127.0.0.1:\(port)", apiURL: "http://127.0.0.1:\(apiPort)",
+        let serve = ServeProcess(process: process, url: "http://127.0.0.1:\(port)", metricsURL: "http://127.0.0.1:\(metricsPort)",
+                                 apiURL: "http://127.0.0.1:\(apiPort)",
                                  logFile: logFile)
         let deadline = ContinuousClock.now + .seconds(30)
         while ContinuousClock.now < deadline {

@@ -161,7 +161,7 @@ enum SignInStoreBench {
     static func plainSignIn(_ record: SignInRecord, seal: @Sendable (Int64) throws -> SealedTokenPair, client: PostgresClient,
                             logger: Logger) async throws -> Bool {
         for _ in 0..<3 {
-            guard let prepared = try await client.guardedExecute(PlainPrepare(sub: record.appleSub, code: record.codeSHA256),
+            guard let prepared = try await client.guardedExecute(PlainPrepare(sub: record.appleSub, team: record.appleTeam, code: record.codeSHA256),
                                                                  logger: logger).first else { return false }
             let statement = PlainSignIn(record: record, currentID: prepared.0, freshID: prepared.1,
                                         forCurrent: try prepared.0.map(seal), forFresh: try seal(prepared.1))
@@ -175,14 +175,16 @@ enum SignInStoreBench {
     }
 
     struct PlainPrepare: PostgresPreparedStatement {
-        static let sql = "SELECT current_id, fresh_id FROM siwa.sign_in_prepare($1, $2, $3)"
+        static let sql = "SELECT current_id, fresh_id FROM siwa.sign_in_prepare($1, $2, $3, $4)"
         typealias Row = (Int64?, Int64)
         let sub: String
+        let team: String
         let code: Data?
 
         func makeBindings() -> PostgresBindings {
-            var bindings = PostgresBindings(capacity: 3)
+            var bindings = PostgresBindings(capacity: 4)
             bindings.append(sub)
+            bindings.append(team)
             bindings.append(code.map { ByteBuffer(bytes: $0) })
             bindings.append(Int32(SignInStore.replayWindowSeconds))
             return bindings
@@ -193,7 +195,8 @@ enum SignInStoreBench {
 
     struct PlainSignIn: PostgresPreparedStatement {
         static let sql = """
-            SELECT outcome FROM siwa.sign_in($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)
+            SELECT outcome FROM siwa.sign_in($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19,
+                                             $20, $21, $22, $23)
             """
         typealias Row = String
         let record: SignInRecord
@@ -205,8 +208,9 @@ enum SignInStoreBench {
         func makeBindings() -> PostgresBindings {
             func bytes(_ data: Data?) -> ByteBuffer? { data.map { ByteBuffer(bytes: $0) } }
             let sealed = forFresh ?? forCurrent
-            var bindings = PostgresBindings(capacity: 19)
+            var bindings = PostgresBindings(capacity: 23)
             bindings.append(record.appleSub)
+            bindings.append(record.appleTeam)
             bindings.append(currentID)
             bindings.append(freshID)
             bindings.append(record.clientID)
@@ -225,6 +229,9 @@ enum SignInStoreBench {
             bindings.append(bytes(forFresh?.accessToken))
             bindings.append(Int32(clamping: sealed?.accessExpiresIn ?? 0))
             bindings.append(Int32(24))
+            bindings.append(record.emailVerified)
+            bindings.append(record.orgID)
+            bindings.append(record.transferSub)
             return bindings
         }
 

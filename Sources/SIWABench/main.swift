@@ -115,7 +115,7 @@ func ingestReports(_ scenarios: [IngestScenario]) async -> [IngestReport] {
         await appleServer.stop()
         await bareServer.stop()
     } catch {
-        fail("\(error)")
+        fail(String(reflecting: error))
     }
     return reports
 }
@@ -139,7 +139,7 @@ if runs("worker") {
                                            receipts: setting("BENCH_RECEIPTS", 0) == 1, logger: logger)
     } catch {
         await database.drop()
-        fail("\(error)")
+        fail(String(reflecting: error))
     }
     await database.drop()
     let ratios = zip(report.burnDown, report.ceiling).map { $0 / $1 }
@@ -182,7 +182,7 @@ if runs("signin") {
         report = try await SignInBench.run(serverURL: serverURL, options: options, http: http, logger: logger)
     } catch {
         _ = try? await http.shutdown().get()
-        fail("\(error)")
+        fail(String(reflecting: error))
     }
     _ = try? await http.shutdown().get()
     SignInSummary.print(report, options: options)
@@ -194,7 +194,7 @@ if runs("signin-store") {
         try await SignInStoreBench.run(serverURL: serverURL, concurrencies: [8, 64], rounds: rounds,
                                        perRound: setting("BENCH_STORE_SIGNINS", 4000), logger: logger)
     } catch {
-        fail("\(error)")
+        fail(String(reflecting: error))
     }
 }
 
@@ -213,7 +213,7 @@ if runs("webhook") {
                                                        concurrency: setting("BENCH_WORKER_CONCURRENCY", 16), rounds: rounds)
         WebhookBench.print(burnDown)
     } catch {
-        fail("\(error)")
+        fail(String(reflecting: error))
     }
     await hook.stop()
 }

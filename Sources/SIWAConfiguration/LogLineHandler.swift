@@ -3,6 +3,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import AccountLifecycle
 import AccountStore
 import AppleSignIn
 import Foundation
@@ -218,18 +219,5 @@ public enum JournalStream {
         var status = stat()
         guard fstat(descriptor, &status) == 0 else { return false }
         return UInt64(status.st_dev) == device && UInt64(status.st_ino) == inode
-    }
-}
-
-/// The request a log line is about: the notification route sets it (a
-/// task-local) while it handles one, and swift-log's metadata provider,
-/// bootstrapped in `LoggingSetup`, adds it as `request_id` to every line
-/// logged in that task, whichever logger writes it.
-public enum RequestLogContext {
-    @TaskLocal public static var requestID: Logger.MetadataValue?
-
-    public static let metadataProvider = Logger.MetadataProvider {
-        guard let id = requestID else { return [:] }
-        return ["request_id": id]
     }
 }

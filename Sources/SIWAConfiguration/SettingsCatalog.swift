@@ -145,12 +145,12 @@ public enum SettingsCatalog {
             """)
     public static let httpHost = Setting(
         "SIWA_HTTP_HOST", .text, default: "127.0.0.1", readers: [.serve], files: [.serve],
-        help: "the public listener's address (POST /apple/notifications, health, /metrics, the receipts' key set); keep loopback behind a TLS reverse proxy",
+        help: "the public listener's address (POST /apple/notifications, /healthz, /readyz, the receipts' key set); keep loopback behind a TLS reverse proxy",
         details: """
             Apple posts only to HTTPS on port 443: keep 127.0.0.1 and put a TLS reverse \
             proxy in front that forwards only POST /apple/notifications (deploy/README.md, \
-            "TLS and the public endpoint"). /v1 is not on this listener: see \
-            SIWA_API_HTTP_HOST.
+            "TLS and the public endpoint"). /v1 is not on this listener (see \
+            SIWA_API_HTTP_HOST), nor /metrics (SIWA_METRICS_HTTP_HOST).
             """)
     public static let httpPort = Setting(
         "SIWA_HTTP_PORT", .integer(0...65535), default: "8080", readers: [.serve], files: [.serve],
@@ -524,6 +524,15 @@ public enum SettingsCatalog {
 
     // MARK: Audit chain (the worker seals the log and logs its head)
 
+    public static let auditVerifyMinutes = Setting(
+        "SIWA_AUDIT_VERIFY_MINUTES", .integer(0...10080), default: "60", readers: [.worker], files: [.worker],
+        help: "the worker leading maintenance walks the whole audit chain (as `siwa audit verify`) when it takes the lead and this often; 0: never",
+        details: """
+            Its result is on the worker's /metrics: siwa_audit_chain_verified_seq (the verified head) and \
+            siwa_audit_chain_broken (the alert SiwaAuditChainBroken); a break is also logged at critical. \
+            Each walk reads the whole log: lengthen it for a very large trail.
+            """)
+
     public static let auditHeadLogMinutes = Setting(
         "SIWA_AUDIT_HEAD_LOG_MINUTES", .integer(1...10080), default: "60", readers: [.worker], files: [.worker],
         help: "the worker logs the audit chain's head (`Audit chain head`, head=SEQ:HASH) at start and this often",
@@ -598,6 +607,24 @@ public enum SettingsCatalog {
             Two serve processes on one host need two ports, or `off` for all but one.
             """)
 
+    // MARK: siwa serve's metrics listener
+
+    public static let metricsHTTPHost = Setting(
+        "SIWA_METRICS_HTTP_HOST", .text, default: "127.0.0.1", readers: [.serve], files: [.serve],
+        help: "the metrics listener's address: `/metrics` (Prometheus text), `/healthz` and `/readyz`; loopback, or an address on the private network Prometheus scrapes from",
+        details: """
+            A listener of its own, apart from SIWA_HTTP_PORT: the public port, which the \
+            reverse proxy exposes to the internet, has no /metrics route. It has no \
+            authentication and nothing but these three routes: let only Prometheus's \
+            hosts reach it (a firewall rule), as for the worker's SIWA_WORKER_METRICS_PORT.
+            """)
+    public static let metricsHTTPPort = Setting(
+        "SIWA_METRICS_HTTP_PORT", .text, default: "8083", readers: [.serve], files: [.serve],
+        help: "the metrics listener's port; `off`: no listener (no /metrics from serve); 0: any free port (logged)",
+        details: """
+            Two serve processes on one host need two ports, or `off` for all but one.
+            """)
+
     // MARK: The worker's health and metrics listener (siwa worker)
 
     public static let workerMetricsHost = Setting(
@@ -620,6 +647,7 @@ public enum SettingsCatalog {
         ("apps and teams", [appleClientIDs, appleTeamID, appleWebClientIDs, appleClientsFile]),
         ("notifications and HTTP", [httpHost, httpPort, httpIdleTimeout, maxBodyBytes]),
         ("API listener (/v1)", [apiHTTPHost, apiHTTPPort]),
+        ("metrics listener", [metricsHTTPHost, metricsHTTPPort]),
         ("Apple's public keys (JWKS)", [appleJWKSURL, jwksRefresh, jwksRefetchCooldown]),
         ("ingest (group commit)", [ingestWriters, ingestMaxBatch, ingestTimeout]),
         ("account events", [onConsentRevoked, consentRevokedPurgeDelayDays]),
@@ -637,7 +665,7 @@ public enum SettingsCatalog {
         ("audit reports", [purgeSLAHours]),
         ("deletion receipts", [receiptKeyFile, receiptIssuer, receiptJWKSFile]),
         ("erasure ledger", [erasureLedgerDir]),
-        ("audit chain", [auditHeadLogMinutes]),
+        ("audit chain", [auditHeadLogMinutes, auditVerifyMinutes]),
         ("logging", [logFormat, logLevel]),
     ]
 

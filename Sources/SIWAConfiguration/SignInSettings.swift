@@ -113,7 +113,8 @@ public struct AppleAccess: Sendable {
     public let warnings: [String]
 
     /// Reads the `.p8` keys and the key ring; one-line errors naming the file.
-    public init(_ settings: SignInSettings) throws {
+    /// `observer`: told of each call to Apple (`AppleCallTelemetry`).
+    public init(_ settings: SignInSettings, observer: (any AppleCallObserver)? = nil) throws {
         var loadedKeys: [ClientKeyFile: AppleClientSecretKey] = [:]
         func load(_ file: ClientKeyFile) throws -> AppleClientSecretKey {
             if let key = loadedKeys[file] { return key }
@@ -142,6 +143,6 @@ public struct AppleAccess: Sendable {
         }
         httpClient = AppleAuthClient.makeHTTPClient()
         apple = AppleAuthClient(baseURL: settings.appleBaseURL, httpClient: httpClient, secrets: secrets,
-                                timeout: .milliseconds(Int64(settings.appleRequestTimeout * 1000)))
+                                timeout: .milliseconds(Int64(settings.appleRequestTimeout * 1000)), observer: observer)
     }
 }

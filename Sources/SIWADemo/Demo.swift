@@ -184,12 +184,17 @@ struct Demo {
     }
 
     /// `siwa serve` as a child process: the production binary, so the demo shows the real thing.
-    func spawnServe(port: Int, apiPort: Int, environment: [String: String]) throws -> ChildProcess {
+    /// `adminPort`: the admin listener's, on loopback; nil: off.
+    func spawnServe(port: Int, apiPort: Int, adminPort: Int? = nil, metricsPort: Int = 0,
+                    environment: [String: String]) throws -> ChildProcess {
         try spawn("serve", environment: environment.merging([
             "SIWA_HTTP_PORT": String(port), "SIWA_HTTP_HOST": "127.0.0.1",
             "SIWA_API_HTTP_PORT": String(apiPort), "SIWA_API_HTTP_HOST": "127.0.0.1",
-            // The demo must not collide with a siwa already on 8081.
-            "SIWA_ADMIN_HTTP_PORT": "off",
+            // The demo must not collide with a siwa already on 8081 or 8083:
+            // no admin listener unless asked, the metrics listener on any
+            // free port (logged) unless given one.
+            "SIWA_ADMIN_HTTP_PORT": adminPort.map(String.init) ?? "off", "SIWA_ADMIN_HTTP_HOST": "127.0.0.1",
+            "SIWA_METRICS_HTTP_PORT": String(metricsPort), "SIWA_METRICS_HTTP_HOST": "127.0.0.1",
         ]) { $1 })
     }
 

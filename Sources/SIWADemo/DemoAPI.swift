@@ -11,10 +11,10 @@ import Glibc
 /// made with it.
 extension Demo {
     /// `siwa api-keys create NAME` as the owner (an admin would use their own role).
-    func createAPIKey(named name: String) async throws -> String {
+    func createAPIKey(named name: String, scope: String = "app") async throws -> String {
         let output = FileManager.default.temporaryDirectory.appendingPathComponent("siwa-demo-key-\(name)-\(getpid()).log").path
         defer { try? FileManager.default.removeItem(atPath: output) }
-        let command = try spawn("api-keys", arguments: ["create", name],
+        let command = try spawn("api-keys", arguments: ["create", name, "--scope", scope],
                                 environment: ["SIWA_DATABASE_URL": database.ownerURL, "SIWA_LOG_LEVEL": "warning"],
                                 outputFile: output)
         let status = await command.wait()

@@ -50,6 +50,15 @@ struct SIWADemoCommand: AsyncParsableCommand {
     @Option(help: "The siwa executable to run (default: the one beside siwa-demo).")
     var siwa: String?
 
+    @Option(help: "With --serve: turn the admin listener on at this port (0: a free one) and make an admin key.")
+    var adminPort: Int?
+
+    @Option(help: "With --serve: once all is ready, write the listeners' URLs and the keys to this file as NAME='VALUE' lines (make fuzz-api reads it).")
+    var envFile: String?
+
+    @Option(help: "With --serve: one more setting for siwa serve, NAME=VALUE (repeatable; make fuzz-api raises SIWA_ADMIN_AUTH_FAILURES_PER_MINUTE).")
+    var serveSetting: [String] = []
+
     @Flag(help: "Keep the demo database at the end (its name is printed) instead of dropping it.")
     var keep = false
 
@@ -89,7 +98,11 @@ struct SIWADemoCommand: AsyncParsableCommand {
         var failure: (any Error)?
         do {
             let demo = Demo(siwa: siwa, database: scratch, port: port, apiPort: apiPort)
-            if serve { try await DemoServe(demo: demo).run() } else { try await demo.run() }
+            if serve {
+                try await DemoServe(demo: demo, adminPort: adminPort, envFile: envFile, serveSettings: serveSettings()).run()
+            } else {
+                try await demo.run()
+            }
         } catch {
             failure = error
         }
@@ -107,6 +120,18 @@ struct SIWADemoCommand: AsyncParsableCommand {
             if let exit = failure as? ExitCode { throw exit }
             DemoFailure.exit("\(failure)", code: 1)
         }
+    }
+
+    /// `--serve-setting NAME=VALUE`s: siwa's settings only (SIWA_*).
+    func serveSettings() -> [String: String] {
+        var settings: [String: String] = [:]
+        for text in serveSetting {
+            guard let equals = text.firstIndex(of: "="), text.hasPrefix("SIWA_") else {
+                DemoFailure.exit("--serve-setting: expected SIWA_NAME=VALUE, got '\(text.prefix(64))'")
+            }
+            settings[String(text[..<equals])] = String(text[text.index(after: equals)...])
+        }
+        return settings
     }
 
     /// The `siwa` binary beside this one (both come out of `swift build`).

@@ -6,11 +6,15 @@ import SIWAConfiguration
 public struct MaintenanceSettings: Sendable {
     /// How often the audit chain's head is logged.
     public var auditHeadLogInterval: Duration
+    /// How often the leading worker verifies the whole audit chain (nil: never).
+    public var auditVerifyInterval: Duration?
     /// Refused deliveries older than this are pruned.
     public var rejectionRetentionDays: Int
 
     public init(reader: SettingsReader) throws {
         auditHeadLogInterval = .seconds(try reader.integer(SettingsCatalog.auditHeadLogMinutes) * 60)
+        let verifyMinutes = try reader.integer(SettingsCatalog.auditVerifyMinutes)
+        auditVerifyInterval = verifyMinutes == 0 ? nil : .seconds(verifyMinutes * 60)
         rejectionRetentionDays = try reader.integer(SettingsCatalog.rejectionRetentionDays)
     }
 }

@@ -27,7 +27,7 @@ public struct WorkerAssembly: Sendable {
                 logger: Logger, onPrepared: @escaping @Sendable () -> Void = {}) throws {
         // Everything that can refuse a setting first: past this point
         // HTTP clients exist, and each must be shut down, not dropped.
-        let access = try settings.signIn.map(AppleAccess.init)
+        let access = try settings.signIn.map { try AppleAccess($0, observer: AppleCallTelemetry(metrics: metrics)) }
         let receipts = try settings.receipts?.signer()
         let ledger: ErasureLedger
         do {
@@ -86,6 +86,10 @@ public struct WorkerAssembly: Sendable {
         let auditChain = AuditChainKeeper(sealer: AuditSealer(client: client, logger: Logger(label: "siwa.audit")),
                                           headSigner: receipts, headLogInterval: settings.maintenance.auditHeadLogInterval,
                                           metrics: maintenanceMetrics, logger: Logger(label: "siwa.audit"))
+        let auditWatch = settings.maintenance.auditVerifyInterval.map { interval -> any Service in
+            AuditChainWatch(verifier: AuditChainVerifier(client: client, logger: Logger(label: "siwa.audit")), interval: interval,
+                            metrics: metrics, failures: maintenanceMetrics, logger: Logger(label: "siwa.audit"))
+        }
         // The rescuer, the cleaner, the sealer, the pruning of refused
         // deliveries and of retried sign-in codes, and validation run on one
         // worker at a time, elected by a lock on a connection of its own.
@@ -96,7 +100,7 @@ public struct WorkerAssembly: Sendable {
         // Not the queue's: a maintenance service of its own (SignInCodePruner).
         let signInCodes = SignInCodes(client: client, logger: Logger(label: "siwa.sign-in")).pruner(logger: Logger(label: "siwa.sign-in"))
         let maintenance = JobWorker.Maintenance(lock: MaintenanceLock(database: database, logger: Logger(label: "siwa.maintenance")),
-                                                duties: [auditChain as any Service, rejections, signInCodes] + validation,
+                                                duties: [auditChain as any Service, rejections, signInCodes] + (auditWatch.map { [$0] } ?? []) + validation,
                                                 metrics: maintenanceMetrics, leadership: leadership)
         let worker = JobWorker(client: client, queue: queue, runners: runners, options: settings.worker, metrics: jobMetrics,
                                maintenance: maintenance, logger: logger) {

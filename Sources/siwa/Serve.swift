@@ -46,14 +46,16 @@ struct Serve: AsyncParsableCommand {
         let migrator = Startup.settings { try Migrator(directory: Migrator.defaultDirectory()) }
         // Ready for systemd (Type=notify) once the public listener is bound,
         // which is after the database answered the schema check, and the
-        // admin and API listeners too when they are on.
+        // admin, API and metrics listeners too when they are on.
         let listeners = 1 + (settings.admin == nil ? 0 : 1) + (settings.signIn == nil || settings.api == nil ? 0 : 1)
+            + (settings.metrics == nil ? 0 : 1)
         let ready = ReadinessGate(waitingFor: listeners)
         var app = Startup.settings {
             try ServerAssembly.makeApplication(settings: settings, migrations: migrator, logger: logger, onServerRunning: { port in
                 logger.info("Listening", metadata: ["address": "\(settings.http.host):\(port)"])
                 ready.arrive()
-            }, onAdminRunning: { _ in ready.arrive() }, onAPIRunning: { _ in ready.arrive() })
+            }, onAdminRunning: { _ in ready.arrive() }, onAPIRunning: { _ in ready.arrive() },
+               onMetricsRunning: { _ in ready.arrive() })
         }
         // After every setting is checked: TLS refusing to connect stops start-up here.
         await Startup.checkTLS(Startup.settings { try settings.database.configuration() })

@@ -60,6 +60,12 @@ struct Worker: AsyncParsableCommand {
         let logger = Logger(label: "siwa.worker")
         if checkPlan { await Self.checkPlan(settings: settings, environment: environment, logger: logger) }
         let migrator = Startup.settings { try Migrator(directory: Migrator.defaultDirectory()) }
+        // Before the assembly makes its HTTP clients: AsyncHTTPClient takes
+        // the process's tracer when a client is made, and then gives each
+        // request a client span and a `traceparent` (a webhook's receiver
+        // can join its own trace to the job step's). Its service runs first
+        // in the group below, so that it stops last.
+        let tracing = TracingSetup.bootstrap(serviceName: "siwa-worker", environment: environment)
         let registry = SIWAMetrics.makeRegistry()
         // Ready for systemd (Type=notify) once the listener is bound (when on)
         // and the start-up checks passed: the database answered and its
@@ -77,12 +83,11 @@ struct Worker: AsyncParsableCommand {
             try Self.listener(settings: settings, registry: registry, logger: logger, onRunning: { ready.arrive() })
         }
         logger.info("Purge plan", metadata: ["plan": "\(WorkerAssembly.describe(assembly.plan))"])
-        // Tracing first, so that it stops last (the draining jobs' spans are exported).
-        let tracing = TracingSetup.bootstrap(serviceName: "siwa-worker", environment: environment)
         // The notifier last: told of a shutdown first (STOPPING=1 before the drain).
         let notify: [any Service] = SystemdNotifier().map { notifier -> [any Service] in
             [SystemdNotifyService(notifier: notifier, gate: ready, status: "running jobs", logger: logger)]
         } ?? []
+        // Tracing first, so that it stops last (the draining jobs' spans are exported).
         let services = (tracing.map { [$0] } ?? []) + listener + assembly.services + notify
         let group = ServiceGroup(configuration: .init(services: services.map { .init(service: $0) },
                                                       gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
@@ -109,7 +114,7 @@ struct Worker: AsyncParsableCommand {
             return []
         }
         let listenerLogger = Logger(label: "siwa.worker.metrics")
-        return try WorkerListener.services(host: address.host, port: address.port, databaseURL: settings.database.url,
+        return try MetricsListener.workerServices(host: address.host, port: address.port, databaseURL: settings.database.url,
                                            jobMaxRunSeconds: settings.worker.maxRunSeconds, registry: registry,
                                            logger: listenerLogger) { port in
             listenerLogger.info("Metrics listener: /healthz, /readyz, /metrics", metadata: ["address": "\(address.host):\(port)"])

@@ -1,15 +1,18 @@
 import AppleSimulator
 import Foundation
 import NIOHTTP1
+import SIWAClient
 import Testing
 
 /// `/v1` has a listener of its own (SIWA_API_HTTP_HOST, SIWA_API_HTTP_PORT),
 /// which the app's backend reaches over loopback or the private network.
 /// The public listener, the one the reverse proxy exposes to the internet,
 /// answers `/v1` 404 even with a valid key and a valid request, and calls
-/// neither Apple nor the database for it; the API listener has only `/v1`:
-/// Apple's notifications, health, metrics and the receipts' key set stay on
-/// the public listener, which scrapes and the proxy already reach.
+/// neither Apple nor the database for it, and has no `/metrics` either: it
+/// serves only Apple's notifications, health and the receipts' key set. The
+/// API listener has only `/v1`; the metrics listener only `/metrics` and
+/// health. The public listener is asked with raw requests (what a stranger
+/// sends); the API listener through SIWAClient, as an app's backend asks it.
 @Suite("API listener", .testDatabases)
 struct APIListenerTests {
     @Test func v1IsOnTheAPIListenerOnlyAndNothingElseIsThere() async throws {
@@ -26,10 +29,15 @@ struct APIListenerTests {
         #expect(setup.apple.issuedRefreshTokens.isEmpty, "the public listener called Apple for /v1")
         #expect(try await database.scalar("SELECT count(*) FROM siwa.users") == 0)
 
+        // A backend's client pointed at the public listener by mistake is
+        // told so: a 404 that is not siwa's API answer.
+        let misdirected = try SIWAClient.forTests(apiURL: server.baseURL, key: setup.key)
+        await #expect(throws: SIWAClientError.self) { _ = try await misdirected.user(appleSub: "001.public.0001") }
+
         // The same request on the API listener signs the user in.
-        let onAPI = try await HTTPAnswer.send(method: .POST, url: server.apiURL + "/v1/sign-in", body: body, headers: auth)
+        let onAPI = try await setup.client().signIn(json: try JSONSerialization.jsonObject(with: body) as? [String: Any] ?? [:])
         #expect(onAPI.status == 200, "\(onAPI.text)")
-        #expect(try await setup.get("/v1/users/001.public.0001").status == 200)
+        #expect(try await setup.lookup("001.public.0001").value?.user?.appleSub == "001.public.0001")
 
         // An existing user, asked for or deleted on the public listener: 404, nothing changes.
         for method in [HTTPMethod.GET, .DELETE] {
@@ -56,7 +64,25 @@ struct APIListenerTests {
             #expect(answer.status == 404, "GET \(path) on the API listener: \(answer.status)")
         }
         #expect(try await server.get("/healthz").status == 200)
-        #expect(try await server.get("/metrics").status == 200)
+
+        // /metrics: on the metrics listener, not on the public one; the
+        // metrics listener has health too, and nothing else.
+        #expect(try await server.get("/metrics").status == 404)
+        let metrics = try await server.getMetrics()
+        #expect(metrics.status == 200 && metrics.text.contains("siwa_build_info{"), "\(metrics.status)")
+        for path in ["/healthz", "/readyz"] {
+            let answer = try await HTTPAnswer.send(method: .GET, url: server.metricsURL + path, body: nil, headers: [])
+            #expect(answer.status == 200, "GET \(path) on the metrics listener: \(answer.status)")
+        }
+        let onMetrics = try await HTTPAnswer.send(method: .POST, url: server.metricsURL + "/apple/notifications",
+                                                  body: AppleSimulator.body(for: try server.notification("email-enabled", sub: "001.public.0001")),
+                                                  headers: [("Content-Type", "application/json")])
+        #expect(onMetrics.status == 404, "\(onMetrics.status)")
+        for path in ["/v1/users/001.public.0001", "/.well-known/siwa-receipts.json", "/admin"] {
+            let answer = try await HTTPAnswer.send(method: .GET, url: server.metricsURL + path, body: nil, headers: auth)
+            #expect(answer.status == 404, "GET \(path) on the metrics listener: \(answer.status)")
+        }
+        #expect(try await database.scalar("SELECT count(*) FROM siwa.notifications") == 1)
     }
 
     /// SIWA_API_HTTP_PORT=off with sign-in on: no API listener, and still

@@ -4,9 +4,11 @@ import AppleSignIn
 import AppleSimulator
 import Foundation
 import NIOHTTP1
+import SIWAClient
 import Testing
 
-/// In-app account deletion end to end: `DELETE /v1/users/{sub}` on siwa,
+/// In-app account deletion end to end: `DELETE /v1/users/{sub}` on siwa
+/// (through SIWAClient),
 /// the worker (a real `siwa worker` process) revoking the stored refresh
 /// token at the simulator's `/auth/revoke` before erasing it, and what a
 /// user who comes back afterwards gets.
@@ -32,12 +34,11 @@ struct AccountDeletionTests {
             await signIn.server.stop()
         }
 
-        func delete(_ sub: String) async throws -> HTTPAnswer {
-            try await HTTPAnswer.send(method: .DELETE, url: signIn.server.apiURL + "/v1/users/\(sub)", body: nil,
-                                      headers: [("Authorization", "Bearer \(signIn.key)")])
+        func delete(_ sub: String) async throws -> ClientAnswer<SIWAClient.Deletion> {
+            try await signIn.client().delete(sub)
         }
 
-        func signedIn(_ sub: String) async throws -> (answer: HTTPAnswer, refreshToken: String) {
+        func signedIn(_ sub: String) async throws -> (answer: ClientAnswer<SIWAClient.SignedInUser>, refreshToken: String) {
             let before = Set(apple.issuedRefreshTokens)
             let answer = try await signIn.signIn(try signIn.appleSignIn(sub: sub, user: ["name": ["firstName": "Ada", "lastName": "L"]]))
             let issued = Set(apple.issuedRefreshTokens).subtracting(before)
@@ -45,7 +46,7 @@ struct AccountDeletionTests {
             return (answer, token)
         }
 
-        func jobState(_ id: Int) async throws -> [String] {
+        func jobState(_ id: Int64) async throws -> [String] {
             try await database.strings("SELECT state FROM siwa.jobs WHERE id = \(id)")
         }
     }
@@ -62,11 +63,11 @@ struct AccountDeletionTests {
         setup.apple.setNotificationEndpoint(URL(string: setup.signIn.server.baseURL + "/apple/notifications"))
 
         let deleted = try await setup.delete(sub)
-        #expect(deleted.status == 202 && deleted.json["status"] as? String == "deletion_scheduled", "\(deleted.text)")
-        #expect(deleted.json["apple_revocation"] as? String == "scheduled")
-        let jobID = try #require(deleted.json["job_id"] as? Int)
+        #expect(deleted.status == 202 && deleted.value?.status == .deletionScheduled, "\(deleted.text)")
+        #expect(deleted.value?.appleRevocation == .scheduled && deleted.value?.appleRevocationUrl == nil)
+        let jobID = try #require(deleted.value?.jobId)
         let again = try await setup.delete(sub)
-        #expect(again.status == 202 && again.json["job_id"] as? Int == jobID, "the same job while it is pending")
+        #expect(again.status == 202 && again.value?.jobId == jobID, "the same job while it is pending")
         // Signing in while the deletion is pending would hand out an account
         // about to be erased. (With a token issued after the deletion: one
         // of its second, Apple's iat being whole seconds, is as old as it.)
@@ -101,19 +102,19 @@ struct AccountDeletionTests {
         #expect(try await setup.database.scalar(
             "SELECT count(*) FROM siwa.jobs WHERE args->>'apple_sub' = '\(sub)'") == 1, "and adds no purge: the user is deleted")
         let repeated = try await setup.delete(sub)
-        #expect(repeated.status == 200 && repeated.json["status"] as? String == "deleted" && repeated.json["job_id"] as? Int == jobID,
+        #expect(repeated.status == 200 && repeated.value?.status == .deleted && repeated.value?.jobId == jobID,
                 "a deletion already carried out schedules nothing new: \(repeated.text)")
-        let shown = try await setup.signIn.get("/v1/users/\(sub)")
-        #expect((shown.json["purge"] as? [String: Any])?["state"] as? String == "completed")
-        #expect(shown.json["email"] is NSNull)
+        let shown = try #require(try await setup.signIn.lookup(sub).value?.user)
+        #expect(shown.purge?.state == .completed && shown.purge?.jobId == jobID)
+        #expect(shown.email == nil && shown.status == .deleted)
 
         // The user comes back: a new account on the same Apple sub (with a
         // token issued after the purge: Apple's iat is whole seconds, and one
         // of the purge's second is as old as it).
         try await Task.sleep(for: .seconds(1.1))
         let comeback = try await setup.signIn.signIn(try setup.signIn.appleSignIn(sub: sub))
-        #expect(comeback.status == 200 && comeback.json["is_new_user"] as? Bool == true, "\(comeback.text)")
-        #expect(comeback.json["user_id"] as? Int != first.json["user_id"] as? Int)
+        #expect(comeback.status == 200 && comeback.value?.isNewUser == true, "\(comeback.text)")
+        #expect(comeback.value?.userId != first.value?.userId)
         #expect(try await setup.database.scalar(
             "SELECT count(*) FROM siwa.audit_log WHERE action = 'user.account_restarted' AND apple_sub = '\(sub)'") == 1)
         // A consent revocation from before the comeback changes nothing.
@@ -134,7 +135,7 @@ struct AccountDeletionTests {
         let sub = "001.kill.0001"
         let (_, refreshToken) = try await setup.signedIn(sub)
         setup.apple.setRevokeEndpointBehaviour(.stallAfterProcessing)
-        let jobID = try #require(try await setup.delete(sub).json["job_id"] as? Int)
+        let jobID = try #require(try await setup.delete(sub).value?.jobId)
 
         let first = try setup.worker.startWorker()
         #expect(try await setup.worker.wait(upTo: .seconds(30)) { setup.apple.revokedTokens.contains(refreshToken) })
@@ -160,7 +161,7 @@ struct AccountDeletionTests {
         let sub = "001.revoke.0001"
         let (_, refreshToken) = try await setup.signedIn(sub)
         setup.apple.setRevokeEndpointBehaviour(.status(500))
-        let jobID = try #require(try await setup.delete(sub).json["job_id"] as? Int)
+        let jobID = try #require(try await setup.delete(sub).value?.jobId)
         let worker = try setup.worker.startWorker(["SIWA_JOB_RETRY_BASE_SECONDS": "1"])
         try atTestEnd { await worker.kill9() }
         #expect(try await setup.worker.wait(upTo: .seconds(30)) {
@@ -188,10 +189,10 @@ struct AccountDeletionTests {
         try atTestEnd { await setup.stop() }
         let body = ["identity_token": try setup.apple.identityToken(sub: "001.manual.0001", audience: ServerHarness.clientID)]
         let answer = try await setup.signIn.signIn(body)
-        #expect(answer.status == 200 && answer.json["refresh_token_stored"] as? Bool == false, "\(answer.text)")
+        #expect(answer.status == 200 && answer.value?.refreshTokenStored == false, "\(answer.text)")
         let deleted = try await setup.delete("001.manual.0001")
-        #expect(deleted.status == 202 && deleted.json["apple_revocation"] as? String == "manual")
-        #expect((deleted.json["apple_revocation_url"] as? String)?.hasPrefix("https://") == true)
+        #expect(deleted.status == 202 && deleted.value?.appleRevocation == .manual)
+        #expect(deleted.value?.appleRevocationUrl?.hasPrefix("https://") == true)
         #expect(try await setup.delete("001.nobody.0001").status == 404)
     }
 
@@ -231,7 +232,7 @@ struct AccountDeletionTests {
         let sub = "001.lost.0001"
         _ = try await setup.signedIn(sub)
         try setup.signIn.fixture.rewriteKeyRing([TokenKeyRing.newKeyLine(id: "k2")])
-        let jobID = try #require(try await setup.delete(sub).json["job_id"] as? Int)
+        let jobID = try #require(try await setup.delete(sub).value?.jobId)
         let worker = try setup.worker.startWorker()
         try atTestEnd { await worker.kill9() }
         #expect(try await setup.worker.wait(upTo: .seconds(30)) {

@@ -1,5 +1,8 @@
 import AppleSimulator
 import Foundation
+import Hummingbird
+import Logging
+import SIWAClient
 import SIWAConfiguration
 import SIWAWorker
 import Testing
@@ -7,7 +10,8 @@ import Testing
 /// The app events webhook end to end: `siwa serve` in-process records,
 /// real `siwa worker` processes deliver over loopback HTTP to a receiver
 /// started here, and the tests check each delivery's Standard Webhooks
-/// signature with their own HMAC (AppWebhookHarness.verify).
+/// signature and read its event as an app's backend does, with SIWAClient
+/// (AppWebhookHarness.verify, .event); the envelope's own bytes are checked raw.
 @Suite("App events webhook", .testDatabases, .timeLimit(.minutes(10)))
 struct AppWebhookTests {
     /// serve (in-process) on a fresh database, and the app's receiver.
@@ -43,6 +47,32 @@ struct AppWebhookTests {
             try await database.scalar("SELECT count(*) FROM siwa.jobs WHERE kind = 'app_event'"
                                       + (state.map { " AND state = '\($0)'" } ?? ""))
         }
+    }
+
+    /// With a tracer (OTEL_EXPORTER_OTLP_ENDPOINT), each delivery carries
+    /// the job step's W3C `traceparent`, so the app can join its spans to
+    /// siwa's trace; without one, none.
+    @Test func aTracedWorkerSendsTraceparent() async throws {
+        let setup = try await Setup.start()
+        let collector = try await TestPorts.serve { port in
+            let router = Router(context: BasicRequestContext.self)
+            router.post("/v1/traces") { _, _ in Response(status: .ok, headers: [.contentType: "application/x-protobuf"]) }
+            return try await RunningServer.start(router: router, port: port, logger: Logger(label: "otlp-receiver"))
+        }
+        try atTestEnd { await collector.stop() }
+        let traced = try await setup.startWorker(["OTEL_EXPORTER_OTLP_ENDPOINT": collector.baseURL])
+        try atTestEnd { await traced.kill9() }
+        try await setup.post("email-disabled", sub: "001.traced.1")
+        #expect(try await eventually(upTo: .seconds(30)) { !setup.hook.accepted(sub: "001.traced.1").isEmpty }, "\(traced.log.suffix(3000))")
+        let parent = try #require(setup.hook.accepted(sub: "001.traced.1").first?.traceparent, "no traceparent: \(traced.log.suffix(2000))")
+        #expect(parent.wholeMatch(of: /00-[0-9a-f]{32}-[0-9a-f]{16}-0[0-3]/) != nil, "\(parent)")
+        #expect(await traced.terminate() == 0)
+
+        let plain = try await setup.startWorker()
+        try atTestEnd { await plain.kill9() }
+        try await setup.post("email-disabled", sub: "001.traced.2")
+        #expect(try await eventually(upTo: .seconds(30)) { !setup.hook.accepted(sub: "001.traced.2").isEmpty }, "\(plain.log.suffix(3000))")
+        #expect(setup.hook.accepted(sub: "001.traced.2").first?.traceparent == nil)
     }
 
     /// Every type Apple sends, and one it may send some day, reaches the
@@ -86,20 +116,22 @@ struct AppWebhookTests {
             #expect((delivery.envelope["timestamp"] as? String)?.wholeMatch(of: /[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]+Z/) != nil, "\(what)")
             #expect(!String(decoding: delivery.body, as: UTF8.self).contains("@"), "\(what): no email address")
             // Every event names the user's team and the client it concerns.
-            #expect(delivery.data["team"] as? String == TestEnvironment.team && delivery.data["client_id"] as? String == ServerHarness.clientID,
-                    "\(what): \(delivery.data)")
+            let event = try setup.hook.event(delivery)
+            #expect(event.id == delivery.webhookID && event.type == delivery.type && event.data.sub == delivery.sub)
+            #expect(event.data.team == TestEnvironment.team && event.data.clientID == ServerHarness.clientID, "\(what): \(event.data)")
         }
-        let disabled = try #require(deliveries.first { $0.type == "apple.email-disabled" })
-        #expect(disabled.data["apple_type"] as? String == "email-disabled" && disabled.data["is_private_email"] as? Bool == true)
-        #expect(disabled.data["email"] == nil && disabled.data["jti"] is String && disabled.data["event_time"] is Int)
-        let revoked = try #require(deliveries.first { $0.type == "consent.revoked" })
+        let disabled = try setup.hook.event(try #require(deliveries.first { $0.type == "apple.email-disabled" }))
+        #expect(disabled.kind == .appleEmailDisabled && disabled.data.appleType == "email-disabled" && disabled.data.isPrivateEmail == true)
+        #expect(disabled.data.email == nil && disabled.data.jti != nil && disabled.data.eventTime != nil && disabled.date != nil)
+        let revoked = try setup.hook.event(try #require(deliveries.first { $0.type == "consent.revoked" }))
         // The default policy: the purge waits out the grace delay, and the app hears when it runs.
-        #expect(revoked.data["source"] as? String == "apple" && revoked.data["purge"] as? Bool == true
-                && revoked.data["purge_after"] is String, "\(revoked.data)")
-        let delete = try #require(deliveries.first { $0.type == "apple.account-delete" })
-        #expect(delete.data["purge"] as? Bool == true)
-        let purged = try #require(deliveries.first { $0.sub == "001.hook.3" && $0.type == "purge.completed" })
-        #expect(purged.data["scope"] as? String == "all" && purged.data["job_id"] is Int)
+        #expect(revoked.kind == .consentRevoked && revoked.data.source == "apple" && revoked.data.purge == true
+                && revoked.data.purgeAfter != nil, "\(revoked.data)")
+        let delete = try setup.hook.event(try #require(deliveries.first { $0.type == "apple.account-delete" }))
+        #expect(delete.kind == .appleAccountDeleted && delete.data.purge == true)
+        #expect(try setup.hook.event(try #require(deliveries.first { $0.type == "apple.some-future-type" })).kind == .appleOther("some-future-type"))
+        let purged = try setup.hook.event(try #require(deliveries.first { $0.sub == "001.hook.3" && $0.type == "purge.completed" }))
+        #expect(purged.kind == .purgeCompleted && purged.data.scope == "all" && purged.data.jobID != nil)
         #expect(setup.hook.accepted(sub: "001.hook.3").map(\.type) == ["apple.account-delete", "purge.completed"])
         #expect(try await setup.appEventJobs(state: "completed") == expected.count)
     }
@@ -148,8 +180,7 @@ struct AppWebhookTests {
         try await setup.post("email-enabled", sub: "001.mail.1", email: "mail1@privaterelay.appleid.com")
         #expect(try await eventually(upTo: .seconds(30)) { !setup.hook.accepted(sub: "001.mail.1").isEmpty }, "\(worker.log.suffix(2000))")
         let delivery = try #require(setup.hook.accepted(sub: "001.mail.1").first)
-        #expect(delivery.data["email"] as? String == "mail1@privaterelay.appleid.com")
-        #expect(AppWebhookHarness.verify(delivery, secret: setup.hook.secret))
+        #expect(try setup.hook.event(delivery).data.email == "mail1@privaterelay.appleid.com")
         #expect(delivery.signature.split(separator: " ").count == 1, "one secret, one signature")
     }
 
@@ -171,9 +202,11 @@ struct AppWebhookTests {
             let all = try await setup.appEventJobs(), completed = try await setup.appEventJobs(state: "completed")
             return all > 0 && all == completed
         })
+        // The row as a sign-in writes it (every field the event's schema
+        // requires: make test checks each delivery against docs/openapi.yaml).
         try await setup.database.execute("""
             INSERT INTO siwa.audit_log (actor, action, apple_sub, apple_team, details)
-            VALUES ('api', 'user.signed_in', '001.wake.2', 'TEAM123456', '{"user_id": 7, "is_new_user": true}')
+            VALUES ('api', 'user.signed_in', '001.wake.2', 'TEAM123456', '{"user_id": 7, "is_new_user": true, "refresh_token_stored": false}')
             """)
         #expect(try await eventually(upTo: .seconds(5)) { setup.hook.accepted(sub: "001.wake.2").count == 1 }, "\(worker.log.suffix(2000))")
         #expect(setup.hook.accepted(sub: "001.wake.2").first?.type == "user.signed_in")
@@ -291,11 +324,13 @@ struct AppWebhookTests {
         for delivery in hook.receiver.deliveries {
             #expect(AppWebhookHarness.verify(delivery, secret: hook.secret), "\(delivery.type)")
         }
-        let signedIn = hook.accepted(sub: deleted)[0].data
-        #expect(signedIn["is_new_user"] as? Bool == true && signedIn["user_id"] is Int && signedIn["client_id"] as? String == SignInTests.client)
-        #expect(hook.accepted(sub: deleted)[1].data["purge_job_id"] is Int)
-        #expect(hook.accepted(sub: deleted)[2].data["scope"] as? String == "all")
-        #expect(hook.accepted(sub: kept)[1].data["session_ended"] as? Bool == true && hook.accepted(sub: kept)[1].data["purge"] as? Bool == false)
+        let events = try hook.accepted(sub: deleted).map(hook.event)
+        #expect(events.map(\.kind) == [.userSignedIn, .userDeletionRequested, .purgeCompleted])
+        #expect(events[0].data.isNewUser == true && events[0].data.userID != nil && events[0].data.clientID == SignInTests.client)
+        #expect(events[1].data.purgeJobID != nil && events[1].data.userID == events[0].data.userID)
+        #expect(events[2].data.scope == "all" && events[2].data.jobID == events[1].data.purgeJobID)
+        let invalidGrant = try hook.event(hook.accepted(sub: kept)[1])
+        #expect(invalidGrant.kind == .tokenInvalidGrant && invalidGrant.data.sessionEnded == true && invalidGrant.data.purge == false)
     }
 
     /// A purge discarded after its attempts is `purge.failed`, with the
@@ -310,10 +345,10 @@ struct AppWebhookTests {
         try await worker.waitForLog("Worker started")
         try await harness.enqueue(subs: ["001.fail.1"])
         #expect(try await eventually(upTo: .seconds(30)) { hook.accepted(sub: "001.fail.1").count == 1 }, "\(worker.log.suffix(3000))")
-        let failed = try #require(hook.accepted(sub: "001.fail.1").first)
-        #expect(failed.type == "purge.failed")
-        #expect(failed.data["step"] as? String == WorkerHarness.httpStep && failed.data["attempts"] as? Int == 1)
-        #expect((failed.data["error"] as? String)?.contains("answered HTTP 500") == true, "\(failed.data)")
+        let failed = try hook.event(try #require(hook.accepted(sub: "001.fail.1").first))
+        #expect(failed.kind == .purgeFailed)
+        #expect(failed.data.step == WorkerHarness.httpStep && failed.data.attempts == 1)
+        #expect(failed.data.error?.contains("answered HTTP 500") == true, "\(failed.data)")
     }
 
     /// Off (no worker has SIWA_APP_WEBHOOK_URL): not one delivery job, for
@@ -350,6 +385,7 @@ struct AppWebhookTests {
         #expect(ok.status == 0 && ok.output.contains("answered HTTP 204"), "\(ok.output)")
         let delivery = try #require(hook.receiver.deliveries.last)
         #expect(delivery.type == "siwa.test" && delivery.webhookID.hasPrefix("test_"))
+        #expect(try hook.event(delivery).kind == .test)
         #expect(AppWebhookHarness.verify(delivery, secret: hook.secret) && AppWebhookHarness.verify(delivery, secret: hook.nextSecret))
         hook.receiver.answer { _, _, _ in 503 }
         let refused = try await runSIWA(["webhooks", "test"], environment: hook.settings())

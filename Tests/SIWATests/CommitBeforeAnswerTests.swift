@@ -1,4 +1,5 @@
 import Foundation
+import SIWAClient
 import Testing
 
 /// An answer that says "stored" comes only after a COMMIT that succeeded:
@@ -52,7 +53,7 @@ struct CommitBeforeAnswerTests {
 
         let refused = try await setup.signIn(try setup.appleSignIn(sub: "001.commit.fails"))
         #expect(refused.status == 503, "\(refused.status) \(refused.text)")
-        #expect(refused.json["user_id"] == nil, "\(refused.text)")
+        #expect(refused.value == nil && refused.reason == "unavailable", "\(refused.text)")
         #expect(try await setup.server.database.scalar("SELECT count(*) FROM siwa.users WHERE apple_sub = '001.commit.fails'") == 0)
 
         let other = try await setup.signIn(try setup.appleSignIn(sub: "001.commit.works"))

@@ -1,5 +1,6 @@
 import AccountLifecycle
 import Foundation
+import SIWAClient
 import Testing
 
 /// `SIWA_ON_CONSENT_REVOKED`: by default (`purge`, as TN3194 asks) a revoked
@@ -58,10 +59,10 @@ struct ConsentPolicyTests {
         #expect(try await setup.database.scalar("""
             SELECT count(*) FROM siwa.users WHERE apple_sub = '\(sub)' AND email IS NOT NULL AND given_name = 'Ada' AND purged_at IS NULL
             """) == 1)
-        let shown = try await setup.signIn.get("/v1/users/\(sub)")
-        let purge = try #require(shown.json["purge"] as? [String: Any], "\(shown.text)")
-        #expect(purge["waiting"] as? Bool == true && purge["state"] as? String == "available", "\(shown.text)")
-        let runAt = try #require((purge["run_at"] as? String).flatMap { try? Date($0, strategy: .iso8601) })
+        let shown = try await setup.signIn.lookup(sub)
+        let purge = try #require(shown.value?.user?.purge, "\(shown.text)")
+        #expect(purge.waiting && purge.state == .available, "\(shown.text)")
+        let runAt = try #require(purge.runAt)
         #expect(abs(runAt.timeIntervalSinceNow - 30 * 86400) < 600, "\(shown.text)")
         // Not late: the SLA counts from the due time.
         #expect(try await setup.database.scalar("SELECT count(*) FROM siwa.attention") == 0)
@@ -109,7 +110,7 @@ struct ConsentPolicyTests {
 
         // The user comes back: the purge is cancelled, the account and its data stay.
         let back = try await setup.signIn.signIn(try setup.signIn.appleSignIn(sub: sub))
-        #expect(back.status == 200 && back.json["is_new_user"] as? Bool == false && back.json["status"] as? String == "active",
+        #expect(back.status == 200 && back.value?.isNewUser == false && back.value?.status == .active,
                 "\(back.text)")
         #expect(try await setup.database.strings("SELECT state FROM siwa.jobs WHERE args->>'apple_sub' = '\(sub)'") == ["cancelled"])
         #expect(try await setup.database.strings("""
@@ -122,8 +123,8 @@ struct ConsentPolicyTests {
         // The app hears of it (sql/015's mapping; the webhook itself is tested in AppWebhookTests).
         #expect(try await setup.database.strings("SELECT event_type FROM siwa.app_events_of('purge.cancelled', '{}', NULL)")
                 == ["purge.cancelled"])
-        let shown = try await setup.signIn.get("/v1/users/\(sub)")
-        #expect((shown.json["purge"] as? [String: Any])?["state"] as? String == "cancelled", "\(shown.text)")
+        let shown = try await setup.signIn.lookup(sub)
+        #expect(shown.value?.user?.purge?.state == .cancelled, "\(shown.text)")
     }
 
     /// A sign-in before the waiting job's first run (the tokens not revoked

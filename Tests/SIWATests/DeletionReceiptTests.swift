@@ -42,7 +42,7 @@ struct DeletionReceiptTests {
         let sub = "011.receipt.0001"
         let (_, refreshToken) = try await setup.signedIn(sub)
         let started = Date().timeIntervalSince1970.rounded(.down)
-        let jobID = try #require(try await setup.delete(sub).json["job_id"] as? Int)
+        let jobID = try #require(try await setup.delete(sub).value?.jobId)
         let worker = try setup.worker.startWorker()
         try atTestEnd { await worker.kill9() }
         #expect(try await setup.worker.wait { try await setup.jobState(jobID) == ["completed"] }, "\(worker.log)")
@@ -84,7 +84,7 @@ struct DeletionReceiptTests {
         let iat = try #require((claims["iat"] as? NSNumber)?.doubleValue)
         #expect(iat >= started && iat <= Date().timeIntervalSince1970)
         let purge = try #require(claims["purge"] as? [String: Any])
-        #expect(purge["job_id"] as? Int == jobID)
+        #expect((purge["job_id"] as? Int).map(Int64.init) == jobID)
         let event = try #require(purge["event"] as? [String: Any])
         #expect(event["type"] as? String == "app-deletion")
         let requested = try Self.seconds(purge["requested_at"])

@@ -173,6 +173,13 @@ struct DocsTests {
     /// admin listener register, from Hummingbird's own list
     /// (`Router.routes`); the worker's listener has the public one's health routes.
     static func routes() async throws -> Set<String> {
+        Set(try await routesByListener().values.joined().map { normalized($0.method, $0.path) })
+    }
+
+    /// Each listener's routes (`public`, `api`, `admin`, `metrics`, `worker`), as
+    /// Hummingbird lists them: the method and the path with its captures
+    /// written `:name` (OpenAPITests reads them).
+    static func routesByListener() async throws -> [String: [(method: String, path: String)]] {
         let logger = Logger(label: "siwa.docs-test", factory: { _ in SwiftLogNoOpLogHandler() })
         let settings = try ServerSettings(environment: SettingsReader([
             "SIWA_DATABASE_URL": "postgres://siwa_serve@127.0.0.1:1/siwa", "SIWA_APPLE_TEAM_ID": TestEnvironment.team, "SIWA_APPLE_CLIENT_IDS": "com.example.app",
@@ -200,13 +207,19 @@ struct DocsTests {
             directory: directory, clients: settings.clients, logger: logger, metrics: metrics)
         let api = SignInDependencies(service: signIn, directory: directory, apiKeys: APIKeyVerifier(client: client, logger: logger))
         let admin = try #require(settings.admin)
-        let routers = [
-            buildRouter(dependencies, logger: logger).routes.map { Self.normalized($0.method.rawValue, "\($0.path)") },
-            buildAPIRouter(api, maxBodyBytes: 65536, logger: logger).routes.map { Self.normalized($0.method.rawValue, "\($0.path)") },
-            buildAdminRouter(AdminDependencies(client: client, metrics: metrics, logger: logger), settings: admin, logger: logger)
-                .routes.map { Self.normalized($0.method.rawValue, "\($0.path)") },
+        func list<Context>(_ router: Router<Context>) -> [(method: String, path: String)] {
+            router.routes.map { ($0.method.rawValue, "\($0.path)") }
+        }
+        let metricsRouters = MetricsListener.routers(keys: keys, queries: AccountQueries(client: client), registry: registry,
+                                                     logger: logger)
+        return [
+            "public": list(buildRouter(dependencies, logger: logger)),
+            "metrics": list(metricsRouters.serve),
+            "api": list(buildAPIRouter(api, maxBodyBytes: 65536, logger: logger)),
+            "admin": list(buildAdminRouter(AdminDependencies(client: client, metrics: metrics, logger: logger), settings: admin,
+                                           logger: logger)),
+            "worker": list(metricsRouters.worker),
         ]
-        return Set(routers.joined())
     }
 
     @Test func everyRouteIsInTheDocsAndNoOther() async throws {
@@ -259,6 +272,8 @@ struct DocsTests {
                     names.insert(String(label))
                 }
             }
+            // The process's own gauges, under Prometheus's usual names (ProcessGauges).
+            names.formUnion(try matches(#""(process_[a-z_]+)""#, in: source).map(String.init))
             for match in source.matches(of: /MetricNameDescriptor\(\s*namespace:\s*"siwa",\s*metricName:\s*"([a-z_]+)",\s*unitName:\s*"([a-z]*)"/) {
                 names.insert("siwa_" + match.output.1 + (match.output.2.isEmpty ? "" : "_" + match.output.2))
             }
@@ -268,6 +283,8 @@ struct DocsTests {
 
     @Test func everyMetricIsInTheDocsAndNoOther() throws {
         let names = try Self.metricNames()
+        #expect(names.contains("process_open_fds") && names.contains("siwa_apple_request_duration_seconds")
+                && names.contains("siwa_audit_chain_broken"), "\(names.sorted())")
         #expect(names.contains("siwa_notifications_total") && names.contains("siwa_jobs")
                 && names.contains("siwa_worker_jobs_rescued_total") && names.contains("siwa_jobs_oldest_runnable_seconds"),
                 "\(names.sorted())")
@@ -280,7 +297,7 @@ struct DocsTests {
         let notMetrics: Set<String> = ["siwa_serve", "siwa_worker", "siwa_purge", "siwa_admin", "siwa_auditor", "siwa_owner", "siwa_app",
                                        JobQueue.wakeChannel, APIKeyCache.channel, "siwa_user_id"]
         for (page, text) in try Self.docsAndReadme() {
-            for token in try Self.matches(#"(siwa_[a-z0-9_]*[a-z0-9])(?![a-z0-9_(])"#, in: text).map(String.init)
+            for token in try Self.matches(#"((?:siwa|process)_[a-z0-9_]*[a-z0-9])(?![a-z0-9_(])"#, in: text).map(String.init)
             where !notMetrics.contains(token) {
                 #expect(names.contains(token), "\(page) names \(token), which is no metric siwa exports")
             }
@@ -311,6 +328,24 @@ struct DocsTests {
             for token in try Self.matches(#"\b(Siwa[A-Z][A-Za-z0-9]*)"#, in: text).map(String.init) {
                 #expect(alerts.contains(token), "\(page) names \(token), which is no alert of deploy/prometheus")
             }
+        }
+    }
+
+    /// Every rule's `runbook_url` is the anchor of its own section of
+    /// docs/operations.md, under the placeholder base deploy/README.md
+    /// tells the operator to replace.
+    @Test func everyAlertsRunbookURLReachesItsSection() throws {
+        let base = "https://siwa.example/docs/operations.md#"
+        let anchors = Self.anchors(try Self.text("docs/operations.md"))
+        let rules = try Self.text("deploy/prometheus/alerts.yml")
+        let parts = rules.components(separatedBy: "- alert:").dropFirst()
+        let alerts = try Self.alertNames()
+        #expect(parts.count == alerts.count)
+        for part in parts {
+            let name = part.prefix { !$0.isNewline }.trimmingCharacters(in: .whitespaces)
+            let urls = try Self.matches(#"runbook_url:\s*(\S+)"#, in: String(part)).map(String.init)
+            #expect(urls == [base + name.lowercased()], "\(name): runbook_url \(urls), expected \(base + name.lowercased())")
+            #expect(anchors.contains(name.lowercased()), "\(name): docs/operations.md has no heading whose anchor is #\(name.lowercased())")
         }
     }
 

@@ -35,7 +35,7 @@ struct ErasureLedgerTests {
             """)
 
         // `kept` is erased before the backup: the dump shows it purged.
-        let keptJob = try #require(try await setup.delete(kept).json["job_id"] as? Int)
+        let keptJob = try #require(try await setup.delete(kept).value?.jobId)
         var worker = try setup.worker.startWorker()
         #expect(try await setup.worker.wait { try await setup.jobState(keptJob) == ["completed"] }, "\(worker.log)")
         #expect(worker.log.contains("Erasure ledger: one signed line for each completed purge"), "\(worker.log)")
@@ -45,10 +45,10 @@ struct ErasureLedgerTests {
         try await Self.pgTool("pg_dump", ["--format=custom", "--file", dump, "--dbname", try Self.superuserURL(database.configuration)])
 
         // After the backup: a and b delete their accounts, c is purged by hand.
-        var jobs = [try #require(try await setup.delete(a).json["job_id"] as? Int), try #require(try await setup.delete(b).json["job_id"] as? Int)]
-        jobs.append(try await database.scalar("""
+        var jobs = [try #require(try await setup.delete(a).value?.jobId), try #require(try await setup.delete(b).value?.jobId)]
+        jobs.append(Int64(try await database.scalar("""
             INSERT INTO siwa.jobs (kind, args) VALUES ('purge_user', jsonb_build_object('apple_sub', '\(c)', 'apple_team', 'TEAM123456')) RETURNING id
-            """))
+            """)))
         worker = try setup.worker.startWorker()
         for job in jobs { #expect(try await setup.worker.wait { try await setup.jobState(job) == ["completed"] }, "\(worker.log)") }
         _ = await worker.terminate()

@@ -1,3 +1,4 @@
+import AccountLifecycle
 import SIWAConfiguration
 import Foundation
 import Logging

@@ -145,13 +145,13 @@ struct NotificationEndpointTests {
         #expect(ready.json["apple_keys"] as? String == "loaded")
         _ = try await siwa.post(token: siwa.notification("email-enabled", sub: "m.\(UUID().uuidString)"))
         _ = try await siwa.post(body: Data("nope".utf8))
-        let metrics = try await siwa.get("/metrics").text
+        let metrics = try await siwa.getMetrics().text
         #expect(metrics.contains(#"siwa_notifications_total{outcome="recorded",type="email-enabled"} 1"#))
         #expect(metrics.contains(#"siwa_notifications_total{outcome="rejected",type="none"} 1"#))
         #expect(metrics.contains("siwa_notification_request_duration_seconds_bucket"))
         // The purge queue, read at scrape time.
         try await siwa.database.execute("INSERT INTO siwa.jobs (kind, args) VALUES ('purge_user', '{\"apple_sub\": \"m1\", \"apple_team\": \"TEAM123456\"}')")
-        let queue = try await siwa.get("/metrics").text
+        let queue = try await siwa.getMetrics().text
         #expect(queue.contains(#"siwa_jobs{kind="purge_user",state="available"} 1"#), "\(queue)")
         #expect(queue.contains(#"siwa_jobs{kind="purge_user",state="discarded"} 0"#))
         // Each kind siwa makes has its series from the start, deliveries too.

@@ -78,6 +78,29 @@ struct OperationsTests {
         #expect(!lines.contains { $0["request_id"] != nil && $0["logger"] as? String == "siwa.serve" }, "no request id outside a request")
     }
 
+    /// The caller's `X-Request-Id`, when sane, is the one its answer
+    /// carries and every line about it; an insane one is replaced, on both.
+    @Test func theCallersRequestIDIsOnTheAnswerAndTheLines() async throws {
+        let (siwa, apple, appleServer) = try await Self.serveLoggingJSON(level: "info")
+        try atTestEnd { await appleServer.stop() }
+        let url = "http://127.0.0.1:\(siwa.port)/apple/notifications"
+        let token = try apple.notification(type: "email-disabled", sub: "rid.caller", audience: ServerHarness.clientID)
+        let given = try await HTTPAnswer.send(method: .POST, url: url, body: AppleSimulator.body(for: token),
+                                              headers: [("Content-Type", "application/json"), ("X-Request-Id", "backend-req-7f3a")])
+        #expect(given.status == 200 && given.headers.first(name: "X-Request-Id") == "backend-req-7f3a")
+        let insane = try await HTTPAnswer.send(method: .POST, url: url, body: Data("{".utf8),
+                                               headers: [("Content-Type", "application/json"), ("X-Request-Id", "bad id <x>")])
+        let made = try #require(insane.headers.first(name: "X-Request-Id"))
+        #expect(insane.status == 400 && made != "bad id <x>" && !made.isEmpty)
+        #expect(await siwa.terminate() == 0)
+        let lines = siwa.log.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+        let notifications = lines.filter { $0["logger"] as? String == "siwa.notifications" }
+        #expect(notifications.contains { $0["request_id"] as? String == "backend-req-7f3a" && ($0["msg"] as? String ?? "").contains("recorded") },
+                "\(siwa.log.suffix(3000))")
+        #expect(notifications.contains { $0["request_id"] as? String == made }, "\(siwa.log.suffix(3000))")
+        #expect(!siwa.log.contains("bad id"))
+    }
+
     /// A real `siwa serve` on a database of its own, writing JSON lines at
     /// `level`, that takes the Apple simulator's keys (stop its server).
     static func serveLoggingJSON(level: String) async throws -> (SIWAProcess, AppleSimulator, RunningServer) {

@@ -127,7 +127,7 @@ struct RejectionTests {
         // Every refusal is either a row of its own (once the writer's batch
         // is in) or counted in /metrics.
         func unrecorded() async throws -> Int {
-            let metrics = try await siwa.get("/metrics").text
+            let metrics = try await siwa.getMetrics().text
             let line = metrics.split(separator: "\n").first { $0.hasPrefix("siwa_rejections_unrecorded_total ") }
             return line.flatMap { Int($0.split(separator: " ")[1]) } ?? 0
         }
@@ -162,7 +162,7 @@ extension RejectionTests {
         }
         // The flood has begun once two refusals are counted.
         let begun = try await eventually(upTo: .seconds(10)) {
-            let metrics = try await siwa.get("/metrics").text
+            let metrics = try await siwa.getMetrics().text
             let prefix = #"siwa_notifications_total{outcome="rejected",type="none"} "#
             let line = metrics.split(separator: "\n").first { $0.hasPrefix(prefix) }
             return (line.flatMap { Int($0.dropFirst(prefix.count)) } ?? 0) >= 2

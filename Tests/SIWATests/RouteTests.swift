@@ -65,13 +65,14 @@ struct RouteTests {
     /// nothing written.
     @Test func unknownPathsAndMethodsAreNotFound() async throws {
         try await Self.withApplication { client, database in
-            for path in ["/", "/nope", "/admin", "/admin/jobs", "/admin/audit", "/v1/users/001.x.0001", "/apple/notifications/x"] {
+            for path in ["/", "/nope", "/admin", "/admin/jobs", "/admin/audit", "/v1/users/001.x.0001", "/apple/notifications/x",
+                         "/metrics"] {
                 let answer = try await client.execute(uri: path, method: .get)
                 #expect(answer.status == .notFound, "GET \(path): \(answer.status)")
             }
             // Hummingbird has no 405: a route asked with another method is not found.
             for (method, path) in [(HTTPRequest.Method.get, "/apple/notifications"), (.put, "/apple/notifications"),
-                                   (.delete, "/apple/notifications"), (.post, "/healthz"), (.delete, "/metrics")] {
+                                   (.delete, "/apple/notifications"), (.post, "/healthz"), (.delete, "/readyz")] {
                 let answer = try await client.execute(uri: path, method: method, body: ByteBuffer(string: "{}"))
                 #expect(answer.status == .notFound, "\(method) \(path): \(answer.status)")
             }

@@ -167,8 +167,8 @@ struct SettingsTests {
     /// turns it off; anything else is one line naming the setting. With
     /// sign-in on (the only time it is bound), a port another of serve's
     /// listeners takes on the same address is refused in one line, before
-    /// anything binds.
-    @Test func theAPIListenerIsOnLoopbackByDefaultWithAPortOfItsOwn() throws {
+    /// anything binds. The metrics listener likewise, on 8083.
+    @Test func theAPIAndMetricsListenersAreOnLoopbackByDefaultWithPortsOfTheirOwn() throws {
         let base = ["SIWA_DATABASE_URL": "postgres://u@h/d", "SIWA_APPLE_CLIENT_IDS": "a", "SIWA_APPLE_TEAM_ID": "ABCDE12345"]
         func read(_ base: [String: String], _ extra: [String: String]) throws -> ServerSettings {
             try ServerSettings(environment: SettingsReader(base.merging(extra) { $1 }))
@@ -196,9 +196,24 @@ struct SettingsTests {
         ]
         for (extra, other) in collisions {
             #expect { try read(signIn, extra) } throws: { error in
-                "\(error)" == "SIWA_API_HTTP_PORT: \(extra["SIWA_API_HTTP_PORT"] ?? "") is \(other) too, on the same address: the /v1 listener needs a port of its own"
+                "\(error)" == "SIWA_API_HTTP_PORT: \(extra["SIWA_API_HTTP_PORT"] ?? "") is \(other) too, on the same address: each listener needs a port of its own"
             }
         }
+        // The metrics listener's port, against every other listener's.
+        let metricsCollisions: [([String: String], String)] = [
+            (["SIWA_METRICS_HTTP_PORT": "8080"], "SIWA_HTTP_PORT"),
+            (["SIWA_METRICS_HTTP_PORT": "8081"], "SIWA_ADMIN_HTTP_PORT"),
+            (["SIWA_METRICS_HTTP_PORT": "8082"], "SIWA_API_HTTP_PORT"),
+        ]
+        for (extra, other) in metricsCollisions {
+            #expect { try read(signIn, extra) } throws: { error in
+                "\(error)" == "SIWA_METRICS_HTTP_PORT: \(extra["SIWA_METRICS_HTTP_PORT"] ?? "") is \(other) too, on the same address: each listener needs a port of its own"
+            }
+        }
+        let metrics = try #require(try read(signIn, [:]).metrics)
+        #expect(metrics.host == "127.0.0.1" && metrics.port == 8083)
+        #expect(try read(signIn, ["SIWA_METRICS_HTTP_PORT": "off"]).metrics == nil)
+        #expect(try read(signIn, ["SIWA_METRICS_HTTP_PORT": "8082", "SIWA_API_HTTP_PORT": "off"]).metrics?.port == 8082)
         // Another address, any free port (0), or the other listener off: no collision.
         #expect(try read(signIn, ["SIWA_API_HTTP_PORT": "8080", "SIWA_API_HTTP_HOST": "10.0.0.5"]).api?.port == 8080)
         #expect(try read(signIn, ["SIWA_API_HTTP_PORT": "0", "SIWA_HTTP_PORT": "0"]).api?.port == 0)

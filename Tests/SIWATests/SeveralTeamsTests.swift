@@ -5,6 +5,7 @@ import AppleSimulator
 import AsyncHTTPClient
 import Foundation
 import NIOHTTP1
+import SIWAClient
 import SIWAConfiguration
 import Testing
 
@@ -66,26 +67,22 @@ struct SeveralTeamsTests {
             teamBKeys.remove()
         }
 
-        /// A `/v1` call, on the API listener.
-        func send(_ method: HTTPMethod, _ path: String, body: [String: Any]? = nil) async throws -> HTTPAnswer {
-            try await HTTPAnswer.send(method: method, url: server.apiURL + path,
-                                      body: try body.map { try JSONSerialization.data(withJSONObject: $0) },
-                                      headers: [("Content-Type", "application/json"), ("Authorization", "Bearer \(apiKey)")])
-        }
+        /// `/v1` through SIWAClient, on the API listener.
+        var client: SIWAClient { get throws { try SIWAClient.forTests(apiURL: server.apiURL, key: apiKey) } }
 
         /// A native sign-in at `client`: Apple's identity token and code.
-        func signIn(_ sub: String, at client: String) async throws -> HTTPAnswer {
+        func signIn(_ sub: String, at client: String) async throws -> ClientAnswer<SIWAClient.SignedInUser> {
             let token = try apple.identityToken(sub: sub, audience: client, email: "\(client)@privaterelay.appleid.com")
             let code = apple.issueAuthorizationCode(sub: sub, clientID: client, email: "\(client)@privaterelay.appleid.com",
                                                     isPrivateEmail: true)
-            return try await send(.POST, "/v1/sign-in", body: ["identity_token": token, "authorization_code": code])
+            return try await self.client.signIn(json: ["identity_token": token, "authorization_code": code])
         }
 
         /// A web sign-in (code only) at the website.
-        func webSignIn(_ sub: String) async throws -> HTTPAnswer {
+        func webSignIn(_ sub: String) async throws -> ClientAnswer<SIWAClient.SignedInUser> {
             let code = apple.issueAuthorizationCode(sub: sub, clientID: web, email: "web@privaterelay.appleid.com", isPrivateEmail: true,
                                                     redirectURI: returnURL)
-            return try await send(.POST, "/v1/sign-in", body: ["authorization_code": code, "client_id": web, "redirect_uri": returnURL])
+            return try await client.signIn(json: ["authorization_code": code, "client_id": web, "redirect_uri": returnURL])
         }
 
         func notify(_ type: String, sub: String, at client: String) async throws -> HTTPAnswer {
@@ -103,17 +100,17 @@ struct SeveralTeamsTests {
 
         // Sign-ins at each client: the sub is one string, the users two.
         let native = try await setup.signIn(Self.shared, at: Self.app)
-        #expect(native.status == 200 && native.json["team"] as? String == Self.teamA && native.json["client_id"] as? String == Self.app,
+        #expect(native.status == 200 && native.value?.team == Self.teamA && native.value?.clientId == Self.app,
                 "\(native.text)")
-        #expect(native.json["is_new_user"] as? Bool == true)
+        #expect(native.value?.isNewUser == true)
         let website = try await setup.webSignIn(Self.shared)
-        #expect(website.status == 200 && website.json["team"] as? String == Self.teamA && website.json["client_id"] as? String == Self.web,
+        #expect(website.status == 200 && website.value?.team == Self.teamA && website.value?.clientId == Self.web,
                 "\(website.text)")
-        #expect(website.json["user_id"] as? Int == native.json["user_id"] as? Int, "one team's app and website share its users")
+        #expect(website.value?.userId == native.value?.userId, "one team's app and website share its users")
         let other = try await setup.signIn(Self.shared, at: Self.acquired)
-        #expect(other.status == 200 && other.json["team"] as? String == Self.teamB && other.json["client_id"] as? String == Self.acquired,
+        #expect(other.status == 200 && other.value?.team == Self.teamB && other.value?.clientId == Self.acquired,
                 "\(other.text)")
-        #expect(other.json["is_new_user"] as? Bool == true && other.json["user_id"] as? Int != native.json["user_id"] as? Int,
+        #expect(other.value?.isNewUser == true && other.value?.userId != native.value?.userId,
                 "the same sub in another team is another person")
         // Each exchange was made with the client's own team's secret (the simulator refuses another's).
         #expect(setup.apple.issuedRefreshTokens.count == 3)
@@ -131,16 +128,15 @@ struct SeveralTeamsTests {
         #expect(unknown.status == 400 && unknown.json["error"] as? String == "wrong_aud")
 
         // /v1 names the team: several are served, so a bare sub is refused.
-        let bare = try await setup.send(.GET, "/v1/users/\(Self.shared)")
-        #expect(bare.status == 400 && bare.json["error"] as? String == "team_required", "\(bare.text)")
-        let byClient = try await setup.send(.GET, "/v1/users/\(Self.shared)?client_id=\(Self.acquired)")
-        #expect(byClient.status == 200 && byClient.json["team"] as? String == Self.teamB
-                && byClient.json["email_forwarding_enabled"] as? Bool == false, "\(byClient.text)")
-        let byTeam = try await setup.send(.GET, "/v1/users/\(Self.shared)?team=\(Self.teamA)")
-        #expect(byTeam.status == 200 && byTeam.json["client_id"] as? String == Self.web && byTeam.json["user_id"] as? Int == native.json["user_id"] as? Int,
-                "\(byTeam.text)")
-        #expect(try await setup.send(.GET, "/v1/users/\(Self.shared)?team=ZZZZZ99999").json["error"] as? String == "unknown_team")
-        #expect(try await setup.send(.GET, "/v1/users/\(Self.shared)?client_id=nope").json["error"] as? String == "unknown_client")
+        let client = try setup.client
+        let bare = try await client.lookup(Self.shared)
+        #expect(bare.status == 400 && bare.reason == "team_required", "\(bare.text)")
+        let byClient = try await client.lookup(Self.shared, in: .clientID(Self.acquired))
+        #expect(byClient.value?.user?.team == Self.teamB && byClient.value?.user?.emailForwardingEnabled == false, "\(byClient.text)")
+        let byTeam = try await client.lookup(Self.shared, in: .team(Self.teamA))
+        #expect(byTeam.value?.user?.clientId == Self.web && byTeam.value?.user?.userId == native.value?.userId, "\(byTeam.text)")
+        #expect(try await client.lookup(Self.shared, in: .team("ZZZZZ99999")).reason == "unknown_team")
+        #expect(try await client.lookup(Self.shared, in: .clientID("nope")).reason == "unknown_client")
 
         // Team B's user revokes: their token goes to Apple at once, with
         // team B's secret, and is erased (the purge of their data waits out
@@ -167,12 +163,11 @@ struct SeveralTeamsTests {
         #expect(try await setup.database.scalar("""
             SELECT count(*) FROM siwa.audit_log WHERE apple_sub = '\(Self.shared)' AND action = 'token.revoked' AND apple_team = '\(Self.teamB)'
             """) == 1)
-        let stillSignedIn = try await setup.send(.GET, "/v1/users/\(Self.shared)?team=\(Self.teamA)")
-        #expect(stillSignedIn.json["status"] as? String == "active"
-                && (stillSignedIn.json["refresh_token"] as? [String: Any])?["stored"] as? Bool == true, "\(stillSignedIn.text)")
+        let stillSignedIn = try await client.lookup(Self.shared, in: .team(Self.teamA))
+        #expect(stillSignedIn.value?.user?.status == .active && stillSignedIn.value?.user?.refreshToken.stored == true, "\(stillSignedIn.text)")
 
         // An in-app deletion in team A touches team A's user only.
-        let deletion = try await setup.send(.DELETE, "/v1/users/\(Self.shared)?client_id=\(Self.app)")
+        let deletion = try await client.delete(Self.shared, in: .clientID(Self.app))
         #expect(deletion.status == 202, "\(deletion.text)")
         #expect(try await setup.worker.wait {
             try await setup.database.scalar("""

@@ -3,6 +3,7 @@ import AppleSignIn
 import AppleSimulator
 import Foundation
 import Synchronization
+import SIWAClient
 import Testing
 
 /// The claims Apple sends, kept and given back (issue 21, §4): over HTTP,
@@ -37,9 +38,9 @@ struct SignInClaimsTests {
         #expect(try Fixtures.unverifiedClaims(token.token)["is_private_email"] == nil, "the fixture omits the claim")
         let answer = try await setup.signIn(["identity_token": token.token])
         #expect(answer.status == 200, "\(answer.text)")
-        #expect(answer.json["email"] as? String == "bc49dhtsn7@privaterelay.appleid.com")
-        #expect(answer.json["is_private_email"] as? Bool == true && answer.json["email_verified"] as? Bool == true)
-        #expect(answer.json["real_user_status"] as? Int == 2 && answer.json["refresh_token_stored"] as? Bool == false)
+        #expect(answer.value?.email == "bc49dhtsn7@privaterelay.appleid.com")
+        #expect(answer.value?.isPrivateEmail == true && answer.value?.emailVerified == true)
+        #expect(answer.value?.realUserStatus == 2 && answer.value?.refreshTokenStored == false)
         #expect(try await setup.server.database.strings("""
             SELECT is_private_email::text || '/' || email_verified::text || '/' || real_user_status FROM siwa.users
             """) == ["true/true/2"])
@@ -54,7 +55,7 @@ struct SignInClaimsTests {
         #expect(claims["nonce_supported"] == nil && claims["nonce"] == nil)
         let answer = try await setup.signIn(["identity_token": token.token])
         #expect(answer.status == 200, "\(answer.text)")
-        #expect(answer.json["email"] is NSNull && answer.json["is_private_email"] is NSNull && answer.json["email_verified"] is NSNull)
+        #expect(answer.value?.email == nil && answer.value?.isPrivateEmail == nil && answer.value?.emailVerified == nil)
         // With a nonce the app asked for, the same token is refused: the nonce is missing.
         let withNonce = try await setup.signIn(["identity_token": token.token, "nonce": "raw-nonce"])
         #expect(withNonce.status == 400 && withNonce.reason == "nonce_missing", "\(withNonce.text)")
@@ -79,7 +80,7 @@ struct SignInClaimsTests {
             $0["is_private_email"] = "false"
         })
         #expect(school.status == 200, "\(school.text)")
-        #expect(school.json["email"] is NSNull && school.json["email_verified"] is NSNull && school.json["is_private_email"] is NSNull)
+        #expect(school.value?.email == nil && school.value?.emailVerified == nil && school.value?.isPrivateEmail == nil)
         #expect(try await db.strings("""
             SELECT coalesce(email, 'NULL') || '/' || coalesce(email_verified::text, 'NULL') || '/' || coalesce(is_private_email::text, 'NULL')
             FROM siwa.users WHERE apple_sub = '001.school.0001'
@@ -92,13 +93,13 @@ struct SignInClaimsTests {
             $0["is_private_email"] = nil
         })
         #expect(work.status == 200, "\(work.text)")
-        #expect(work.json["email_verified"] as? Bool == false && work.json["is_private_email"] as? Bool == false)
-        let shown = try await setup.get("/v1/users/001.work.0001")
-        #expect(shown.json["email_verified"] as? Bool == false && shown.json["email"] as? String == "ada@school.example")
+        #expect(work.value?.emailVerified == false && work.value?.isPrivateEmail == false)
+        let shown = try await setup.lookup("001.work.0001")
+        #expect(shown.value?.user?.emailVerified == false && shown.value?.user?.email == "ada@school.example")
         #expect(try await db.strings("SELECT email_verified::text FROM siwa.users WHERE apple_sub = '001.work.0001'") == ["false"])
         // A later token without an address keeps the address and its flag.
         let later = try await setup.signIn(try Self.body(setup, sub: "001.work.0001", email: nil) { _ in })
-        #expect(later.status == 200 && later.json["email_verified"] as? Bool == false, "\(later.text)")
+        #expect(later.status == 200 && later.value?.emailVerified == false, "\(later.text)")
     }
 
     /// A value Apple may add: stored as sent, answered 1 (unknown), never a 400.
@@ -107,8 +108,8 @@ struct SignInClaimsTests {
         try atTestEnd { await setup.server.stop() }
         let answer = try await setup.signIn(try Self.body(setup, sub: "001.rus.0007", email: nil) { $0["real_user_status"] = 7 })
         #expect(answer.status == 200, "\(answer.text)")
-        #expect(answer.json["real_user_status"] as? Int == 1)
-        #expect(try await setup.get("/v1/users/001.rus.0007").json["real_user_status"] as? Int == 1)
+        #expect(answer.value?.realUserStatus == 1)
+        #expect(try await setup.lookup("001.rus.0007").value?.user?.realUserStatus == 1)
         #expect(try await setup.server.database.scalar("SELECT real_user_status FROM siwa.users WHERE apple_sub = '001.rus.0007'") == 7)
     }
 
@@ -121,7 +122,7 @@ struct SignInClaimsTests {
             $0["transfer_sub"] = "000123.transfer.0001"
         })
         #expect(answer.status == 200, "\(answer.text)")
-        #expect(try await setup.get("/v1/users/001.org.0001").json["org_id"] as? String == "D3A1B2C4-0000-4000-8000-00000000A11E")
+        #expect(try await setup.lookup("001.org.0001").value?.user?.orgId == "D3A1B2C4-0000-4000-8000-00000000A11E")
         #expect(try await setup.server.database.strings("""
             SELECT org_id || '/' || transfer_sub FROM siwa.users WHERE apple_sub = '001.org.0001'
             """) == ["D3A1B2C4-0000-4000-8000-00000000A11E/000123.transfer.0001"])
@@ -149,7 +150,7 @@ struct SignInClaimsTests {
         let setup = try await Setup.start()
         try atTestEnd { await setup.server.stop() }
         let (apple, db, sub) = (setup.apple, setup.server.database, "001.names.0001")
-        func post(_ signIn: SimulatedSignIn, user: [String: Any]? = nil) async throws -> HTTPAnswer {
+        func post(_ signIn: SimulatedSignIn, user: [String: Any]? = nil) async throws -> ClientAnswer<SIWAClient.SignedInUser> {
             var body: [String: Any] = signIn.signInBody
             if let user { body["user"] = user }
             return try await setup.signIn(body)
@@ -162,8 +163,8 @@ struct SignInClaimsTests {
         #expect(first.firstAuthorization && first.user != nil)
         let signedUp = try await post(first)
         #expect(signedUp.status == 200, "\(signedUp.text)")
-        #expect(signedUp.json["given_name"] as? String == "Ada" && signedUp.json["family_name"] as? String == "Lovelace")
-        #expect(signedUp.json["real_user_status"] as? Int == 2)
+        #expect(signedUp.value?.givenName == "Ada" && signedUp.value?.familyName == "Lovelace")
+        #expect(signedUp.value?.realUserStatus == 2)
 
         // Not a first authorization: no `user` from Apple; a name the app
         // sends anyway does not replace the stored one.
@@ -171,8 +172,8 @@ struct SignInClaimsTests {
                                       issuedAt: Date().addingTimeInterval(-30))
         #expect(!second.firstAuthorization && second.user == nil)
         let again = try await post(second, user: ["name": ["firstName": "Mallory"]])
-        #expect(again.status == 200 && again.json["given_name"] as? String == "Ada", "\(again.text)")
-        #expect(again.json["real_user_status"] as? Int == 2, "kept from the first sign-in")
+        #expect(again.status == 200 && again.value?.givenName == "Ada", "\(again.text)")
+        #expect(again.value?.realUserStatus == 2, "kept from the first sign-in")
 
         // The user revokes the app at Apple: the token dies, Apple notifies.
         for token in apple.issuedRefreshTokens { apple.revokeRefreshToken(token) }
@@ -187,10 +188,10 @@ struct SignInClaimsTests {
         #expect(back.firstAuthorization && back.user != nil)
         let reconnected = try await post(back)
         #expect(reconnected.status == 200, "\(reconnected.text)")
-        #expect(reconnected.json["given_name"] as? String == "Ada" && reconnected.json["family_name"] as? String == "King")
-        let shown = try await setup.get("/v1/users/\(sub)")
-        #expect(shown.json["given_name"] as? String == "Ada" && shown.json["family_name"] as? String == "King", "\(shown.text)")
-        #expect(shown.json["status"] as? String == "active")
+        #expect(reconnected.value?.givenName == "Ada" && reconnected.value?.familyName == "King")
+        let shown = try await setup.lookup(sub)
+        #expect(shown.value?.user?.givenName == "Ada" && shown.value?.user?.familyName == "King", "\(shown.text)")
+        #expect(shown.value?.user?.status == .active)
         // Audited without the names.
         #expect(try await db.scalar("""
             SELECT count(*) FROM siwa.audit_log WHERE action = 'user.signed_in' AND apple_sub = '\(sub)'
@@ -202,6 +203,6 @@ struct SignInClaimsTests {
 
         // And a sign-in after that one is an ordinary one again.
         let later = try await post(try apple.signIn(sub: sub, clientID: Self.client), user: ["name": ["firstName": "Eve"]])
-        #expect(later.status == 200 && later.json["given_name"] as? String == "Ada", "\(later.text)")
+        #expect(later.status == 200 && later.value?.givenName == "Ada", "\(later.text)")
     }
 }

@@ -38,8 +38,10 @@ struct SignInLogTests {
         let headers = [("Content-Type", "application/json"), ("Authorization", "Bearer \(apiKey)")]
         let url = "http://127.0.0.1:\(serve.apiPort)"
         let signedIn = try await HTTPAnswer.send(method: .POST, url: url + "/v1/sign-in",
-                                                 body: try JSONSerialization.data(withJSONObject: body), headers: headers)
+                                                 body: try JSONSerialization.data(withJSONObject: body),
+                                                 headers: headers + [("X-Request-Id", "backend-signin-0001")])
         #expect(signedIn.status == 200 && signedIn.json["refresh_token_stored"] as? Bool == true, "\(signedIn.text)")
+        #expect(signedIn.headers.first(name: "X-Request-Id") == "backend-signin-0001")
         // A retry (the replay path) and a refused one (a bad key) log too.
         _ = try await HTTPAnswer.send(method: .POST, url: url + "/v1/sign-in",
                                       body: try JSONSerialization.data(withJSONObject: body), headers: headers)
@@ -70,5 +72,9 @@ struct SignInLogTests {
             }
         }
         #expect(serve.log.contains("Sign-in is on: /v1/sign-in"), "start-up says sign-in is on")
+        // The backend's request id is on the sign-in's lines, whichever logger wrote them.
+        let lines = serve.log.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+        let tagged = lines.filter { $0["request_id"] as? String == "backend-signin-0001" }
+        #expect(!tagged.isEmpty, "\(serve.log.suffix(3000))")
     }
 }

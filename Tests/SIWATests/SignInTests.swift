@@ -3,11 +3,13 @@ import AccountStore
 import AppleSimulator
 import Foundation
 import NIOHTTP1
+import SIWAClient
 import Testing
 
-/// `POST /v1/sign-in` end to end: real HTTP to siwa, siwa's real HTTP to
-/// the simulator's `/auth/token` with an ES256 client secret, real
-/// PostgreSQL as the runtime role.
+/// `POST /v1/sign-in` end to end: real HTTP to siwa through SIWAClient (the
+/// client an app's backend uses), siwa's real HTTP to the simulator's
+/// `/auth/token` with an ES256 client secret, real PostgreSQL as the
+/// runtime role. A body that is no sign-in request (`{`) goes raw.
 @Suite("Sign-in", .testDatabases)
 struct SignInTests {
     static let client = ServerHarness.clientID
@@ -25,10 +27,19 @@ struct SignInTests {
             return Setup(server: server, fixture: fixture, key: try await SignInFixture.apiKey(in: server.database))
         }
 
-        func signIn(_ body: [String: Any], key: String? = nil) async throws -> HTTPAnswer {
-            let data = try JSONSerialization.data(withJSONObject: body)
-            return try await HTTPAnswer.send(method: .POST, url: server.apiURL + "/v1/sign-in", body: data,
-                                             headers: [("Content-Type", "application/json"), ("Authorization", "Bearer \(key ?? self.key)")])
+        /// SIWAClient with this setup's API key (or `key`), no retry.
+        func client(key: String? = nil, retry: SIWAClient.RetryPolicy = .never) throws -> SIWAClient {
+            try SIWAClient.forTests(apiURL: server.apiURL, key: key ?? self.key, retry: retry)
+        }
+
+        /// `POST /v1/sign-in` through SIWAClient.
+        func signIn(_ body: [String: Any], key: String? = nil) async throws -> ClientAnswer<SIWAClient.SignedInUser> {
+            try await client(key: key).signIn(json: body)
+        }
+
+        /// `GET /v1/users/{sub}` through SIWAClient.
+        func lookup(_ sub: String, key: String? = nil) async throws -> ClientAnswer<SIWAClient.UserLookup> {
+            try await client(key: key).lookup(sub)
         }
 
         /// What the app hands its backend: an identity token and a fresh code
@@ -45,7 +56,7 @@ struct SignInTests {
             return body
         }
 
-        /// GET on the API listener (`/v1`).
+        /// GET on the API listener (`/v1`), raw: for the tests of the answer's bytes.
         func get(_ path: String, key: String? = nil) async throws -> HTTPAnswer {
             try await HTTPAnswer.send(method: .GET, url: server.apiURL + path, body: nil,
                                       headers: [("Authorization", "Bearer \(key ?? self.key)")])
@@ -66,11 +77,12 @@ struct SignInTests {
         let user: [String: Any] = ["name": ["firstName": "  Ada\u{0007}\u{202E}  ", "lastName": String(repeating: "L", count: 150)],
                                    "email": "user@privaterelay.appleid.com"]
         let first = try await setup.signIn(try setup.appleSignIn(sub: "001.new.0001", user: user))
-        #expect(first.status == 200, "\(first.text)")
-        #expect(first.json["is_new_user"] as? Bool == true && first.json["refresh_token_stored"] as? Bool == true)
-        #expect(first.json["apple_sub"] as? String == "001.new.0001" && first.json["status"] as? String == "active")
-        #expect(first.json["email"] as? String == "user@privaterelay.appleid.com" && first.json["is_private_email"] as? Bool == true)
-        #expect(first.json["real_user_status"] as? Int == 2)
+        let signedIn = try #require(first.value, "\(first.text)")
+        #expect(signedIn.isNewUser && signedIn.refreshTokenStored)
+        #expect(signedIn.appleSub == "001.new.0001" && signedIn.status == .active && signedIn.team == TestEnvironment.team
+                && signedIn.clientId == Self.client)
+        #expect(signedIn.email == "user@privaterelay.appleid.com" && signedIn.isPrivateEmail == true)
+        #expect(signedIn.realUserStatus == 2)
         let names = try await setup.server.database.strings(
             "SELECT given_name || '|' || length(family_name) FROM siwa.users WHERE apple_sub = '001.new.0001'")
         #expect(names == ["Ada|100"], "names are trimmed, without control characters, at most 100 characters")
@@ -78,18 +90,17 @@ struct SignInTests {
         // Returning: no `user` object; the names stay; the same id.
         let again = try await setup.signIn(try setup.appleSignIn(sub: "001.new.0001",
                                                                   user: ["name": ["firstName": "Mallory"]]))
-        #expect(again.status == 200 && again.json["is_new_user"] as? Bool == false)
-        #expect(again.json["user_id"] as? Int == first.json["user_id"] as? Int)
+        #expect(again.status == 200 && again.value?.isNewUser == false)
+        #expect(again.value?.userId == signedIn.userId)
         #expect(try await setup.server.database.strings("SELECT given_name FROM siwa.users WHERE apple_sub = '001.new.0001'") == ["Ada"])
         #expect(try await setup.server.database.scalar("SELECT count(*) FROM siwa.apple_tokens") == 1)
         #expect(try await setup.server.database.scalar(
             "SELECT count(*) FROM siwa.audit_log WHERE action = 'user.signed_in' AND details->>'api_key' = 'backend'") == 2)
 
-        let shown = try await setup.get("/v1/users/001.new.0001")
-        #expect(shown.status == 200)
-        #expect((shown.json["refresh_token"] as? [String: Any])?["stored"] as? Bool == true)
-        #expect(shown.json["purge"] is NSNull && shown.json["email_forwarding_enabled"] as? Bool == true)
-        #expect(try await setup.get("/v1/users/001.unknown.0001").status == 404)
+        let shown = try #require(try await setup.lookup("001.new.0001").value?.user)
+        #expect(shown.userId == signedIn.userId && shown.refreshToken.stored && shown.lastSignInAt != nil)
+        #expect(shown.purge == nil && shown.emailForwardingEnabled)
+        #expect(try await setup.lookup("001.unknown.0001").value == .notFound)
     }
 
     /// A lost response: the same request again gets the first answer, not
@@ -101,14 +112,13 @@ struct SignInTests {
         let first = try await setup.signIn(body)
         let second = try await setup.signIn(body)
         #expect(first.status == 200 && second.status == 200, "\(second.text)")
-        #expect(second.json["user_id"] as? Int == first.json["user_id"] as? Int && second.json["is_new_user"] as? Bool == true)
+        #expect(second.value?.userId == first.value?.userId && second.value?.isNewUser == true)
         #expect(setup.apple.tokenRequests == 1, "the retry is answered without asking Apple again")
 
         var stolen = try setup.appleSignIn(sub: "001.other.0002")
         stolen["authorization_code"] = body["authorization_code"]
         let refused = try await setup.signIn(stolen)
-        #expect(refused.status == 400 && refused.reason == "invalid_grant", "\(refused.text)")
-        #expect(refused.json["user_id"] == nil)
+        #expect(refused.status == 400 && refused.reason == "invalid_grant" && refused.value == nil, "\(refused.text)")
         #expect(try await setup.server.database.scalar("SELECT count(*) FROM siwa.users WHERE apple_sub = '001.other.0002'") == 0)
 
         // A code Apple has seen (used by another request long ago, or expired).
@@ -164,17 +174,18 @@ struct SignInTests {
 
         setup.apple.setTokenEndpointBehaviour(.status(503))
         let down = try await setup.signIn(try setup.appleSignIn(sub: "001.a.0002"))
-        #expect(down.status == 503 && down.headers.first(name: "retry-after") != nil, "\(down.text)")
+        #expect(down.status == 503 && down.refusal?.retryAfterSeconds != nil, "\(down.text)")
 
         setup.apple.setTokenEndpointBehaviour(.stall)
         let started = ContinuousClock.now
         let stalled = try await setup.signIn(try setup.appleSignIn(sub: "001.a.0003"))
-        #expect(stalled.status == 503 && ContinuousClock.now - started < .seconds(9), "the 5 s deadline holds")
+        let waited = ContinuousClock.now - started
+        #expect(stalled.status == 503 && waited < .seconds(9), "the 5 s deadline holds: \(waited)")
 
         setup.apple.setTokenEndpointBehaviour(.status(400, error: "invalid_client"))
         let badClient = try await setup.signIn(try setup.appleSignIn(sub: "001.a.0004"))
         #expect(badClient.status == 502 && badClient.reason == "apple_rejected_client")
-        let metrics = try await setup.server.get("/metrics")
+        let metrics = try await setup.server.getMetrics()
         #expect(metrics.text.contains("siwa_apple_invalid_client_total"))
 
         setup.apple.setTokenEndpointBehaviour(.normal)
@@ -190,7 +201,7 @@ struct SignInTests {
                                              body: try JSONSerialization.data(withJSONObject: body), headers: [])
         #expect(none.status == 401 && none.reason == "unauthorized")
         #expect(try await setup.signIn(body, key: "siwa_aaaaaaaaaaaa_" + String(repeating: "A", count: 43)).status == 401)
-        #expect(try await setup.get("/v1/users/001.k.0001", key: "nonsense").status == 401)
+        #expect(try await setup.lookup("001.k.0001", key: "nonsense").status == 401)
         // Revoked: refused at once.
         try await setup.server.database.withClient { client in
             _ = try await APIKeyAdministration(client: client, logger: TestEnvironment.logger).revoke(name: "backend", loginHint: nil)
@@ -248,7 +259,7 @@ struct SignInRaceTests {
         // as old as the deletion.
         #expect(answer.status == 409 && ["deletion_in_progress", "stale_identity_token"].contains(answer.reason), "\(answer.text)")
         #expect(try await db.strings("SELECT status || '/' || id::text FROM siwa.users WHERE apple_sub = '\(sub)'")
-                == ["deleted/\(first.json["user_id"] as? Int ?? -1)"], "not restarted")
+                == ["deleted/\(first.value?.userId ?? -1)"], "not restarted")
         // The token Apple issued for the refused sign-in is revoked, not left live.
         #expect(try await eventually(upTo: .seconds(10)) { setup.apple.revokedTokens.count == 1 })
     }

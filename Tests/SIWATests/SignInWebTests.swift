@@ -2,14 +2,15 @@ import AccountLifecycle
 import AccountStore
 import AppleSimulator
 import Foundation
+import SIWAClient
 import SIWAConfiguration
 import SIWAServer
 import Testing
 
 /// `POST /v1/sign-in` from a web client that asked Apple for
 /// `response_type=code` (Sign in with Apple JS): an authorization code, its
-/// client id and redirect URI, no identity token. Real HTTP to siwa, siwa's
-/// real HTTP to the simulator's `/auth/token`, real PostgreSQL.
+/// client id and redirect URI, no identity token. Real HTTP to siwa through
+/// SIWAClient, siwa's real HTTP to the simulator's `/auth/token`, real PostgreSQL.
 @Suite("Sign-in on the web", .testDatabases)
 struct SignInWebTests {
     static let native = ServerHarness.clientID
@@ -45,16 +46,15 @@ struct SignInWebTests {
         // Apple's form_post hands the backend `user` as a string of JSON.
         body["user"] = #"{"name":{"firstName":"Wendy","lastName":"Web"},"email":"web@privaterelay.appleid.com"}"#
         let first = try await setup.signIn(body)
-        #expect(first.status == 200, "\(first.text)")
-        #expect(first.json["apple_sub"] as? String == "001.web.0001" && first.json["is_new_user"] as? Bool == true)
-        #expect(first.json["refresh_token_stored"] as? Bool == true && first.json["status"] as? String == "active")
-        #expect(first.json["email"] as? String == "web@privaterelay.appleid.com" && first.json["is_private_email"] as? Bool == true)
+        let user = try #require(first.value, "\(first.text)")
+        #expect(user.appleSub == "001.web.0001" && user.isNewUser && user.clientId == Self.web)
+        #expect(user.refreshTokenStored && user.status == .active)
+        #expect(user.email == "web@privaterelay.appleid.com" && user.isPrivateEmail == true)
         #expect(setup.apple.lastTokenForm?["redirect_uri"] == Self.returnURL && setup.apple.lastTokenForm?["client_id"] == Self.web)
 
-        // The same answer's shape as a native sign-in's.
+        // The same answer as a native sign-in's (the client reads both as SignedInUser).
         let native = try await setup.signIn(try setup.appleSignIn(sub: "001.native.0001"))
-        #expect(native.status == 200, "\(native.text)")
-        #expect(Set(first.json.keys) == Set(native.json.keys))
+        #expect(native.status == 200 && native.value?.clientId == Self.native, "\(native.text)")
 
         let database = setup.server.database
         #expect(try await database.strings("""
@@ -65,8 +65,8 @@ struct SignInWebTests {
         // Returning: another code, no `user`; the same user, names kept.
         let again = try await setup.signIn(Self.webSignIn(setup, sub: "001.web.0001", redirectURI: Self.otherReturnURL,
                                                           issuedFor: Self.otherReturnURL))
-        #expect(again.status == 200 && again.json["is_new_user"] as? Bool == false, "\(again.text)")
-        #expect(again.json["user_id"] as? Int == first.json["user_id"] as? Int)
+        #expect(again.status == 200 && again.value?.isNewUser == false, "\(again.text)")
+        #expect(again.value?.userId == user.userId)
         #expect(try await database.strings("SELECT given_name FROM siwa.users WHERE apple_sub = '001.web.0001'") == ["Wendy"])
         #expect(try await database.scalar("""
             SELECT count(*) FROM siwa.audit_log WHERE action = 'user.signed_in' AND apple_sub = '001.web.0001'
@@ -76,8 +76,8 @@ struct SignInWebTests {
         let retried = Self.webSignIn(setup, sub: "001.web.0002")
         let once = try await setup.signIn(retried)
         let twice = try await setup.signIn(retried)
-        #expect(once.status == 200 && twice.status == 200 && twice.json["user_id"] as? Int == once.json["user_id"] as? Int, "\(twice.text)")
-        #expect(twice.json["is_new_user"] as? Bool == true)
+        #expect(once.status == 200 && twice.status == 200 && twice.value?.userId == once.value?.userId, "\(twice.text)")
+        #expect(twice.value?.isNewUser == true)
     }
 
     /// What siwa can tell is refused before Apple is called, with a
@@ -125,7 +125,7 @@ struct SignInWebTests {
         try await setup.server.database.execute("UPDATE siwa.sign_in_codes SET created_at = created_at - interval '1 hour'")
         let refused = try await setup.signIn(used)
         #expect(refused.status == 400 && refused.reason == "invalid_grant", "\(refused.text)")
-        #expect((refused.json["detail"] as? String)?.contains("the code was used, expired, or issued for another client or redirect URI") == true)
+        #expect(refused.refusal?.detail.contains("the code was used, expired, or issued for another client or redirect URI") == true)
 
         // Issued for one registered Return URL, sent with another: only Apple can tell.
         let elsewhere = try await setup.signIn(Self.webSignIn(setup, sub: "001.used.0002", redirectURI: Self.otherReturnURL))
@@ -158,7 +158,7 @@ struct SignInWebTests {
         try atTestEnd { await setup.server.stop() }
         setup.apple.setTokenEndpointBehaviour(.status(503))
         let down = try await setup.signIn(Self.webSignIn(setup, sub: "001.down.0001"))
-        #expect(down.status == 503 && down.reason == "unavailable" && down.headers.first(name: "retry-after") != nil, "\(down.text)")
+        #expect(down.status == 503 && down.reason == "unavailable" && down.refusal?.retryAfterSeconds != nil, "\(down.text)")
         #expect(try await setup.server.database.scalar("SELECT count(*) FROM siwa.users") == 0)
         setup.apple.setTokenEndpointBehaviour(.normal)
         #expect(try await setup.signIn(Self.webSignIn(setup, sub: "001.down.0001")).status == 200)
@@ -179,7 +179,7 @@ struct SignInWebTests {
         #expect(granted.json["redirect_uri"] as? String == Self.returnURL && granted.json["client_id"] as? String == Self.web)
         // Posted to siwa as it came.
         let signedIn = try await setup.signIn(granted.json)
-        #expect(signedIn.status == 200 && signedIn.json["apple_sub"] as? String == "001.sim.0001", "\(signedIn.text)")
+        #expect(signedIn.status == 200 && signedIn.value?.appleSub == "001.sim.0001", "\(signedIn.text)")
     }
 
     @Test func theWebClientSettingIsCheckedAtStart() throws {

@@ -1,6 +1,7 @@
 import AccountStore
 import AppleSimulator
 import Foundation
+import SIWAClient
 import Testing
 
 /// The worker's daily validation of stored refresh tokens, against the
@@ -144,7 +145,7 @@ struct TokenValidationTests {
         // ...and a fresh sign-in is the same account, data and all (Apple's iat is whole seconds).
         try await Task.sleep(for: .seconds(1.1))
         let back = try await setup.signIn.signIn(try setup.signIn.appleSignIn(sub: "001.gone.0001"))
-        #expect(back.status == 200 && back.json["is_new_user"] as? Bool == false, "\(back.text)")
+        #expect(back.status == 200 && back.value?.isNewUser == false, "\(back.text)")
     }
 
     /// More invalid_grant answers than SIWA_VALIDATION_INVALID_GRANT_PAUSE_PERCENT

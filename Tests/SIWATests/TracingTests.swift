@@ -37,12 +37,15 @@ struct TracingTests {
         ]) { $1 })
         let token = try apple.notification(type: "account-delete", sub: "traced.sub", audience: ServerHarness.clientID)
         let answer = try await HTTPAnswer.send(method: .POST, url: "http://127.0.0.1:\(serve.port)/apple/notifications",
-                                               body: AppleSimulator.body(for: token), headers: [("Content-Type", "application/json")])
+                                               body: AppleSimulator.body(for: token),
+                                               headers: [("Content-Type", "application/json"), ("X-Request-Id", "traced-req-0042")])
         #expect(answer.status == 200)
         #expect(serve.log.contains("Tracing on"), "\(serve.log.suffix(2000))")
         #expect(await serve.terminate() == 0)
         #expect(try await eventually(upTo: .seconds(10)) { exported("siwa.notification.record") }, "\(serve.log.suffix(2000))")
-        for name in ["siwa.notification.receive", "siwa.notification.verify", "siwa-serve"] {
+        // The spans carry the request's id (siwa.request_id), the caller's here.
+        for name in ["siwa.notification.receive", "siwa.notification.verify", "siwa-serve", "siwa.request_id", "traced-req-0042",
+                     "siwa.apple.keys"] {
             #expect(exported(name), "\(name) was not exported")
         }
 

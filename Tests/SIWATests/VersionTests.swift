@@ -45,7 +45,7 @@ struct VersionTests {
             "SIWA_APPLE_JWKS_URL": appleServer.baseURL + "/auth/keys",
         ])
         try atTestEnd { await siwa.kill9(); await appleServer.stop() }
-        let metrics = try await HTTPAnswer.send(method: .GET, url: "http://127.0.0.1:\(siwa.port)/metrics", body: nil, headers: [])
+        let metrics = try await HTTPAnswer.send(method: .GET, url: "http://127.0.0.1:\(siwa.metricsPort)/metrics", body: nil, headers: [])
         #expect(metrics.status == 200)
         let lines = metrics.text.split(separator: "\n").filter { $0.hasPrefix("siwa_build_info{") }
         #expect(lines.count == 1, "\(metrics.text)")

@@ -242,10 +242,10 @@ struct WorkerDeadlineTests {
               ('purge_user', '{"apple_sub": "lease-gone", "apple_team": "TEAM123456"}', 'running', 1, 'w/3', now() - interval '1 second', now() - interval '2 minutes'),
               ('purge_user', '{"apple_sub": "waiting", "apple_team": "TEAM123456"}', 'available', 0, NULL, NULL, now() - interval '1 hour');
             """)
-        let metrics = try await siwa.get("/metrics").text
+        let metrics = try await siwa.getMetrics().text
         #expect(metrics.contains("siwa_jobs_running_overdue 2"), "\(metrics)")
         #expect(metrics.contains(#"siwa_jobs{kind="purge_user",state="running"} 3"#))
         try await siwa.database.execute("UPDATE siwa.jobs SET state = 'retryable', locked_by = NULL, locked_until = NULL WHERE state = 'running'")
-        #expect(try await siwa.get("/metrics").text.contains("siwa_jobs_running_overdue 0"))
+        #expect(try await siwa.getMetrics().text.contains("siwa_jobs_running_overdue 0"))
     }
 }

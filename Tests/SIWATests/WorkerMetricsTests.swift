@@ -65,6 +65,18 @@ struct WorkerMetricsTests {
         #expect(metrics.value("siwa_worker_lease_renewals_lost_total") == 0)
         #expect(metrics.value("siwa_jobs_oldest_running_seconds") == 0)
         #expect(metrics.value("siwa_database_reachable") == 1)
+        // The leading worker walked the audit chain when it took the lead:
+        // its verified head, and no break.
+        #expect(metrics.value("siwa_audit_chain_broken") == 0, "\(metrics.text)")
+        #expect(metrics.value("siwa_audit_chain_verified_seq") != nil)
+        #expect(metrics.value("siwa_maintenance_failures_total", ["task": "audit_verifier"]) == 0)
+        // The process's own figures, from /proc.
+        #expect((metrics.value("process_open_fds") ?? 0) > 3 && (metrics.value("process_resident_memory_bytes") ?? 0) > 1_000_000)
+        #expect((metrics.value("process_cpu_seconds_total") ?? 0) > 0 && (metrics.value("process_max_fds") ?? 0) >= 1024)
+        let started = metrics.value("process_start_time_seconds") ?? 0
+        #expect(abs(started - Date().timeIntervalSince1970) < 600, "\(started)")
+        // Its listener's answers carry a request id too.
+        #expect(health.headers.first(name: "X-Request-Id")?.isEmpty == false)
 
         #expect(await worker.terminate() == 0)
         // Under systemd: every line starts with its syslog priority.
@@ -75,6 +87,40 @@ struct WorkerMetricsTests {
         #expect(lines.contains { $0.hasPrefix("<4>") && $0.contains("Job failed; will retry") })
         #expect(lines.contains { $0.hasPrefix("<3>") && $0.contains("Job discarded") })
         #expect(lines.contains { $0.hasPrefix("<6>") && $0.contains("Metrics listener") && $0.contains("127.0.0.1:\(port)") })
+    }
+
+    /// The leading worker walks the audit chain when it takes the lead: a
+    /// sound chain is `siwa_audit_chain_broken` 0 with its verified head; a
+    /// sealed row edited by a superuser is 1, and a line at critical.
+    @Test func aBrokenAuditChainShowsOnTheLeadersMetrics() async throws {
+        let harness = try await WorkerHarness.start()
+        try atTestEnd { await harness.stop() }
+        try await harness.enqueue(subs: ["chain.m.1", "chain.m.2"])
+        let port = try freePort()
+        let base = "http://127.0.0.1:\(port)"
+        let unsealed = "SELECT count(*) FROM siwa.audit_log WHERE seq > (SELECT coalesce(max(seq), 0) FROM siwa.audit_chain)"
+        let first = try harness.startWorker(["SIWA_WORKER_METRICS_PORT": String(port)])
+        #expect(try await harness.wait { try await harness.count(state: "completed") == 2 }, "\(first.log.suffix(2000))")
+        #expect(try await harness.wait { try await harness.database.scalar(unsealed) == 0 }, "\(first.log.suffix(2000))")
+        let sound = try await PrometheusText.scrape(base)
+        #expect(sound.value("siwa_audit_chain_broken") == 0, "\(sound.text)")
+        #expect(sound.value("siwa_audit_chain_verified_seq") != nil)
+        #expect(await first.terminate() == 0)
+
+        let edited = try await harness.database.scalar("SELECT min(seq) FROM siwa.audit_chain")
+        try await AuditChainTests.asSuperuser(harness.database) {
+            try await AuditChainTests.run($0, "UPDATE siwa.audit_log SET actor = 'someone else' WHERE seq = \(edited)")
+        }
+        let second = try harness.startWorker(["SIWA_WORKER_METRICS_PORT": String(port), "SIWA_LOG_FORMAT": "json"])
+        try atTestEnd { await second.kill9() }
+        #expect(try await harness.wait(upTo: .seconds(30)) {
+            (try? await PrometheusText.scrape(base))?.value("siwa_audit_chain_broken") == 1
+        }, "\(second.log.suffix(2000))")
+        let broken = try await PrometheusText.scrape(base)
+        // Its verified head stops below the edited row.
+        #expect((broken.value("siwa_audit_chain_verified_seq") ?? -1) < Double(edited), "\(broken.text)")
+        try await second.waitForLog("The audit chain is broken")
+        #expect(second.log.contains(#""level":"critical""#) && second.log.contains("\"seq\":\"\(edited)\""), "\(second.log.suffix(2000))")
     }
 
     /// A job running now shows as the oldest running job's age; a lease
@@ -130,7 +176,7 @@ struct WorkerMetricsTests {
             "SIWA_APPLE_JWKS_URL": appleServer.baseURL + "/auth/keys",
         ])
         try await harness.wait { try await harness.count(state: "completed") == 1 }
-        let exported = try await PrometheusText.scrape("http://127.0.0.1:\(serve.port)").names
+        let exported = try await PrometheusText.scrape("http://127.0.0.1:\(serve.metricsPort)").names
             .union(PrometheusText.scrape("http://127.0.0.1:\(workerPort)").names)
 
         let rules = try String(contentsOf: TestEnvironment.repositoryRoot.appendingPathComponent("deploy/prometheus/alerts.yml"), encoding: .utf8)

@@ -5,6 +5,7 @@ public enum MaintenanceTask: String, Sendable, CaseIterable {
     case jobRescuer = "job_rescuer"
     case jobCleaner = "job_cleaner"
     case auditSealer = "audit_sealer"
+    case auditVerifier = "audit_verifier"
     case tokenValidation = "token_validation"
     case rejectionPruner = "rejection_pruner"
 }

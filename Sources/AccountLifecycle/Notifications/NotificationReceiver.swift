@@ -64,7 +64,10 @@ public struct NotificationReceiver: Sendable {
     public func receive(token: String, body: Data) async -> ReceiveResult {
         let notification: AppleNotification
         do {
-            notification = try await withSpan("siwa.notification.verify") { _ in try await verifier.verify(token) }
+            notification = try await withSpan("siwa.notification.verify") { span in
+                RequestLogContext.tag(span)
+                return try await verifier.verify(token)
+            }
         } catch let failure as VerificationFailure {
             return reject(.token(failure), body: body)
         } catch {
@@ -80,6 +83,7 @@ public struct NotificationReceiver: Sendable {
         let type = Self.metricType(notification.event.type)
         do {
             let outcome = try await withSpan("siwa.notification.record") { span in
+                RequestLogContext.tag(span)
                 span.attributes["siwa.notification.type"] = type
                 return try await inbox.record(router.entry(for: notification, team: team))
             }

@@ -57,6 +57,18 @@ public struct AccountQueries: Sendable {
                 snapshot.oldestPendingPurgeSeconds = oldest
                 snapshot.purgeSLASeconds = sla
             }
+            // The audit chain's sealed head, and how long the oldest row
+            // after it has waited for the sealer (each on its primary key).
+            let chain = try await connection.query("""
+                SELECT h.seq, coalesce(extract(epoch FROM now() - (
+                           SELECT l.occurred_at FROM siwa.audit_log AS l WHERE l.seq > coalesce(h.seq, 0) ORDER BY l.seq LIMIT 1)), 0)::float8
+                FROM (SELECT) AS one
+                LEFT JOIN LATERAL (SELECT seq FROM siwa.audit_chain ORDER BY seq DESC LIMIT 1) AS h ON true
+                """, logger: logger)
+            for try await (head, unsealed) in chain.decode((Int64?, Double).self) {
+                snapshot.sealedHeadSeq = head ?? 0
+                snapshot.oldestUnsealedSeconds = max(unsealed, 0)
+            }
             return snapshot
         }
     }
@@ -74,4 +86,8 @@ public struct QueueSnapshot: Sendable {
     public var oldestPendingPurgeSeconds: Double = 0
     /// SIWA_PURGE_SLA_HOURS as `siwa migrate` recorded it, in seconds.
     public var purgeSLASeconds: Double?
+    /// The last sealed row of the audit chain (0: none sealed yet).
+    public var sealedHeadSeq: Int64 = 0
+    /// How long ago the oldest audit row not sealed yet was written (0: all sealed).
+    public var oldestUnsealedSeconds: Double = 0
 }

@@ -3,6 +3,7 @@ import AccountStore
 import Hummingbird
 import HummingbirdCore
 import Logging
+import Metrics
 import NIOCore
 
 /// What the `/v1` API (sign-in, users, deletion) needs.
@@ -22,8 +23,17 @@ public struct SignInDependencies: Sendable {
 /// Apple's notifications stay on the public listener, so that a scrape or a
 /// proxy has one address to reach them by, whichever of siwa's listeners
 /// it can see.
-public func buildAPIRouter(_ signIn: SignInDependencies, maxBodyBytes: Int, logger: Logger) -> Router<BasicRequestContext> {
+///
+/// Each request gets its `X-Request-Id` (outermost, so the other two see
+/// it), a server span (Hummingbird's TracingMiddleware: named by the route,
+/// joined to the caller's `traceparent`), and its place in
+/// `siwa_api_request_duration_seconds`.
+public func buildAPIRouter(_ signIn: SignInDependencies, maxBodyBytes: Int, metrics: any MetricsFactory = MetricsSystem.factory,
+                           logger: Logger) -> Router<BasicRequestContext> {
     let router = Router(context: BasicRequestContext.self)
+    router.add(middleware: RequestIDMiddleware())
+    router.add(middleware: TracingMiddleware(recordingHeaders: [RequestIDHeader.header], redactingQueryParameters: []))
+    router.add(middleware: APIMetricsMiddleware(metrics: APIRequestMetrics(factory: metrics)))
     UserRoutes(signIn: signIn.service, directory: signIn.directory, apiKeys: signIn.apiKeys,
                maxBodyBytes: maxBodyBytes, logger: logger).register(on: router)
     return router
@@ -37,11 +47,11 @@ public func buildAPIRouter(_ signIn: SignInDependencies, maxBodyBytes: Int, logg
 /// hygiene as the public listener: an idle timeout, and an answer given
 /// before a body was read whole closes the connection (`CloseAfterResponseHandler`).
 public func buildAPIApplication(
-    settings: APIListenerSettings, signIn: SignInDependencies, maxBodyBytes: Int, logger: Logger,
+    settings: APIListenerSettings, signIn: SignInDependencies, maxBodyBytes: Int, metrics: any MetricsFactory, logger: Logger,
     onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
 ) -> Application<RouterResponder<BasicRequestContext>> {
     Application(
-        router: buildAPIRouter(signIn, maxBodyBytes: maxBodyBytes, logger: logger),
+        router: buildAPIRouter(signIn, maxBodyBytes: maxBodyBytes, metrics: metrics, logger: logger),
         server: .http1(configuration: .init(
             additionalChannelHandlers: [CloseAfterResponseHandler()],
             idleTimeout: TimeAmount(settings.idleTimeout)

@@ -3,6 +3,7 @@ import AccountStore
 import Foundation
 import Hummingbird
 import Logging
+import Tracing
 
 /// The API the app's backend calls (`/v1`, each request with an API key):
 /// sign-in, a user's record, and in-app account deletion. Exists only when
@@ -22,7 +23,14 @@ struct UserRoutes: Sendable {
     func register(on router: Router<BasicRequestContext>) {
         let v1 = router.group("v1", context: APIKeyContext.self).add(middleware: APIKeyMiddleware(verifier: apiKeys))
         v1.post("sign-in") { request, context in
-            await signIn(request, apiKey: context.apiKey?.name ?? "")
+            // Inside the request's server span (TracingMiddleware); the calls
+            // to Apple it makes are spans of their own inside it.
+            await withSpan("siwa.sign_in") { span in
+                RequestLogContext.tag(span)
+                let response = await signIn(request, apiKey: context.apiKey?.name ?? "")
+                span.attributes["http.response.status_code"] = Int(response.status.code)
+                return response
+            }
         }
         v1.get("users/:sub") { request, context in
             switch team(of: request) {

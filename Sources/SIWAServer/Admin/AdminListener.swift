@@ -33,6 +33,7 @@ public struct AdminDependencies: Sendable {
 public func buildAdminRouter(_ dependencies: AdminDependencies, settings: AdminListenerSettings,
                              logger: Logger) -> Router<AdminRequestContext> {
     let router = Router(context: AdminRequestContext.self)
+    router.add(middleware: RequestIDMiddleware())
     router.get("/") { _, _ in AdminResponse.seeOther("/admin") }
     let limiter = AuthFailureLimiter(limit: settings.authFailuresPerMinute,
                                      addressLimit: AuthFailureLimiter.addressLimit(forKeyPrefixLimit: settings.authFailuresPerMinute))

@@ -61,8 +61,10 @@ struct AdminPage: Sendable {
 
     /// After a form's POST: what became of the job.
     private func notice(_ query: AdminQuery) async throws -> AdminPageModel.Notice? {
-        guard let kind = query.text("notice") else { return nil }
+        // `job` is checked with or without a notice: a value out of bounds
+        // is a 400, as on every admin route, never silently ignored.
         let id = try query.integer("job", in: 1...Int(Int64.max), default: 0)
+        guard let kind = query.text("notice") else { return nil }
         let done = ["retried": "retried", "cancelled": "cancelled", "run_now": "set to run now"]
         guard done[kind] != nil || kind == "refused", id > 0 else {
             throw AdminQuery.Invalid(detail: "notice must be retried, cancelled, run_now or refused, with job")

@@ -37,15 +37,17 @@ public struct ServerDependencies: Sendable {
 }
 
 /// The public listener's routes, the only ones the reverse proxy may
-/// expose: Apple's notifications, health and metrics, the receipts' key
-/// set. `/v1` is on the API listener (`buildAPIRouter`), `/admin` on the
-/// admin listener.
+/// expose: Apple's notifications, health, the receipts' key set. `/v1` is
+/// on the API listener (`buildAPIRouter`), `/metrics` on the metrics
+/// listener (`MetricsListener`), `/admin` on the admin listener.
 public func buildRouter(_ dependencies: ServerDependencies, logger: Logger) -> Router<BasicRequestContext> {
     let router = Router(context: BasicRequestContext.self)
+    // First: it wraps every route added after it, and the router's 404.
+    router.add(middleware: RequestIDMiddleware())
     NotificationRoutes(receiver: dependencies.receiver, maxBodyBytes: dependencies.maxBodyBytes,
                        metrics: dependencies.metrics, tarpit: FloodTarpit(delay: dependencies.floodDelay)).register(on: router)
     HealthRoutes(keys: dependencies.keys, queries: dependencies.queries, registry: dependencies.registry,
-                 queueGauges: [.backlog], logger: logger).register(on: router)
+                 queueGauges: [], logger: logger).register(on: router)
     ReceiptKeysRoute(keys: dependencies.receiptKeys).register(on: router)
     return router
 }

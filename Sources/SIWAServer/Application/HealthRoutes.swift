@@ -7,9 +7,9 @@ import Logging
 import Prometheus
 
 /// `/healthz` (the process answers), `/readyz` (database reachable and, in
-/// `siwa serve`, Apple's keys loaded), `/metrics` (Prometheus text). Served
-/// by `siwa serve` on its listener and by `siwa worker` on its own
-/// (`buildWorkerListener`).
+/// `siwa serve`, Apple's keys loaded), `/metrics` (Prometheus text). Health
+/// is served on `siwa serve`'s public listener and on each process's metrics
+/// listener (`MetricsListener`); `/metrics` only on the latter.
 struct HealthRoutes: Sendable {
     /// The purge queue's gauges, read at scrape time; each process exports
     /// its own, so that no series comes from both.
@@ -27,12 +27,23 @@ struct HealthRoutes: Sendable {
     let registry: PrometheusCollectorRegistry
     let queueGauges: Set<QueueGauge>
     let logger: Logger
+    /// SIWA_APPLE_JWKS_REFRESH_SECONDS (serve), beside the keys' age.
+    var keysRefreshInterval: Duration? = nil
+    /// The age of keys never loaded counts from here.
+    let started = ContinuousClock.now
 
+    /// `/healthz` and `/readyz`.
     func register<Context: RequestContext>(on router: Router<Context>) {
         router.get("/healthz") { _, _ in JSONResponse.make(.ok, ["status": "ok"]) }
         router.get("/readyz") { _, _ in await readiness() }
+    }
+
+    /// `/metrics`: never on the public listener.
+    func registerMetrics<Context: RequestContext>(on router: Router<Context>) {
         router.get("/metrics") { _, _ in
             await refreshQueueGauges()
+            refreshKeyGauges()
+            ProcessGauges.update(registry)
             var headers = HTTPFields()
             headers[.contentType] = "text/plain; version=0.0.4; charset=utf-8"
             return Response(status: .ok, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: registry.emitToBuffer())))
@@ -80,12 +91,39 @@ struct HealthRoutes: Sendable {
                     helpText: "SIWA_PURGE_SLA_HOURS as siwa migrate recorded it (siwa.report_settings), in seconds"))
                     .set(sla)
             }
+            registry.makeGauge(descriptor: MetricNameDescriptor(
+                namespace: "siwa", metricName: "audit_chain_sealed_seq", unitName: "",
+                helpText: "The seq of the audit chain's last sealed row (0: none sealed yet)"))
+                .set(Double(snapshot.sealedHeadSeq))
+            registry.makeGauge(descriptor: MetricNameDescriptor(
+                namespace: "siwa", metricName: "audit_unsealed_oldest", unitName: "seconds",
+                helpText: "How long ago the oldest audit row not sealed yet was written (0: all sealed)"))
+                .set(snapshot.oldestUnsealedSeconds)
         }
         if queueGauges.contains(.oldestRunning) {
             registry.makeGauge(descriptor: MetricNameDescriptor(
                 namespace: "siwa", metricName: "jobs_oldest_running", unitName: "seconds",
                 helpText: "How long ago the oldest running job's current attempt began, in any worker (0: none running)"))
                 .set(snapshot.oldestRunningSeconds)
+        }
+    }
+
+    /// `siwa_apple_keys_age_seconds`: how long ago Apple's key set was last
+    /// loaded (since start while it never was), beside the refresh
+    /// interval: a refresh that keeps failing (Apple unreachable, a broken
+    /// answer) lets the age pass it (SiwaAppleKeysStale).
+    func refreshKeyGauges() {
+        guard let keys else { return }
+        let age = keys.age ?? (ContinuousClock.now - started)
+        registry.makeGauge(descriptor: MetricNameDescriptor(
+            namespace: "siwa", metricName: "apple_keys_age", unitName: "seconds",
+            helpText: "How long ago Apple's key set was last loaded (since start if never)"))
+            .set(Double(age.components.seconds) + Double(age.components.attoseconds) / 1e18)
+        if let keysRefreshInterval {
+            registry.makeGauge(descriptor: MetricNameDescriptor(
+                namespace: "siwa", metricName: "apple_keys_refresh_interval", unitName: "seconds",
+                helpText: "SIWA_APPLE_JWKS_REFRESH_SECONDS: how often Apple's key set is fetched"))
+                .set(Double(keysRefreshInterval.components.seconds))
         }
     }
 

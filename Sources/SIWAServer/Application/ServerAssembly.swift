@@ -23,24 +23,26 @@ public enum ServerAssembly {
         logger: Logger,
         onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in },
         onAdminRunning: @escaping @Sendable (Int) async -> Void = { _ in },
-        onAPIRunning: @escaping @Sendable (Int) async -> Void = { _ in }
+        onAPIRunning: @escaping @Sendable (Int) async -> Void = { _ in },
+        onMetricsRunning: @escaping @Sendable (Int) async -> Void = { _ in }
     ) throws -> Application<RouterResponder<BasicRequestContext>> {
         // Everything that can refuse a setting first: past this point
         // HTTP clients exist, and each must be shut down, not dropped.
-        let appleAccess = try settings.signIn.map(AppleAccess.init)
+        let metrics = SIWAMetrics.factory(for: registry)
+        let appleCalls = AppleCallTelemetry(metrics: metrics)
+        let appleAccess = try settings.signIn.map { try AppleAccess($0, observer: appleCalls) }
         var configuration = try settings.database.configuration()
         // No wait on a stuck session's lock lasts: see SessionLimits.runtime.
         configuration.sessionLimits = .runtime
         let database = configuration
         let client = PostgresClient(configuration: database.postgresClientConfiguration,
                                     backgroundLogger: Logger(label: "siwa.postgres"))
-        let metrics = SIWAMetrics.factory(for: registry)
         // Keys are fetched with a client of their own that follows no
         // redirect (HTTPClient.shared follows up to 20); the service below
         // shuts it down after the key refresh has stopped.
         let keysClient = HTTPJWKSSource.makeHTTPClient()
         let keys = AppleKeySet(
-            source: HTTPJWKSSource(url: settings.appleKeys.jwksURL, httpClient: keysClient),
+            source: HTTPJWKSSource(url: settings.appleKeys.jwksURL, httpClient: keysClient, observer: appleCalls),
             refetchCooldown: settings.appleKeys.refetchCooldown,
             logger: Logger(label: "siwa.apple-keys")
         )
@@ -88,7 +90,7 @@ public enum ServerAssembly {
             signInServices = [WriterService(writer: store), APIKeyChangeListener(client: client, cache: keyCache, logger: keyLogger)]
             if let api = settings.api {
                 var apiApplication = buildAPIApplication(settings: api, signIn: signIn, maxBodyBytes: settings.notificationRoute.maxBodyBytes,
-                                                   logger: logger) { port in
+                                                         metrics: metrics, logger: logger) { port in
                     logger.info("API listener (/v1)", metadata: ["address": "\(api.host):\(port)"])
                     await onAPIRunning(port)
                 }
@@ -114,9 +116,21 @@ public enum ServerAssembly {
             adminApplication.beforeServerStarts { try await schemaGate.wait() }
             adminServices = [adminClient, adminApplication]
         }
+        // The metrics listener first: it stops last, so a draining serve can still be scraped.
+        var metricsServices: [any Service] = []
+        if let listener = settings.metrics {
+            let metricsLogger = Logger(label: "siwa.metrics")
+            metricsServices = MetricsListener.services(
+                serverName: "siwa", host: listener.host, port: listener.port, database: database, keys: keys,
+                keysRefreshInterval: settings.appleKeys.refreshInterval, queueGauges: [.backlog], jobMaxRunSeconds: settings.jobMaxRunSeconds, registry: registry, logger: metricsLogger
+            ) { port in
+                metricsLogger.info("Metrics listener: /metrics, /healthz, /readyz", metadata: ["address": "\(listener.host):\(port)"])
+                await onMetricsRunning(port)
+            }
+        }
         var app = buildApplication(
             listener: settings.http, dependencies: dependencies,
-            services: [
+            services: metricsServices + [
                 client,
                 rejectionClient,
                 HTTPClientService(client: keysClient),
@@ -142,6 +156,7 @@ public enum ServerAssembly {
             schemaGate.open()
             try await RuntimeRole.warnIfPrivileged(as: .serve, client: client, logger: logger)
             if settings.admin == nil { logger.info("The admin listener is off (SIWA_ADMIN_HTTP_PORT=off)") }
+            if settings.metrics == nil { logger.info("The metrics listener is off (SIWA_METRICS_HTTP_PORT=off): no /metrics from this process") }
             if let appleAccess = access {
                 for warning in appleAccess.warnings { logger.warning("\(warning)") }
                 if let api = settings.api {

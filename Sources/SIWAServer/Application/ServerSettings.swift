@@ -41,6 +41,8 @@ public struct ServerSettings: Sendable {
     /// The `/v1` listener; nil: none (SIWA_API_HTTP_PORT=off). Bound only
     /// when sign-in is on.
     public var api: APIListenerSettings?
+    /// `/metrics` (and health); nil: none (SIWA_METRICS_HTTP_PORT=off).
+    public var metrics: MetricsListenerSettings?
     /// The deletion receipts' public keys (SIWA_RECEIPT_JWKS_FILE), served
     /// at /.well-known/siwa-receipts.json; nil: that route answers 404.
     public var receiptKeys: ES256KeySet?
@@ -72,13 +74,16 @@ public struct ServerSettings: Sendable {
         tokenValidation = try TokenValidationSettings(environment: reader)
         admin = try AdminListenerSettings.read(reader)
         api = try APIListenerSettings.read(reader)
+        metrics = try MetricsListenerSettings.read(reader)
         receiptKeys = try ReceiptSettings.publishedKeys(reader)
         // Refused here, in plain words, rather than as a bind error.
-        if signIn != nil, let api {
-            var others = [(host: http.host, port: http.port, name: S.httpPort.name)]
-            if let admin { others.append((host: admin.host, port: admin.port, name: S.adminHTTPPort.name)) }
-            for other in others where Self.collide((api.host, api.port), (other.host, other.port)) {
-                throw SettingError(S.apiHTTPPort.name, "\(api.port) is \(other.name) too, on the same address: the /v1 listener needs a port of its own")
+        var listeners = [(host: http.host, port: http.port, name: S.httpPort.name)]
+        if let admin { listeners.append((host: admin.host, port: admin.port, name: S.adminHTTPPort.name)) }
+        if signIn != nil, let api { listeners.append((host: api.host, port: api.port, name: S.apiHTTPPort.name)) }
+        if let metrics { listeners.append((host: metrics.host, port: metrics.port, name: S.metricsHTTPPort.name)) }
+        for (index, listener) in listeners.enumerated() {
+            for other in listeners[..<index] where Self.collide((listener.host, listener.port), (other.host, other.port)) {
+                throw SettingError(listener.name, "\(listener.port) is \(other.name) too, on the same address: each listener needs a port of its own")
             }
         }
         guard inbox.lanes < database.maxConnections else {

@@ -23,17 +23,17 @@ struct NotificationRoutes: Sendable {
         let timers = Dictionary(uniqueKeysWithValues: [200, 400, 413, 503].map { code in
             (code, Timer(label: "siwa_notification_request_duration_seconds", dimensions: [("status", String(code))], factory: metrics))
         })
-        router.post("/apple/notifications") { request, context in
+        router.post("/apple/notifications") { request, _ in
             let start = ContinuousClock.now
             // Every line logged about this notification carries its request
-            // id (RequestLogContext); the span is the trace's root (a no-op
-            // unless OTEL_EXPORTER_OTLP_ENDPOINT bootstrapped a tracer).
-            let response = await RequestLogContext.$requestID.withValue(context.logger[metadataKey: "hb.request.id"]) {
-                await withSpan("siwa.notification.receive", ofKind: .server) { span in
-                    let response = await handle(request)
-                    span.attributes["http.response.status_code"] = Int(response.status.code)
-                    return response
-                }
+            // id (RequestIDMiddleware set RequestLogContext); the span is the
+            // trace's root (a no-op unless OTEL_EXPORTER_OTLP_ENDPOINT
+            // bootstrapped a tracer).
+            let response = await withSpan("siwa.notification.receive", ofKind: .server) { span in
+                RequestLogContext.tag(span)
+                let response = await handle(request)
+                span.attributes["http.response.status_code"] = Int(response.status.code)
+                return response
             }
             let elapsed = ContinuousClock.now - start
             timers[Int(response.status.code)]?

@@ -1,11 +1,11 @@
 import AppleSimulator
-import Crypto
 import Foundation
+import SIWAClient
 
 /// The app's side of the app events webhook for the tests: a receiver on
 /// loopback (AppEventReceiver), two Standard Webhooks secrets, the worker
-/// settings that point siwa at it, and the spec's signature check written
-/// here, independently of siwa's.
+/// settings that point siwa at it, and the check an app's backend makes:
+/// SIWAClient's AppEventVerifier, written apart from siwa's signing code.
 final class AppWebhookHarness: Sendable {
     let receiver: AppEventReceiver
     let server: RunningServer
@@ -46,15 +46,21 @@ final class AppWebhookHarness: Sendable {
         "whsec_" + Data((0..<32).map { _ in UInt8.random(in: 0...255) }).base64EncodedString()
     }
 
-    /// Standard Webhooks, receiving side: HMAC-SHA256 with the key under
-    /// `whsec_` over "id.timestamp.body", base64, as one of the header's
-    /// space-separated `v1,` signatures; the timestamp within 5 minutes.
+    /// Standard Webhooks, receiving side, as an app's backend checks a
+    /// delivery (SIWAClient): one of the header's `v1,` signatures made with
+    /// `secret`, the timestamp within 5 minutes.
     static func verify(_ delivery: AppEventReceiver.Delivery, secret: String, now: Date = Date()) -> Bool {
-        guard secret.hasPrefix("whsec_"), let key = Data(base64Encoded: String(secret.dropFirst(6))),
-              let timestamp = Int(delivery.timestamp), abs(now.timeIntervalSince1970 - Double(timestamp)) < 300 else { return false }
-        var signed = Data("\(delivery.webhookID).\(delivery.timestamp).".utf8)
-        signed.append(delivery.body)
-        let expected = "v1," + Data(HMAC<SHA256>.authenticationCode(for: signed, using: SymmetricKey(data: key))).base64EncodedString()
-        return delivery.signature.split(separator: " ").contains { $0 == expected }
+        (try? event(delivery, secret: secret, now: now)) != nil
+    }
+
+    /// The delivery's event as SIWAClient decodes it, once verified.
+    static func event(_ delivery: AppEventReceiver.Delivery, secret: String, now: Date = Date()) throws -> AppEvent {
+        try AppEventVerifier(secret: secret).verify(id: delivery.webhookID, timestamp: delivery.timestamp,
+                                                    signature: delivery.signature, body: delivery.body, now: now)
+    }
+
+    /// As above, with this harness's secret.
+    func event(_ delivery: AppEventReceiver.Delivery) throws -> AppEvent {
+        try Self.event(delivery, secret: secret)
     }
 }

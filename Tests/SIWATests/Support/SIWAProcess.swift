@@ -1,3 +1,4 @@
+import AppleSimulator
 import ChildProcesses
 import Foundation
 import Synchronization
@@ -11,21 +12,27 @@ final class SIWAProcess: Sendable {
     let port: Int
     /// The API listener's (`/v1`; sign-in on), 0: none.
     let apiPort: Int
+    /// The metrics listener's (`/metrics`), 0: none.
+    let metricsPort: Int
     let logFile: String
+    /// Given back to ContractRecorder when the process is gone.
+    private let registeredPorts: [Int]
 
     /// `port` 0: a command that does not listen (`siwa worker`).
     /// `apiPort` 0: no API listener (SIWA_API_HTTP_PORT=off) unless `environment` names one.
     /// `journal`: its output file stands for the journal's stream, as
     /// systemd announces one: `JOURNAL_STREAM` names the file's device and inode.
-    init(port: Int = 0, apiPort: Int = 0, environment: [String: String], arguments: [String] = ["serve"],
+    init(port: Int = 0, apiPort: Int = 0, metricsPort: Int = 0, environment: [String: String], arguments: [String] = ["serve"],
          journal: Bool = false) throws {
         self.port = port
         self.apiPort = apiPort
+        self.metricsPort = metricsPort
         var env = ProcessInfo.processInfo.environment
         // Off unless the test asks: two serve processes on one host would
-        // both take 8081 (and, with sign-in on, 8082), two workers 9091.
+        // both take 8081 and 8083 (and, with sign-in on, 8082), two workers 9091.
         env["SIWA_ADMIN_HTTP_PORT"] = "off"
         env["SIWA_API_HTTP_PORT"] = "off"
+        env["SIWA_METRICS_HTTP_PORT"] = "off"
         env["SIWA_WORKER_METRICS_PORT"] = "off"
         env["SIWA_ERASURE_LEDGER_DIR"] = TestEnvironment.erasureLedgerDirectory
         for (key, value) in environment { env[key] = value }
@@ -37,6 +44,10 @@ final class SIWAProcess: Sendable {
             env["SIWA_API_HTTP_PORT"] = String(apiPort)
             env["SIWA_API_HTTP_HOST"] = "127.0.0.1"
         }
+        if metricsPort != 0 {
+            env["SIWA_METRICS_HTTP_PORT"] = String(metricsPort)
+            env["SIWA_METRICS_HTTP_HOST"] = "127.0.0.1"
+        }
         logFile = FileManager.default.temporaryDirectory.appendingPathComponent("siwa-\(UUID().uuidString).log").path
         if journal {
             // The child appends to this very file (same inode).
@@ -47,16 +58,28 @@ final class SIWAProcess: Sendable {
         }
         child = try ChildProcess(executable: try TestEnvironment.siwaBinary.path, arguments: arguments,
                                  environment: env, outputFile: logFile)
+        // Its listeners' answers are kept for the contract check (ContractRecorder).
+        var listeners: [Int: ContractRecorder.Listener] = [:]
+        if arguments.first == "worker" {
+            if let metrics = env["SIWA_WORKER_METRICS_PORT"].flatMap(Int.init), metrics != 0 { listeners[metrics] = .worker }
+        } else {
+            if port != 0 { listeners[port] = .public }
+            if let api = env["SIWA_API_HTTP_PORT"].flatMap(Int.init), api != 0 { listeners[api] = .api }
+            if let admin = env["SIWA_ADMIN_HTTP_PORT"].flatMap(Int.init), admin != 0 { listeners[admin] = .admin }
+            if let metrics = env["SIWA_METRICS_HTTP_PORT"].flatMap(Int.init), metrics != 0 { listeners[metrics] = .metrics }
+        }
+        for (port, listener) in listeners { ContractRecorder.register(port: port, as: listener) }
+        registeredPorts = Array(listeners.keys)
     }
 
     /// `siwa serve` as a child on ports from TestPorts (the public
-    /// listener's and the API listener's, which only sign-in binds), ready
+    /// listener's, the metrics listener's and the API listener's, which only sign-in binds), ready
     /// (/readyz 200); started again on other ports if one picked was taken
     /// between the try and the child's own bind (its log says so).
     static func serve(environment: [String: String], journal: Bool = false) async throws -> SIWAProcess {
         try await TestPorts.retryingWhileInUse { () async throws -> SIWAProcess in
-            let process = try SIWAProcess(port: try TestPorts.free(), apiPort: try TestPorts.free(), environment: environment,
-                                          journal: journal)
+            let process = try SIWAProcess(port: try TestPorts.free(), apiPort: try TestPorts.free(), metricsPort: try TestPorts.free(),
+                                          environment: environment, journal: journal)
             try await process.waitUntilReady()
             return process
         }
@@ -100,6 +123,7 @@ final class SIWAProcess: Sendable {
     }
 
     deinit {
+        ContractRecorder.unregister(ports: registeredPorts)
         if child.isRunning { child.signal(SIGKILL) }
         try? FileManager.default.removeItem(atPath: logFile)
     }

@@ -36,17 +36,21 @@ final class ServerHarness: Sendable {
     /// TestPorts, as the public one's, unless the test sets
     /// `SIWA_API_HTTP_PORT` (`off`: none).
     let apiPort: Int?
+    /// The metrics listener's port (`/metrics`): a port from TestPorts
+    /// unless the test sets `SIWA_METRICS_HTTP_PORT` (`off`: none).
+    let metricsPort: Int?
     private let group: ServiceGroup
     private let task: Task<Void, any Error>
 
     private init(simulator: AppleSimulator, appleServer: RunningServer, database: TestDatabase, port: Int, adminPort: Int?,
-                 apiPort: Int?, group: ServiceGroup, task: Task<Void, any Error>) {
+                 apiPort: Int?, metricsPort: Int?, group: ServiceGroup, task: Task<Void, any Error>) {
         self.simulator = simulator
         self.appleServer = appleServer
         self.database = database
         self.port = port
         self.adminPort = adminPort
         self.apiPort = apiPort
+        self.metricsPort = metricsPort
         self.group = group
         self.task = task
     }
@@ -63,12 +67,12 @@ final class ServerHarness: Sendable {
         let simulator = try simulator ?? AppleSimulator()
         let appleServer = try await TestPorts.serve { try await simulator.start(port: $0) }
         let database = if let database { database } else { try await TestDatabase.create() }
-        // Its ports below the ephemeral range (TestPorts): the public and
-        // API listeners' unless the test names them, the admin listener's
+        // Its ports below the ephemeral range (TestPorts): the public, API
+        // and metrics listeners' unless the test names them, the admin listener's
         // when the test turns it on with 0 ("any port").
         let harness = try await TestPorts.retryingWhileInUse { () async throws -> ServerHarness in
             var ports: [String: String] = [:]
-            for key in ["SIWA_HTTP_PORT", "SIWA_ADMIN_HTTP_PORT", "SIWA_API_HTTP_PORT"]
+            for key in ["SIWA_HTTP_PORT", "SIWA_ADMIN_HTTP_PORT", "SIWA_API_HTTP_PORT", "SIWA_METRICS_HTTP_PORT"]
             where extra[key] == "0" || (key != "SIWA_ADMIN_HTTP_PORT" && extra[key] == nil) {
                 ports[key] = String(try TestPorts.free())
             }
@@ -76,14 +80,15 @@ final class ServerHarness: Sendable {
                                              signIn: signIn, extra: extra.merging(ports) { $1 })
             // What no SIWA_* setting reaches (e.g. the key cache's heartbeat).
             adjust(&settings)
-            let port = OneShot<Int>(), adminPort = OneShot<Int>(), apiPort = OneShot<Int>()
+            let port = OneShot<Int>(), adminPort = OneShot<Int>(), apiPort = OneShot<Int>(), metricsPort = OneShot<Int>()
             let app = try ServerAssembly.makeApplication(
                 settings: settings,
                 migrations: try Migrator(directory: TestEnvironment.repositoryRoot.appendingPathComponent("sql")),
                 logger: Logger(label: "siwa.test-server"),
                 onServerRunning: { bound in port.complete(.success(bound)) },
                 onAdminRunning: { bound in adminPort.complete(.success(bound)) },
-                onAPIRunning: { bound in apiPort.complete(.success(bound)) }
+                onAPIRunning: { bound in apiPort.complete(.success(bound)) },
+                onMetricsRunning: { bound in metricsPort.complete(.success(bound)) }
             )
             let group = ServiceGroup(services: [app], gracefulShutdownSignals: [], logger: Logger(label: "test"))
             // A listener that cannot bind (its port taken) ends the group
@@ -93,17 +98,21 @@ final class ServerHarness: Sendable {
                     port.complete(.failure(error))
                     adminPort.complete(.failure(error))
                     apiPort.complete(.failure(error))
+                    metricsPort.complete(.failure(error))
                     throw error
                 }
                 port.complete(.failure(TestSetupError("siwa serve stopped before it listened")))
                 adminPort.complete(.failure(TestSetupError("siwa serve stopped before its admin listener listened")))
                 apiPort.complete(.failure(TestSetupError("siwa serve stopped before its API listener listened")))
+                metricsPort.complete(.failure(TestSetupError("siwa serve stopped before its metrics listener listened")))
             }
             return ServerHarness(simulator: simulator, appleServer: appleServer, database: database,
                                  port: try await port.wait(), adminPort: settings.admin == nil ? nil : try await adminPort.wait(),
                                  apiPort: settings.signIn == nil || settings.api == nil ? nil : try await apiPort.wait(),
+                                 metricsPort: settings.metrics == nil ? nil : try await metricsPort.wait(),
                                  group: group, task: task)
         }
+        harness.registerListeners()
         if waitUntilReady { try await harness.waitUntilKeysLoaded() }
         return harness
     }
@@ -116,6 +125,9 @@ final class ServerHarness: Sendable {
             "SIWA_DATABASE_URL": database.serveURL,
             "SIWA_HTTP_PORT": "0",
             "SIWA_ADMIN_HTTP_PORT": "off",
+            // `start` gives it a port from TestPorts; a test that builds the
+            // application itself (RouteTests) binds no listener at all.
+            "SIWA_METRICS_HTTP_PORT": "off",
             "SIWA_APPLE_TEAM_ID": TestEnvironment.team, "SIWA_APPLE_CLIENT_IDS": clientID,
             "SIWA_APPLE_JWKS_URL": appleBaseURL + "/auth/keys",
         ]
@@ -127,6 +139,14 @@ final class ServerHarness: Sendable {
         return try ServerSettings(environment: SettingsReader(values))
     }
 
+    /// Its listeners' answers are kept for the contract check (ContractRecorder).
+    private func registerListeners() {
+        ContractRecorder.register(port: port, as: .public)
+        if let apiPort { ContractRecorder.register(port: apiPort, as: .api) }
+        if let adminPort { ContractRecorder.register(port: adminPort, as: .admin) }
+        if let metricsPort { ContractRecorder.register(port: metricsPort, as: .metrics) }
+    }
+
     /// A graceful shutdown, as production's SIGTERM does. Not a cancel: a
     /// connection accepted just as the serving task is cancelled is never
     /// handed to Hummingbird, and NIO traps on its unfinished writer
@@ -134,6 +154,7 @@ final class ServerHarness: Sendable {
     /// which crashed the whole test process. Cancelled only if the graceful
     /// shutdown has not ended after 30 s.
     func stop() async {
+        ContractRecorder.unregister(ports: [port, apiPort, adminPort, metricsPort].compactMap { $0 })
         await group.triggerGracefulShutdown()
         let task = self.task
         let deadline = Task {
@@ -145,8 +166,19 @@ final class ServerHarness: Sendable {
         await appleServer.stop()
     }
 
-    /// The public listener: Apple's notifications, health, metrics.
+    /// The public listener: Apple's notifications, health, the receipts' key set.
     var baseURL: String { "http://127.0.0.1:\(port)" }
+
+    /// The metrics listener: `/metrics` (and health).
+    var metricsURL: String {
+        guard let metricsPort else { preconditionFailure("no metrics listener: SIWA_METRICS_HTTP_PORT=off") }
+        return "http://127.0.0.1:\(metricsPort)"
+    }
+
+    /// GET /metrics on the metrics listener.
+    func getMetrics() async throws -> HTTPAnswer {
+        try await HTTPAnswer.send(method: .GET, url: metricsURL + "/metrics", body: nil, headers: [])
+    }
 
     /// The API listener, where `/v1` is (sign-in on only).
     var apiURL: String {
@@ -202,6 +234,16 @@ struct HTTPAnswer: Sendable {
         if let body { request.body = .bytes(ByteBuffer(bytes: body)) }
         let response = try await HTTPClient.shared.execute(request, timeout: timeout)
         let data = try await response.body.collect(upTo: 4 * 1024 * 1024)
-        return HTTPAnswer(status: Int(response.status.code), body: Data(data.readableBytesView), headers: response.headers)
+        let answer = HTTPAnswer(status: Int(response.status.code), body: Data(data.readableBytesView), headers: response.headers)
+        // For the contract check at the end of `make test` (docs/openapi.yaml):
+        // each hop of a followed redirect (a 303 has no body), then the answer.
+        for (index, hop) in response.history.enumerated() where index < response.history.count - 1 {
+            ContractRecorder.answer(method: hop.request.method.rawValue, url: hop.request.url, status: Int(hop.responseHead.status.code),
+                                    contentType: hop.responseHead.headers.first(name: "content-type"), body: Data())
+        }
+        let last = response.history.last?.request
+        ContractRecorder.answer(method: last?.method.rawValue ?? method.rawValue, url: last?.url ?? url, status: answer.status,
+                                contentType: response.headers.first(name: "content-type"), body: answer.body)
+        return answer
     }
 }

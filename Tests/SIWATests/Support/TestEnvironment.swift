@@ -37,13 +37,16 @@ enum TestEnvironment {
 
     /// The `siwa` executable built by `swift build` (make test builds it first).
     static var siwaBinary: URL {
-        get throws {
-            let url = repositoryRoot.appendingPathComponent(".build/debug/siwa")
-            guard FileManager.default.isExecutableFile(atPath: url.path) else {
-                throw TestSetupError("\(url.path) is missing: run `swift build` first (make test does)")
-            }
-            return url
+        get throws { try builtBinary("siwa") }
+    }
+
+    /// An executable of the package built by `swift build` (make test builds them all first).
+    static func builtBinary(_ name: String) throws -> URL {
+        let url = repositoryRoot.appendingPathComponent(".build/debug/\(name)")
+        guard FileManager.default.isExecutableFile(atPath: url.path) else {
+            throw TestSetupError("\(url.path) is missing: run `swift build` first (make test does)")
         }
+        return url
     }
 
     /// The erasure ledger of every `siwa worker` a test starts, unless the

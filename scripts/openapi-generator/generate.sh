@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# make generate-client: SIWAClient's types and calls from docs/openapi.yaml,
+# by swift-openapi-generator built here (its own scratch path,
+# .build-generator), written to Sources/SIWAClient/Generated and committed;
+# then the checksums OpenAPIClientTests compares (generated-from.sha256), so a
+# document changed without regenerating, or generated code edited by hand,
+# fails the suite.
+#
+# The client reads a copy of the document without `additionalProperties:
+# false`: that keyword makes generated decoders refuse an unknown field, and
+# an app's backend must keep working when a newer siwa adds a field to an
+# answer. The document keeps it, for the suite's checks of siwa's own answers.
+# The copy has no `webhooks` either: the generator makes nothing of them
+# (SIWAClient's AppEvent is written by hand, decoded leniently for the same
+# reason), and its filter (the config's tags) fails on them: it drops the
+# components they use, then reports their references as unresolved.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+scratch=.build-generator
+out=Sources/SIWAClient/Generated
+swift build --package-path scripts/openapi-generator --scratch-path "$scratch" --product swift-openapi-generator
+mkdir -p "$scratch/input" "$out"
+awk '/^webhooks:/ { skip = 1; next } /^[a-z]/ { skip = 0 } !skip' docs/openapi.yaml \
+  | sed '/^ *additionalProperties: false *$/d' > "$scratch/input/openapi.yaml"
+if grep -q 'additionalProperties: false' "$scratch/input/openapi.yaml"; then
+  echo "generate.sh: docs/openapi.yaml has additionalProperties: false inside a flow mapping; write it on a line of its own" >&2
+  exit 1
+fi
+"$scratch/debug/swift-openapi-generator" generate \
+  --config scripts/openapi-generator/openapi-generator-config.yaml \
+  --output-directory "$out" \
+  "$scratch/input/openapi.yaml"
+# The generator writes `public import` (Swift 6.4 silences its unused ones
+# with @diagnose, which 6.3 lacks): plain imports, as the rest of the
+# target has, so the build stays free of warnings.
+sed -i -E 's/^(@_spi\(Generated\) )?public import /\1import /' "$out"/*.swift
+sha256sum docs/openapi.yaml scripts/openapi-generator/openapi-generator-config.yaml scripts/openapi-generator/generate.sh \
+  "$out"/*.swift > scripts/openapi-generator/generated-from.sha256
+echo "generated $out from docs/openapi.yaml; commit both"
