@@ -35,7 +35,7 @@ endif
 unexport SIWA_GIT_COMMIT
 
 .PHONY: build build-stamp generate-client test demo try bench clean-db check-swift check-openssl check-chromium check-alerts check-openapi fuzz-api \
-        build-static install deb test-package check-packaging-tools
+        build-static install deb test-package check-packaging-tools check-lintian
 
 check-swift:
 	@command -v swift >/dev/null 2>&1 || { \
@@ -193,8 +193,9 @@ clean-db:
 # `make install` lays out an installed siwa under PREFIX (DESTDIR for
 # staging): the binary, the migrations beside it in share/siwa/sql (where an
 # installed siwa looks: Migrator.defaultDirectory), the example settings, the
-# systemd units with ExecStart= pointing at PREFIX, and the sysusers.d entry
-# for the service users. Settings go to SYSCONFDIR/siwa, mode 0600, only
+# systemd units with ExecStart= pointing at PREFIX, the sysusers.d entry
+# for the service users, and the man pages and shell completions generated
+# from the command definitions (scripts/generate-manual.sh). Settings go to SYSCONFDIR/siwa, mode 0600, only
 # where no file is there yet: an operator's settings are never overwritten.
 # The binary is built with the Swift standard library and Foundation linked
 # in (--static-swift-stdlib), so the server needs no Swift installed.
@@ -218,6 +219,13 @@ install: $(if $(SIWA_BINARY),,build-static)
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/siwa/sql $(DESTDIR)$(PREFIX)/share/siwa/examples \
 	  $(DESTDIR)$(UNITDIR) $(DESTDIR)$(SYSUSERSDIR) $(DESTDIR)$(SYSCONFDIR)/siwa
 	install -m 0755 $(or $(SIWA_BINARY),$(STATIC_BUILD)/release/siwa) $(DESTDIR)$(PREFIX)/bin/siwa
+	scripts/generate-manual.sh $(or $(SIWA_BINARY),$(STATIC_BUILD)/release/siwa) .build/manual
+	install -d $(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/bash-completion/completions \
+	  $(DESTDIR)$(PREFIX)/share/zsh/vendor-completions $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d
+	install -m 0644 .build/manual/man1/*.1.gz $(DESTDIR)$(PREFIX)/share/man/man1/
+	install -m 0644 .build/manual/completions/siwa.bash $(DESTDIR)$(PREFIX)/share/bash-completion/completions/siwa
+	install -m 0644 .build/manual/completions/_siwa $(DESTDIR)$(PREFIX)/share/zsh/vendor-completions/_siwa
+	install -m 0644 .build/manual/completions/siwa.fish $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/siwa.fish
 	install -m 0644 sql/*.sql $(DESTDIR)$(PREFIX)/share/siwa/sql/
 	install -m 0644 deploy/*.env.example deploy/purge-plan.example.json $(DESTDIR)$(PREFIX)/share/siwa/examples/
 	install -d $(DESTDIR)$(PREFIX)/share/doc/siwa
@@ -263,7 +271,19 @@ deb: check-packaging-tools
 # CI has), not a release build with the static standard library: that would
 # compile every dependency a second time, in release (see docs/operations.md,
 # "Installing"). Everything else in the package is what `make deb` makes.
-test-package: check-swift build-stamp
+# lintian, Debian's package checker (installed with apt-get, as root, when
+# missing), must find no error; its overrides (deploy/debian/lintian-overrides)
+# each say why.
+check-lintian:
+	@command -v lintian >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "lintian not found; installing it with apt-get" >&2; \
+	    apt-get update -qq >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends lintian >&2; \
+	  else \
+	    echo "error: lintian is missing (apt-get install lintian)" >&2; exit 1; \
+	  fi; }
+
+test-package: check-swift build-stamp check-lintian
 	swift build
 	$(MAKE) --no-print-directory deb SIWA_BINARY=.build/debug/siwa DEB_ALLOW_SWIFT_RUNTIME=1 DEB_DIR=.build/deb-test
 	url="$$($(TESTDB) start test)"; \

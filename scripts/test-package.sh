@@ -3,8 +3,13 @@
 # dpkg into a throwaway root, maintainer scripts included (run outside the
 # root with DPKG_ROOT set, as `dpkg --root` does for chrootless scripts), and
 # checks what an operator relies on:
-#   - the service users exist (postinst ran systemd-sysusers), the settings
-#     are conffiles of mode 0600;
+#   - the service users exist (postinst ran systemd-sysusers); postinst
+#     created the settings (mode 0600, root) from the examples, and the
+#     package ships no conffile; deb-systemd-helper recorded the units;
+#   - the man pages and the bash, zsh and fish completions are installed;
+#   - lintian finds no error;
+#   - installing again keeps an edited setting without asking, and an
+#     upgrade that brings a migration says to run siwa migrate;
 #   - the installed `siwa --version` names this version and the commit the
 #     build stamp's header gave the build;
 #   - the installed `siwa migrate` applies the installed share/siwa/sql to a
@@ -58,10 +63,49 @@ check "postinst created the users siwa-serve and siwa-worker" users_ok
 settings_ok() {
     for name in siwa serve worker migrate; do
         [[ $(stat -c '%a %U' "$root/etc/siwa/$name.env") == "600 root" ]] || { echo "/etc/siwa/$name.env: $(stat -c '%a %U' "$root/etc/siwa/$name.env")"; return 1; }
-        grep -q "^ /etc/siwa/$name.env " "$root/var/lib/dpkg/status" || { echo "/etc/siwa/$name.env is not a conffile"; return 1; }
+        cmp -s "$root/etc/siwa/$name.env" "$root/usr/share/doc/siwa/examples/$name.env.example" || { echo "/etc/siwa/$name.env is not the example"; return 1; }
     done
+    ! grep -q '^Conffiles:' "$root/var/lib/dpkg/status" || { echo "the package has conffiles:"; sed -n '/^Conffiles:/,/^[^ ]/p' "$root/var/lib/dpkg/status"; return 1; }
 }
-check "/etc/siwa/*.env are conffiles, mode 0600, owner root" settings_ok
+check "postinst created /etc/siwa/*.env from the examples (mode 0600, root); no conffiles" settings_ok
+units_recorded() {
+    for unit in siwa-serve siwa-worker siwa-migrate; do
+        [[ -e $root/var/lib/systemd/deb-systemd-helper-enabled/$unit.service.dsh-also ]] || { echo "$unit: no deb-systemd-helper state"; ls -R "$root/var/lib/systemd" 2>&1; return 1; }
+    done
+    [[ ! -e $root/etc/systemd/system/multi-user.target.wants/siwa-serve.service ]] || { echo "siwa-serve was enabled"; return 1; }
+}
+check "deb-systemd-helper recorded the units, enabling none" units_recorded
+manual_ok() {
+    for page in siwa siwa.serve siwa.users.delete siwa.audit.list siwa.jobs.list; do
+        [[ -f $root/usr/share/man/man1/$page.1.gz ]] || { echo "no man page $page.1.gz"; return 1; }
+    done
+    zcat "$root/usr/share/man/man1/siwa.audit.list.1.gz" | grep -q -- 'csv' || { echo "siwa.audit.list(1) does not name --csv"; return 1; }
+    bash -n "$root/usr/share/bash-completion/completions/siwa" || return 1
+    grep -q 'users' "$root/usr/share/zsh/vendor-completions/_siwa" || { echo "zsh completion"; return 1; }
+    grep -q 'users' "$root/usr/share/fish/vendor_completions.d/siwa.fish" || { echo "fish completion"; return 1; }
+}
+check "man pages (one per command) and bash, zsh and fish completions are installed" manual_ok
+lintian_clean() {
+    local output
+    # custom-library-search-path: this package carries the debug build, which
+    # finds the toolchain's Swift runtime by RUNPATH (make deb refuses such a
+    # binary; its static build has none).
+    output=$(lintian --fail-on error --display-level '>=warning' --suppress-tags custom-library-search-path "$deb" 2>&1) \
+        || { echo "$output"; return 1; }
+    [[ -z $output ]] || printf '%s\n' "$output" >&2
+}
+check "lintian finds no error" lintian_clean
+
+# An edited setting survives installing again, without a question (stdin
+# closed: a conffile prompt would fail); an upgrade that brings a migration
+# says to run siwa migrate (the last migration made "new" by removing it first).
+echo "SIWA_LOG_LEVEL=debug # edited" >> "$root/etc/siwa/serve.env"
+newest=$(basename "$(ls "$root/usr/share/siwa/sql"/*.sql | tail -1)" .sql)
+rm "$root/usr/share/siwa/sql/$newest.sql"
+expect_output "an upgrade that brings a migration ($newest) says to run siwa migrate" \
+    "brings the migration\(s\) $newest.*siwa-migrate.service" dpkg_root -i "$deb" </dev/null
+check "the edited /etc/siwa/serve.env was kept" grep -q '^SIWA_LOG_LEVEL=debug # edited$' "$root/etc/siwa/serve.env"
+expect_output "an upgrade without a new migration says so" "no new migration" dpkg_root -i "$deb" </dev/null
 
 # ------------------------------------------------------- the binary ---
 siwa=$root/usr/bin/siwa
@@ -117,7 +161,7 @@ check "make install PREFIX=/usr/local points the units at /usr/local/bin/siwa" l
 
 # ------------------------------------------------------------ purge ---
 check "dpkg purges the package" dpkg_root --purge siwa
-gone() { [[ ! -e $root/usr/bin/siwa && ! -e $root/etc/siwa/siwa.env && ! -e $root/usr/share/siwa/sql ]]; }
+gone() { [[ ! -e $root/usr/bin/siwa && ! -e $root/etc/siwa/siwa.env && ! -e $root/etc/siwa/serve.env && ! -e $root/usr/share/siwa/sql ]]; }
 check "purging removed the binary, the migrations and the settings" gone
 
 echo "package: $passed passed, $failed failed"

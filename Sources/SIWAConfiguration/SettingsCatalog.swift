@@ -98,7 +98,7 @@ public enum SettingsCatalog {
         help: "the sql/ files: else `<prefix>/share/siwa/sql` beside the binary's `bin/`, else the source tree's `sql/`",
         details: """
             For /usr/local/bin/siwa: /usr/local/share/siwa/sql. serve and worker read the \
-            files too, at start, to refuse a schema that is behind.
+            files too, at start: they wait while a migration is pending (until `siwa migrate`).
             """)
 
     // MARK: Receiver (siwa serve)

@@ -18,9 +18,13 @@ public struct WorkerAssembly: Sendable {
     /// Throws `PurgePlanError` (bad plan), `SettingError`, `DatabaseConfigurationError`.
     /// - Parameter metrics: where the job counters, step histograms and token
     ///   validations are recorded (`siwa worker`: its /metrics registry).
+    /// - Parameter onPrepared: called once the start-up checks passed (the
+    ///   schema up to date, after waiting for `siwa migrate` when it is
+    ///   behind), before the first claim: `siwa worker` tells systemd READY=1.
     public init(settings: WorkerSettings, environment: [String: String], migrations: Migrator?,
+                migrationWait: MigrationWait = MigrationWait(),
                 workerName: String = WorkerAssembly.defaultWorkerName(), metrics: any MetricsFactory = MetricsSystem.factory,
-                logger: Logger) throws {
+                logger: Logger, onPrepared: @escaping @Sendable () -> Void = {}) throws {
         // Everything that can refuse a setting first: past this point
         // HTTP clients exist, and each must be shut down, not dropped.
         let access = try settings.signIn.map { try AppleAccess($0, observer: AppleCallTelemetry(metrics: metrics)) }
@@ -101,8 +105,13 @@ public struct WorkerAssembly: Sendable {
         let worker = JobWorker(client: client, queue: queue, runners: runners, options: settings.worker, metrics: jobMetrics,
                                maintenance: maintenance, logger: logger) {
             logger.info("Database", metadata: ["database": "\(database.redactedDescription)", "tls": "\(database.tlsDescription)"])
-            // Refuse to work against a schema that is behind or was edited.
-            if let migrations { try await migrations.checkUpToDate(client: client, logger: logger) }
+            // Wait for a schema that is behind (an upgrade's migration not
+            // yet applied); refuse one that is ahead or was edited.
+            if let migrations {
+                try await migrations.waitUntilUpToDate(client: client, logger: logger, wait: migrationWait) { pause in
+                    try await cancelWhenGracefulShutdown { try await Task.sleep(for: pause) }
+                }
+            }
             try await RuntimeRole.warnIfPrivileged(as: .worker, client: client, logger: logger)
             if plan.hasOwnDatabaseSQL { try await Self.checkPurgeRole(settings.purge.role, client: client, logger: logger) }
             for warning in access?.warnings ?? [] { logger.warning("\(warning)") }
@@ -133,6 +142,7 @@ public struct WorkerAssembly: Sendable {
             } else {
                 logger.notice("Deletion receipts are off: no receipt is signed for a completed purge (set SIWA_RECEIPT_KEY_FILE and SIWA_RECEIPT_ISSUER to sign them)")
             }
+            onPrepared()
         }
         self.plan = plan
         self.services = [client, HTTPClientService(client: webhookClient)]

@@ -39,6 +39,15 @@ struct Audit: AsyncParsableCommand {
         }
     }
 
+    /// As `run`, for the user `user` names: the reports and the user's team
+    /// (nil: the sub is a user in no team; its rows in every team are read).
+    static func run<T: Sendable>(for user: UserArguments,
+                                 _ body: @escaping @Sendable (AuditReports, String?) async throws -> T) async -> T {
+        await CommandDatabase.run(label: "siwa.audit", refusing: AuditRefusal.self) { client, logger in
+            try await body(AuditReports(client: client, logger: logger), try await user.team(client: client, logger: logger))
+        }
+    }
+
     /// `--json`, or a table.
     static func emit<T: Encodable>(_ value: T, json: Bool, table: () -> String) throws {
         if json {

@@ -54,6 +54,25 @@ enum AuditOutput {
         return lines.joined(separator: "\n")
     }
 
+    /// RFC 4180: a header line, then one line per row, CRLF-terminated,
+    /// every field quoted. A field that would start with =, +, -, @, a tab
+    /// or a carriage return gets a leading ' so that a spreadsheet opening
+    /// the file reads it as text, never as a formula (an admin key's name,
+    /// an actor, a sub are chosen by others).
+    static func csv(_ entries: [AuditEntry]) -> String {
+        let header = ["seq", "occurred_at", "actor", "action", "apple_sub", "apple_team", "details"]
+        let rows = entries.map { entry in
+            [String(entry.seq), time(entry.occurredAt), entry.actor, entry.action, entry.appleSub ?? "", entry.appleTeam ?? "",
+             entry.details.compactText]
+        }
+        return ([header] + rows).map { $0.map(csvField).joined(separator: ",") + "\r\n" }.joined()
+    }
+
+    static func csvField(_ text: String) -> String {
+        let formula = text.first.map { "=+-@\t\r".contains($0) } ?? false
+        return "\"" + (formula ? "'" : "") + text.replacingOccurrences(of: "\"", with: "\"\"") + "\""
+    }
+
     static func time(_ date: Date) -> String { UTCTime.text(date) }
 
     static func seconds(_ value: Double) -> String { String(format: "%.1f", value) }

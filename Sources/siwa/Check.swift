@@ -127,9 +127,12 @@ struct Check: AsyncParsableCommand {
         report.passed("database: \(database.redactedDescription) answered (\(database.tlsDescription))")
         do {
             let migrator = try Migrator(directory: Migrator.defaultDirectory())
-            let problems: [String] = try await database.withClient { client in
+            let (problems, behind): ([String], [String]) = try await database.withClient { client in
                 var problems: [String] = []
-                do { try await migrator.checkUpToDate(client: client, logger: logger) } catch let error as MigrationError {
+                var behind: [String] = []
+                do { try await migrator.checkUpToDate(client: client, logger: logger) } catch MigrationError.pending(let names) {
+                    behind = names
+                } catch let error as MigrationError {
                     problems.append("\(error)")
                 }
                 if let purgeRole {
@@ -137,10 +140,15 @@ struct Check: AsyncParsableCommand {
                         problems.append("\(error)")
                     }
                 }
-                return problems
+                return (problems, behind)
             }
             for problem in problems { report.configuration(problem) }
-            if problems.isEmpty { report.passed("schema: up to date (\(migrator.migrations.count) migrations)") }
+            // Not a configuration problem: serve and the worker wait for it.
+            if !behind.isEmpty {
+                report.warning("\(MigrationError.pending(behind)): serve and the worker wait until it is applied")
+            } else if problems.isEmpty {
+                report.passed("schema: up to date (\(migrator.migrations.count) migrations)")
+            }
         } catch let error as MigrationError {
             report.configuration("\(error)")
         } catch {

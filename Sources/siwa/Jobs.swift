@@ -35,6 +35,8 @@ struct Jobs: AsyncParsableCommand {
         @Option(help: "Only jobs of this kind (\(JobKinds.listed)).")
         var kind: String?
 
+        @OptionGroup var user: UserFilterOptions
+
         @Option(help: "At most this many jobs.")
         var limit = 100
 
@@ -49,11 +51,12 @@ struct Jobs: AsyncParsableCommand {
         }
 
         func run() async throws {
-            let jobs = try await JobsConnection.run { try await $0.list(state: state, kind: kind, limit: limit) }
+            let (state, kind, sub, team, limit) = (state, kind, user.sub, user.team, limit)
+            let jobs = try await JobsConnection.run { try await $0.list(state: state, kind: kind, appleSub: sub, team: team, limit: limit) }
             if json {
                 print(try JobsOutput.json(jobs))
             } else if jobs.isEmpty {
-                print(["no", state?.rawValue, kind, "jobs"].compactMap { $0 }.joined(separator: " "))
+                print((["no", state?.rawValue, kind, "jobs"].compactMap { $0 } + (sub.map { ["of", $0] } ?? [])).joined(separator: " "))
             } else {
                 print(JobsOutput.table(jobs))
             }

@@ -18,16 +18,16 @@ extension Receipts {
                 """
         )
 
-        @Argument(help: "The user's Apple sub.")
-        var sub: String
+        @OptionGroup var user: UserArguments
 
         @Flag(help: "{\"receipts\": [JWS, ...]} instead of the readable form.")
         var json = false
 
         func run() async throws {
-            let sub = sub
+            let (user, sub) = (user, user.sub)
             let receipts = await CommandDatabase.run(label: "siwa.receipts", refusing: SettingError.self) { client, logger in
-                try await DeletionReceipts(client: client, logger: logger).forUser(sub)
+                let team = try await user.team(client: client, logger: logger)
+                return try await DeletionReceipts(client: client, logger: logger).forUser(sub, team: team)
             }
             if json {
                 print(String(decoding: try AnswerJSON.encode(DeletionReceipts.List(receipts: receipts)), as: UTF8.self))

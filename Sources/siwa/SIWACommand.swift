@@ -18,6 +18,6 @@ struct SIWACommand: AsyncParsableCommand {
             \(ExitStatus.table)
             """,
         version: SIWAVersion.description,
-        subcommands: [Serve.self, Worker.self, Jobs.self, Webhooks.self, Transfer.self, Audit.self, Tokens.self, APIKeys.self, Receipts.self, Erasures.self, Migrate.self, Check.self, Verify.self, Settings.self]
+        subcommands: [Serve.self, Worker.self, Jobs.self, Users.self, Webhooks.self, Transfer.self, Audit.self, Tokens.self, APIKeys.self, Receipts.self, Erasures.self, Migrate.self, Check.self, Verify.self, Settings.self]
     )
 }

@@ -72,6 +72,9 @@ struct Serve: AsyncParsableCommand {
                                                       gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         do {
             try await group.run()
+        } catch is CancellationError {
+            // Stopped (SIGTERM) while waiting for `siwa migrate`: nothing ran.
+            return
         } catch let error as MigrationError {
             Startup.fail("\(error)")
         } catch let error as PSQLError {

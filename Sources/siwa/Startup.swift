@@ -13,7 +13,8 @@ enum ExitStatus {
     /// unreachable, a check that found a fault): systemd may retry.
     static let runtimeFailure: Int32 = 1
     /// A missing or malformed setting, key file or purge plan, a refused
-    /// TLS connection or password, a schema that is behind: fix it first.
+    /// TLS connection or password, a schema ahead of this binary or edited:
+    /// fix it first. (A schema that is behind is waited for.)
     static let configuration: Int32 = 2
     /// The command line itself: an unknown subcommand, option or argument
     /// (swift-argument-parser's EX_USAGE).
@@ -25,7 +26,8 @@ enum ExitStatus {
           1   a runtime failure that may pass: the database or Apple unreachable,
               a check that found a fault
           2   configuration: a missing or malformed setting, key file or purge
-              plan, a refused password or TLS certificate, a schema that is behind
+              plan, a refused password or TLS certificate, a schema ahead of this
+              siwa or edited (serve and worker wait for one that is behind)
           64  usage: an unknown subcommand, option or argument
         """
 }

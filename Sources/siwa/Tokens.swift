@@ -126,16 +126,14 @@ struct Tokens: AsyncParsableCommand {
                 """
         )
 
-        @Option(help: "The user's Apple sub.")
-        var sub: String
-
-        @OptionGroup var team: TeamOption
+        @OptionGroup var user: UserArguments
 
         func run() async throws {
             let ring = Rekey.loadRing()
-            let (sub, team) = (sub, team.resolved())
+            let user = user
             let (forgotten, kept) = await CommandDatabase.run(label: "siwa.tokens", refusing: TokenKeyRingError.self) { client, logger in
-                try await UnrevocableTokens(client: client, ring: ring, logger: logger).forget(appleSub: sub, team: team,
+                let (sub, team) = (user.sub, try await user.existingTeam(client: client, logger: logger))
+                return try await UnrevocableTokens(client: client, ring: ring, logger: logger).forget(appleSub: sub, team: team,
                                                                                                    loginHint: JobsConnection.loginHint)
             }
             for token in forgotten {

@@ -25,10 +25,7 @@ extension Tokens {
                 """
         )
 
-        @Option(help: "The user's Apple sub.")
-        var sub: String
-
-        @OptionGroup var team: TeamOption
+        @OptionGroup var user: UserArguments
 
         @Flag(help: "Check even a token that is not due (checked less than a period ago).")
         var force = false
@@ -45,8 +42,9 @@ extension Tokens {
                 return settings
             }
             let access = Startup.settings { try AppleAccess(signIn) }
-            let (sub, force, team) = (sub, force, team.resolved(env))
+            let (user, sub, force) = (user, user.sub, force)
             let results = await CommandDatabase.run(label: "siwa.tokens", refusing: SettingError.self) { client, logger in
+                let team = try await user.existingTeam(client: client, logger: logger)
                 let queue = TokenValidationQueue(client: client, periodHours: validation.periodHours ?? 24, logger: logger)
                 let validator = TokenValidator(queue: queue, apple: access.apple, keyRing: access.keyRing,
                                                settings: validation, logger: logger, metrics: MetricsSystem.factory)

@@ -43,7 +43,8 @@ struct Worker: AsyncParsableCommand {
             \(SettingsDocs.help(for: .worker))
 
             Exit status 2: a bad setting (a receipt key file that is no P-256 key among them), a \
-            bad purge plan (the message names the step), or a schema that is behind (run `siwa migrate`).
+            bad purge plan (the message names the step), or a schema ahead of this siwa or edited. A \
+            schema that is behind is waited for (a warning each check, until `siwa migrate`).
             """
     )
 
@@ -66,16 +67,17 @@ struct Worker: AsyncParsableCommand {
         // in the group below, so that it stops last.
         let tracing = TracingSetup.bootstrap(serviceName: "siwa-worker", environment: environment)
         let registry = SIWAMetrics.makeRegistry()
+        // Ready for systemd (Type=notify) once the listener is bound (when on)
+        // and the start-up checks passed: the database answered and its
+        // schema is up to date (waited for, when an upgrade's migration is pending).
+        let ready = ReadinessGate(waitingFor: settings.metricsListener == nil ? 1 : 2)
         let assembly = Startup.settings {
             try WorkerAssembly(settings: settings, environment: environment, migrations: migrator,
-                               metrics: SIWAMetrics.factory(for: registry), logger: logger)
+                               metrics: SIWAMetrics.factory(for: registry), logger: logger, onPrepared: { ready.arrive() })
         }
         Startup.warnUnknownSettings(reader, also: assembly.plan.environmentNames)
         // After every setting is checked: TLS refusing to connect stops start-up here.
         await Startup.checkTLS(Startup.settings { try settings.database.configuration() })
-        // Ready for systemd (Type=notify) once the listener is bound (when on)
-        // and the database answered.
-        let ready = ReadinessGate(waitingFor: settings.metricsListener == nil ? 1 : 2)
         // After the TLS check, whose refusal is the only line start-up prints.
         let listener = Startup.settings {
             try Self.listener(settings: settings, registry: registry, logger: logger, onRunning: { ready.arrive() })
@@ -83,9 +85,7 @@ struct Worker: AsyncParsableCommand {
         logger.info("Purge plan", metadata: ["plan": "\(WorkerAssembly.describe(assembly.plan))"])
         // The notifier last: told of a shutdown first (STOPPING=1 before the drain).
         let notify: [any Service] = SystemdNotifier().map { notifier -> [any Service] in
-            let database = Startup.settings { try settings.database.configuration(maximumConnections: 1) }
-            return [DatabaseAnswered(database: database, gate: ready),
-                    SystemdNotifyService(notifier: notifier, gate: ready, status: "running jobs", logger: logger)]
+            [SystemdNotifyService(notifier: notifier, gate: ready, status: "running jobs", logger: logger)]
         } ?? []
         // Tracing first, so that it stops last (the draining jobs' spans are exported).
         let services = (tracing.map { [$0] } ?? []) + listener + assembly.services + notify
@@ -93,6 +93,9 @@ struct Worker: AsyncParsableCommand {
                                                       gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         do {
             try await group.run()
+        } catch is CancellationError {
+            // Stopped (SIGTERM) while waiting for `siwa migrate`: nothing ran.
+            return
         } catch let error as MigrationError {
             Startup.fail("\(error)")
         } catch let error as SettingError {
@@ -138,26 +141,5 @@ struct Worker: AsyncParsableCommand {
         }
         FileHandle.standardOutput.write(Data(outcomes.map { $0.line + "\n" }.joined().utf8))
         Foundation.exit(outcomes.allSatisfy(\.passed) ? 0 : 1)
-    }
-}
-
-/// Opens the readiness gate once the database answers a connection, trying
-/// again each second until it does or the worker stops (the unit's
-/// TimeoutStartSec= bounds the wait: systemd stops a unit never ready).
-struct DatabaseAnswered: Service {
-    let database: DatabaseConfiguration
-    let gate: ReadinessGate
-
-    func run() async throws {
-        let quiet = Logger(label: "siwa.probe", factory: { _ in SwiftLogNoOpLogHandler() })
-        while !Task.isShuttingDownGracefully && !Task.isCancelled {
-            if (try? await database.probe(logger: quiet)) != nil {
-                gate.arrive()
-                break
-            }
-            try? await cancelWhenGracefulShutdown { try await Task.sleep(for: .seconds(1)) }
-        }
-        // A service that returns ends its group: wait for the shutdown.
-        try? await gracefulShutdown()
     }
 }

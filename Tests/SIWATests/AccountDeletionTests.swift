@@ -242,7 +242,7 @@ struct AccountDeletionTests {
         }, "\(worker.log)")
         #expect(try await setup.database.strings("SELECT email FROM siwa.users WHERE apple_sub = '\(sub)'") == ["user@privaterelay.appleid.com"],
                 "nothing is erased while a token is unrevoked")
-        let forgot = try await runSIWA(["tokens", "forget", "--sub", sub], environment: setup.worker.settings)
+        let forgot = try await runSIWA(["tokens", "forget", sub], environment: setup.worker.settings)
         #expect(forgot.status == 0 && forgot.output.contains("forgotten: 1,"), "\(forgot.output)")
         #expect(try await setup.database.scalar("""
             SELECT count(*) FROM siwa.audit_log WHERE action = 'token.forgotten' AND apple_sub = '\(sub)'

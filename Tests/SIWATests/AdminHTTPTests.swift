@@ -178,6 +178,12 @@ struct AdminHTTPTests {
         let entries = try #require(audit.json["entries"] as? [[String: Any]])
         #expect(entries.map { $0["action"] as? String } == ["job.retry", "job.enqueued"], "newest first: \(entries)")
         #expect(entries.first?["actor"] as? String == "admin_key:ops-alice")
+        // The same filters and cursor as siwa audit list: by actor, before a time, older than a seq.
+        let byKey = try await setup.get("/admin/audit?actor=admin_key:*&until=2999-01-01T00:00:00Z", authorization: setup.bearer)
+        #expect((byKey.json["entries"] as? [[String: Any]])?.map { $0["action"] as? String } == ["job.retry"], "\(byKey.text)")
+        let firstSeq = try #require(entries.first?["seq"] as? Int)
+        let older = try await setup.get("/admin/audit?sub=admin.discarded.sub&action=job.*&before=\(firstSeq)", authorization: setup.bearer)
+        #expect((older.json["entries"] as? [[String: Any]])?.map { $0["action"] as? String } == ["job.enqueued"], "\(older.text)")
         let since = try await setup.get("/admin/audit?action=notification.recorded&since=\(UTCTime.text(Date().addingTimeInterval(-3600)))",
                                         authorization: setup.bearer)
         #expect((since.json["entries"] as? [Any])?.isEmpty == false, "\(since.text)")
@@ -231,6 +237,7 @@ struct AdminHTTPTests {
             ("/admin/audit?since=yesterday", "since must be an ISO 8601 time"),
             ("/admin/audit?action=DROP%20TABLE", "action must be an action name"),
             ("/admin/audit?limit=100000", "limit must be a whole number in 1...10000"),
+            ("/admin/audit?actor=a%20b", "actor must be an actor"),
             ("/admin/audit?sub=%01", "sub must be an Apple sub"),
             ("/admin/summary?days=0", "days must be a whole number"),
             ("/admin/users/x/history?limit=-1", "limit must be a whole number"),
@@ -311,6 +318,52 @@ struct AdminHTTPTests {
     }
 
     /// The details of the newest audit row of `action`, as text per key (and its actor and sub).
+    /// Support requests arrive by email: an admin key finds the active
+    /// users with exactly that address (case aside), audited as a lookup
+    /// that names the key and the subs found, never the address.
+    @Test func anAdminKeyFindsAnActiveUserByTheirWholeEmailAddress() async throws {
+        let setup = try await Setup.start()
+        try atTestEnd { await setup.server.stop() }
+        let database = setup.server.database
+        try await database.execute("""
+            INSERT INTO siwa.users (apple_sub, apple_team, email, status) VALUES
+                ('find.active.0001', 'TEAM123456', 'Support.Case@Example.com', 'active'),
+                ('find.gone.0001', 'TEAM123456', 'support.case@example.com', 'deleted'),
+                ('find.near.0001', 'TEAM123456', 'support.case@example.co', 'active')
+            """)
+        func find(_ body: String, authorization: String) async throws -> HTTPAnswer {
+            try await HTTPAnswer.send(method: .POST, url: setup.adminURL + "/admin/users/find", body: Data(body.utf8),
+                                      headers: [("Authorization", authorization), ("Content-Type", "application/json")])
+        }
+        let found = try await find(#"{"email": "support.case@example.com"}"#, authorization: setup.bearer)
+        #expect(found.status == 200, "\(found.text)")
+        let users = found.json["users"] as? [[String: Any]] ?? []
+        #expect(users.map { $0["apple_sub"] as? String } == ["find.active.0001"], "only the active user, only the whole address: \(found.text)")
+        let audit = try await Self.audit(database, action: "user.looked_up")
+        #expect(audit["actor"] == "admin_key:ops-alice" && audit["apple_sub"] == "find.active.0001" && audit["found"] == "1"
+                && audit["by"] == "email", "\(audit)")
+        #expect(try await database.scalar("""
+            SELECT count(*) FROM siwa.audit_log WHERE action = 'user.looked_up'
+              AND (details::text ILIKE '%example%' OR details::text LIKE '%@%' OR details::text ILIKE '%support%')
+            """) == 0, "no address in the audit row")
+
+        let missed = try await find(#"{"email": "nobody@example.com"}"#, authorization: setup.bearer)
+        #expect(missed.status == 200 && (missed.json["users"] as? [Any])?.isEmpty == true, "\(missed.text)")
+        #expect(try await database.scalar("""
+            SELECT count(*) FROM siwa.audit_log WHERE action = 'user.looked_up' AND apple_sub IS NULL AND details->>'found' = '0'
+            """) == 1)
+        for bad in [#"{"email": "support"}"#, #"{"email": "a b@example.com"}"#, "not json"] {
+            let refused = try await find(bad, authorization: setup.bearer)
+            #expect(refused.status == 400, "\(bad): \(refused.status) \(refused.text)")
+        }
+        // A browser's credentials need the page's form and its token.
+        let ambient = try await find(#"{"email": "support.case@example.com"}"#, authorization: Setup.basic(setup.adminKey))
+        #expect(ambient.status == 403, "\(ambient.text)")
+        let app = try await find(#"{"email": "support.case@example.com"}"#, authorization: "Bearer \(setup.appKey)")
+        #expect(app.status == 401 || app.status == 403, "\(app.status)")
+        #expect(try await database.scalar("SELECT count(*) FROM siwa.audit_log WHERE action = 'user.looked_up'") == 2)
+    }
+
     static func audit(_ database: TestDatabase, action: String) async throws -> [String: String] {
         try await database.withClient { client in
             let rows = try await client.query(PostgresQuery(unsafeSQL: """

@@ -113,6 +113,67 @@ struct AdminPageBrowserTests {
     }
 }
 
+extension AdminPageBrowserTests {
+    /// The email box: the whole address of an active user opens their
+    /// history; the lookup is audited without the address. Screenshot kept.
+    @Test(.enabled(if: HeadlessChromium.executable != nil || TestEnvironment.isCI,
+                   "chromium is not installed and could not be (make test installs it with apt-get when run as root)"))
+    func theEmailBoxFindsAnActiveUser() async throws {
+        let setup = try await AdminHTTPTests.Setup.start()
+        try atTestEnd { await setup.server.stop() }
+        let database = setup.server.database
+        try await database.execute("""
+            INSERT INTO siwa.users (apple_sub, apple_team, email, status) VALUES
+                ('mail.active.0001', 'TEAM123456', 'help.me@example.org', 'active'),
+                ('mail.gone.0001', 'TEAM123456', 'gone@example.org', 'deleted');
+            INSERT INTO siwa.audit_log (actor, action, apple_sub, apple_team, details)
+                VALUES ('api', 'user.signed_in', 'mail.active.0001', 'TEAM123456', '{}')
+            """)
+        let browser = try HeadlessChromium()
+        try atTestEnd { await browser.stop() }
+        let page = try await DevToolsPage.open(browser)
+        try await page.call("Network.setExtraHTTPHeaders", ["headers": ["Authorization": AdminHTTPTests.Setup.basic(setup.adminKey)]])
+        try await page.call("Emulation.setDeviceMetricsOverride", ["width": 1280, "height": 900, "deviceScaleFactor": 1, "mobile": false])
+        try await page.navigate(setup.adminURL + "/admin")
+
+        page.forgetEvents()
+        _ = try await page.evaluate("""
+            document.querySelector('#find-email input[name=email]').value = 'Help.Me@example.org';
+            document.querySelector('#find-email').submit()
+            """)
+        _ = try await page.event("Page.loadEventFired")
+        let notice = try await page.evaluate("document.getElementById('notice').textContent") as? String ?? ""
+        #expect(notice.hasPrefix("One active user has that email address: mail.active.0001 (team TEAM123456)"), "\(notice)")
+        let actions = try await page.evaluate("[...document.querySelectorAll('#history tbody tr td[data-label=action]')].map(td => td.textContent)")
+            as? [String] ?? []
+        #expect(actions.contains("user.signed_in"), "\(actions)")
+        #expect(try await page.evaluate("location.pathname + location.search") as? String == "/admin/users/find",
+                "the address is in no URL")
+        try FileManager.default.createDirectory(at: Self.artifacts, withIntermediateDirectories: true)
+        // As it stands: `screenshot` reloads, which would send the form (and look the address up) again.
+        let shot = try await page.call("Page.captureScreenshot", ["format": "png", "captureBeyondViewport": true])
+        let png = try #require((shot["data"] as? String).flatMap { Data(base64Encoded: $0) })
+        let file = Self.artifacts.appendingPathComponent("admin-email-lookup.png")
+        try png.write(to: file)
+        print("admin page screenshot (email lookup): \(file.path)")
+
+        // A deleted user's address finds nobody.
+        page.forgetEvents()
+        _ = try await page.evaluate("""
+            document.querySelector('#find-email input[name=email]').value = 'gone@example.org';
+            document.querySelector('#find-email').submit()
+            """)
+        _ = try await page.event("Page.loadEventFired")
+        #expect(try await page.evaluate("document.getElementById('notice').textContent") as? String == "No active user has that email address.")
+        let lookups = try await database.strings("""
+            SELECT actor || ' ' || coalesce(apple_sub, '-') || ' ' || (details->>'found') FROM siwa.audit_log
+            WHERE action = 'user.looked_up' ORDER BY seq
+            """)
+        #expect(lookups == ["admin_key:ops-alice mail.active.0001 1", "admin_key:ops-alice - 0"], "\(lookups)")
+        #expect(try await database.scalar("SELECT count(*) FROM siwa.audit_log WHERE details::text LIKE '%example.org%'") == 0)
+    }
+}
+
 /// Two weeks of activity, written as the owner: notifications of four
 /// types and refusals of three reasons on each day, purges completed on
 /// most days with their latency (one day's p95 past the SLA), a discarded

@@ -121,7 +121,10 @@ struct AuditViewsTests {
         #expect(rows.count == jobActions.count && rows.allSatisfy { ($0["action"] as? String)?.hasPrefix("job.") == true })
         #expect(rows.map { $0["seq"] as? Int ?? 0 } == rows.map { $0["seq"] as? Int ?? 0 }.sorted(by: >), "newest first")
         let listTable = try await runSIWA(["audit", "--sub", sub, "--limit", "3"], environment: env)
-        #expect(listTable.output.split(separator: "\n").count == 4 && listTable.output.hasPrefix("SEQ  "), "\(listTable.output)")
+        // A full page: the cursor for the next on stderr (the output here is both).
+        let tableLines = listTable.output.split(separator: "\n").filter { !$0.hasPrefix("siwa: next page: --before ") }
+        #expect(tableLines.count == 4 && tableLines.first?.hasPrefix("SEQ  ") == true, "\(listTable.output)")
+        #expect(listTable.output.contains("siwa: next page: --before "), "\(listTable.output)")
 
         let summaryTable = try await runSIWA(["audit", "summary", "--days", "2"], environment: env)
         #expect(summaryTable.status == 0 && summaryTable.output.contains("purge SLA: 72 h"), "\(summaryTable.output)")

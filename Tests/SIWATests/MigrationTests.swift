@@ -124,7 +124,7 @@ struct MigrationTests {
 
             var upgrade = all
             upgrade.existingRowsTeam = "ABCDE12345"
-            #expect(try await upgrade.migrate(client: client, logger: TestEnvironment.logger) == ["024_teams"])
+            #expect(try await upgrade.migrate(client: client, logger: TestEnvironment.logger).first == "024_teams")
             #expect(try await strings("SELECT apple_team FROM siwa.users") == ["ABCDE12345"])
             #expect(try await strings("SELECT apple_team FROM siwa.notifications") == ["ABCDE12345"])
             #expect(try await strings("SELECT args->>'apple_team' FROM siwa.jobs WHERE kind = 'purge_user'") == ["ABCDE12345"])

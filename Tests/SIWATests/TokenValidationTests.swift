@@ -224,9 +224,9 @@ struct TokenValidationTests {
         // `siwa tokens validate` once Apple is back (not due yet: --force).
         setup.apple.setTokenEndpointBehaviour(.normal)
         let env = setup.worker.settings
-        let refused = try await runSIWA(["tokens", "validate", "--sub", "001.later.0001"], environment: env)
+        let refused = try await runSIWA(["tokens", "validate", "001.later.0001"], environment: env)
         #expect(refused.status == 0 && refused.output.contains("no token of 001.later.0001 is due"), "\(refused.output)")
-        let forced = try await runSIWA(["tokens", "validate", "--sub", "001.later.0001", "--force"], environment: env)
+        let forced = try await runSIWA(["tokens", "validate", "001.later.0001", "--force"], environment: env)
         #expect(forced.status == 0 && forced.output.contains("\(ServerHarness.clientID): valid"), "\(forced.output)")
         #expect(try await setup.database.scalar("SELECT count(*) FROM siwa.apple_tokens WHERE last_validated_at IS NOT NULL") == 1)
     }

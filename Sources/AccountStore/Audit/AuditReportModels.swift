@@ -26,15 +26,31 @@ public struct AuditEntry: Sendable, Equatable, Codable {
 /// Which audit rows: each filter given narrows; newest first, at most `limit`.
 public struct AuditFilter: Sendable, Equatable {
     public var appleSub: String?
+    /// With `appleSub`: only its rows in this team (rows written before
+    /// sql/024, which name no team, too).
+    public var appleTeam: String?
     /// An action (`job.retry`), or a prefix ending in `*` (`job.*`).
     public var action: String?
+    /// An actor (`admin`, `api`, `worker`), or a prefix ending in `*` (`admin_key:*`).
+    public var actor: String?
+    /// From this time on (inclusive).
     public var since: Date?
+    /// Before this time (exclusive).
+    public var until: Date?
+    /// The cursor: only rows older than this `seq` (the last row of the
+    /// page before), so that paging is stable while rows are added.
+    public var beforeSeq: Int64?
     public var limit: Int
 
-    public init(appleSub: String? = nil, action: String? = nil, since: Date? = nil, limit: Int = 100) {
+    public init(appleSub: String? = nil, appleTeam: String? = nil, action: String? = nil, actor: String? = nil,
+                since: Date? = nil, until: Date? = nil, beforeSeq: Int64? = nil, limit: Int = 100) {
         self.appleSub = appleSub
+        self.appleTeam = appleTeam
         self.action = action
+        self.actor = actor
         self.since = since
+        self.until = until
+        self.beforeSeq = beforeSeq
         self.limit = limit
     }
 }

@@ -24,24 +24,37 @@ public struct AuditReports: Sendable {
     /// Audit rows, newest first. Each filter is its own condition, so the
     /// planner sees only those given (a sub goes through its index).
     public func auditLog(_ filter: AuditFilter) async throws -> [AuditEntry] {
-        var binds = PostgresBindings(capacity: 4)
+        var binds = PostgresBindings(capacity: 8)
         var conditions: [String] = []
         if let sub = filter.appleSub {
             binds.append(sub)
             conditions.append("apple_sub = $\(binds.count)")
+            if let team = filter.appleTeam {
+                binds.append(team)
+                conditions.append("coalesce(apple_team, $\(binds.count)) = $\(binds.count)")
+            }
         }
-        if let action = filter.action {
-            if action.hasSuffix("*") {
-                binds.append(Self.likePrefix(String(action.dropLast())))
-                conditions.append("action LIKE $\(binds.count)")
+        for (column, value) in [("action", filter.action), ("actor", filter.actor)] {
+            guard let value else { continue }
+            if value.hasSuffix("*") {
+                binds.append(Self.likePrefix(String(value.dropLast())))
+                conditions.append("\(column) LIKE $\(binds.count)")
             } else {
-                binds.append(action)
-                conditions.append("action = $\(binds.count)")
+                binds.append(value)
+                conditions.append("\(column) = $\(binds.count)")
             }
         }
         if let since = filter.since {
             binds.append(since)
             conditions.append("occurred_at >= $\(binds.count)")
+        }
+        if let until = filter.until {
+            binds.append(until)
+            conditions.append("occurred_at < $\(binds.count)")
+        }
+        if let before = filter.beforeSeq {
+            binds.append(before)
+            conditions.append("seq < $\(binds.count)")
         }
         binds.append(Int64(filter.limit))
         let sql = """

@@ -117,11 +117,16 @@ public struct JobAdministration: Sendable {
         """
 
     /// Jobs, newest first; only those in `state` and of `kind` when given.
-    public func list(state: JobState?, kind: String? = nil, limit: Int) async throws -> [JobSummary] {
+    /// - Parameters: appleSub, team: only the jobs about this user (in
+    ///   this team; every team when nil).
+    public func list(state: JobState?, kind: String? = nil, appleSub: String? = nil, team: String? = nil,
+                     limit: Int) async throws -> [JobSummary] {
         let rows = try await client.guardedQuery("""
             SELECT \(unescaped: Self.columns) FROM siwa.jobs
             WHERE (\(state?.rawValue)::text IS NULL OR state = \(state?.rawValue)::text)
               AND (\(kind)::text IS NULL OR kind = \(kind)::text)
+              AND (\(appleSub)::text IS NULL OR args->>'apple_sub' = \(appleSub)::text)
+              AND (\(team)::text IS NULL OR args->>'apple_team' = \(team)::text)
             ORDER BY id DESC LIMIT \(limit)
             """, logger: logger)
         return try Self.summaries(rows)

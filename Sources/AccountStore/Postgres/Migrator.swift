@@ -138,6 +138,38 @@ public struct Migrator: Sendable {
         if !pending.isEmpty { throw MigrationError.pending(pending) }
     }
 
+    /// serve and worker at start: returns once every known migration is
+    /// applied unchanged. A schema that is behind (an upgrade brought a
+    /// migration `siwa migrate` has not applied yet) is waited for: a
+    /// warning saying what is pending and what to run, then the check
+    /// again after `wait`'s next pause, until `wait.deadline` (then it
+    /// throws `.pending`, as before). A schema ahead of this binary or
+    /// edited, a database siwa never migrated (no migration applied: a
+    /// setup step missed, not an upgrade under way), or one that cannot be
+    /// read throws at once: no wait fixes those. `sleep` is the caller's,
+    /// so that a shutdown ends it.
+    public func waitUntilUpToDate(client: PostgresClient, logger: Logger, wait: MigrationWait = MigrationWait(),
+                                  sleep: @Sendable (Duration) async throws -> Void) async throws {
+        let started = ContinuousClock.now
+        var attempt = 0
+        while true {
+            let applied = try await appliedMigrations(client: client, logger: logger)
+            try verify(applied: applied)
+            let names = migrations.filter { applied[$0.version] == nil }.map(\.name)
+            if names.isEmpty {
+                if attempt > 0 { logger.notice("The database schema is up to date: starting") }
+                return
+            }
+            if applied.isEmpty { throw MigrationError.pending(names) }
+            let pause = wait.pause(after: attempt)
+            guard ContinuousClock.now + pause - started <= wait.deadline else { throw MigrationError.pending(names) }
+            logger.warning("The database schema is behind this siwa: waiting for `siwa migrate` (run it as the schema's owner, SIWA_MIGRATE_DATABASE_URL)",
+                           metadata: ["pending": "\(names.joined(separator: ","))", "retry_in_seconds": "\(pause.components.seconds)"])
+            try await sleep(pause)
+            attempt += 1
+        }
+    }
+
     public func appliedMigrations(client: PostgresClient, logger: Logger) async throws -> [Int: (name: String, checksum: String)] {
         let exists = try await client.guardedQuery("SELECT to_regclass('siwa.schema_migrations') IS NOT NULL", logger: logger)
         guard try exists.first?.decode(Bool.self) == true else { return [:] }
@@ -178,5 +210,30 @@ public struct Migrator: Sendable {
                 throw MigrationError.editedAfterApply(version: version, name: record.name)
             }
         }
+    }
+}
+
+/// How long serve and the worker wait for a pending migration: pauses
+/// doubling from `firstPause` up to `longestPause` between checks, and at
+/// most `deadline` in all. Under systemd the unit's TimeoutStartSec= (5
+/// minutes) ends the wait sooner, and the restarted unit waits again.
+public struct MigrationWait: Sendable {
+    public var firstPause: Duration = .seconds(1)
+    public var longestPause: Duration = .seconds(30)
+    public var deadline: Duration = .seconds(30 * 60)
+
+    public init() {}
+
+    public init(firstPause: Duration, longestPause: Duration, deadline: Duration) {
+        self.firstPause = firstPause
+        self.longestPause = longestPause
+        self.deadline = deadline
+    }
+
+    /// The pause after the `attempt`th check (0 first): doubled each time, capped.
+    public func pause(after attempt: Int) -> Duration {
+        var pause = firstPause
+        for _ in 0..<min(attempt, 16) where pause < longestPause { pause *= 2 }
+        return min(pause, longestPause)
     }
 }

@@ -5,7 +5,7 @@ import PostgresNIO
 /// The operator's way out when a stored token cannot be decrypted (its key
 /// left the ring): siwa cannot revoke it at Apple, and the purge's erase
 /// never deletes a token that was not revoked, so the user's purge would
-/// fail until its attempts run out. `siwa tokens forget --sub` deletes such
+/// fail until its attempts run out. `siwa tokens forget SUB` deletes such
 /// tokens, each with an audit row `token.forgotten`; the purge then goes on,
 /// and the user revokes the app by hand at Apple.
 public struct UnrevocableTokens: Sendable {

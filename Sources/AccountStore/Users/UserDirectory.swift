@@ -119,55 +119,13 @@ public struct UserDirectory: Sendable {
 
     /// Marks the user deleted and enqueues their purge (merged with a
     /// pending one, as for Apple's deletion events). nil: unknown sub.
+    /// The deletion is sql/025's `siwa.delete_user_as`, the one `siwa users
+    /// delete` makes too (as the admin's role), audited by the API key.
     public func scheduleDeletion(appleSub: String, team: String, apiKeyName: String) async throws -> DeletionScheduled? {
-        try await client.withGuardedTransaction(leaseWithin: .requestLease, logger: logger) { [logger] connection -> DeletionScheduled? in
-            // The lock on its own first (as siwa.sign_in does, sql/006), then a
-            // user already purged gets the purge that did it, not another.
-            let locked = try await connection.query("""
-                SELECT status = 'deleted' AND purged_at IS NOT NULL FROM siwa.users
-                WHERE apple_sub = \(appleSub) AND apple_team = \(team) FOR UPDATE
-                """, logger: logger).collect()
-            guard let lockedRow = locked.first else { return nil }
-            if try lockedRow.decode(Bool.self) {
-                let done = try await connection.query("""
-                    SELECT j.id, j.state FROM siwa.users AS u JOIN siwa.jobs AS j
-                      ON j.args->>'apple_sub' = u.apple_sub AND j.args->>'apple_team' = u.apple_team
-                     AND j.kind = 'purge_user' AND NOT j.args ? 'scope'
-                    WHERE u.apple_sub = \(appleSub) AND u.apple_team = \(team) ORDER BY j.id DESC LIMIT 1
-                    """, logger: logger).collect()
-                // Pruned after SIWA_JOB_RETENTION_DAYS: the audit trail keeps it.
-                let (id, state) = try done.first?.decode((Int64, String).self) ?? (Int64(0), "pruned")
-                return DeletionScheduled(jobID: id, state: state, willRevoke: false, alreadyPurged: true)
-            }
-            let rows = try await connection.query("""
-                WITH target AS (
-                    SELECT id, apple_sub, apple_team, status FROM siwa.users
-                    WHERE apple_sub = \(appleSub) AND apple_team = \(team) FOR UPDATE
-                ), account AS (
-                    UPDATE siwa.users AS u SET status = 'deleted',
-                           status_event_time = (extract(epoch FROM now()) * 1000)::bigint, updated_at = now()
-                    FROM target WHERE u.id = target.id AND u.status <> 'deleted'
-                ), purge AS MATERIALIZED (
-                    -- Merged with a pending purge, which covers this request
-                    -- (siwa.enqueue_purge, sql/008: a pending sign-out becomes
-                    -- a whole purge, or is followed by one).
-                    SELECT job.job_id AS id, job.job_state AS state, job.inserted
-                    FROM target, LATERAL siwa.enqueue_purge(target.apple_sub, target.apple_team, 'app-deletion', NULL, false, false,
-                                                            jsonb_build_object('api_key', \(apiKeyName)::text)) AS job
-                ), audit AS (
-                    INSERT INTO siwa.audit_log (actor, action, apple_sub, apple_team, details)
-                    SELECT 'api', 'user.deletion_requested', target.apple_sub, target.apple_team,
-                           jsonb_build_object('user_id', target.id, 'api_key', \(apiKeyName)::text, 'job_id', purge.id,
-                                              'merged', NOT purge.inserted, 'previous_status', target.status)
-                    FROM target, purge
-                )
-                SELECT purge.id, purge.state,
-                       EXISTS (SELECT FROM siwa.apple_tokens, target WHERE apple_tokens.user_id = target.id)
-                FROM purge
-                """, logger: logger).collect()
-            guard let row = rows.first else { return nil }
-            let (id, state, willRevoke) = try row.decode((Int64, String, Bool).self)
-            return DeletionScheduled(jobID: id, state: state, willRevoke: willRevoke, alreadyPurged: false)
-        }
+        let rows = try await client.guardedQuery("""
+            SELECT user_found, job_id, job_state, will_revoke, already_purged
+            FROM siwa.delete_user_for_api(\(appleSub), \(team), \(apiKeyName))
+            """, leaseWithin: .requestLease, logger: logger)
+        return try UserDeletion.decode(rows)
     }
 }

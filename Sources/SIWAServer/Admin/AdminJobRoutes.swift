@@ -89,6 +89,15 @@ struct AdminJobRoutes: Sendable {
 
     /// A browser's POST: not from another site, and with this key's token.
     private func checkForm(_ request: Request, identity: AdminIdentity) async -> Response? {
+        if let refusal = Self.crossSite(request) { return refusal }
+        struct Form: Decodable { let csrf: String? }
+        let body = try? await request.body.collect(upTo: Self.formLimit)
+        let form = body.flatMap { try? URLEncodedFormDecoder().decode(Form.self, from: String(buffer: $0)) }
+        return Self.badToken(form?.csrf, identity: identity, csrf: csrf)
+    }
+
+    /// A POST another site's page made the browser send: refused.
+    static func crossSite(_ request: Request) -> Response? {
         let fetchSite = request.headers.first { $0.name.canonicalName == "sec-fetch-site" }?.value
         if let fetchSite, !["same-origin", "none"].contains(fetchSite) {
             return AdminResponse.error(.forbidden, "cross_site", "a change must come from the admin page itself")
@@ -96,10 +105,12 @@ struct AdminJobRoutes: Sendable {
         if let origin = request.headers[.origin], let host = request.head.authority, origin != "http://\(host)" {
             return AdminResponse.error(.forbidden, "cross_site", "a change must come from the admin page itself (Origin \(origin.prefix(80)))")
         }
-        struct Form: Decodable { let csrf: String? }
-        let body = try? await request.body.collect(upTo: Self.formLimit)
-        let form = body.flatMap { try? URLEncodedFormDecoder().decode(Form.self, from: String(buffer: $0)) }
-        guard let token = form?.csrf, csrf.isValid(token, for: identity.key) else {
+        return nil
+    }
+
+    /// A form's CSRF token that is missing, expired or another key's: refused.
+    static func badToken(_ token: String?, identity: AdminIdentity, csrf: CSRFTokens) -> Response? {
+        guard let token, csrf.isValid(token, for: identity.key) else {
             return AdminResponse.error(.forbidden, "bad_csrf_token",
                                        "the form's token is missing, expired or not this key's: reload the page and try again")
         }

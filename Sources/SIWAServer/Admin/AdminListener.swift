@@ -13,6 +13,7 @@ public struct AdminDependencies: Sendable {
     public var reports: AuditReports
     public var receipts: DeletionReceipts
     public var chain: AuditChainVerifier
+    public var users: UserAdministration
     public var metrics: any MetricsFactory
 
     /// The database parts on one client (the runtime role's).
@@ -22,6 +23,7 @@ public struct AdminDependencies: Sendable {
         reports = AuditReports(client: client, logger: logger)
         receipts = DeletionReceipts(client: client, logger: logger)
         chain = AuditChainVerifier(client: client, logger: logger)
+        users = UserAdministration(client: client, logger: logger)
         self.metrics = metrics
     }
 }
@@ -39,7 +41,9 @@ public func buildAdminRouter(_ dependencies: AdminDependencies, settings: AdminL
         .add(middleware: AdminAuthMiddleware(verifier: dependencies.apiKeys, limiter: limiter, metrics: dependencies.metrics))
     let csrf = CSRFTokens()
     let chain = ChainStatus(verifier: dependencies.chain, logger: logger)
-    AdminPage(reports: dependencies.reports, chain: chain, jobs: dependencies.jobs, csrf: csrf, logger: logger).register(on: admin)
+    let page = AdminPage(reports: dependencies.reports, chain: chain, jobs: dependencies.jobs, csrf: csrf, logger: logger)
+    page.register(on: admin)
+    AdminUserLookup(users: dependencies.users, page: page, csrf: csrf, logger: logger).register(on: admin)
     AdminReportRoutes(reports: dependencies.reports, receipts: dependencies.receipts, chain: chain, logger: logger).register(on: admin)
     AdminJobRoutes(jobs: dependencies.jobs, csrf: csrf, logger: logger).register(on: admin)
     return router

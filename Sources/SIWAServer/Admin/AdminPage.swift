@@ -31,7 +31,7 @@ struct AdminPage: Sendable {
                 sub = try query.sub()
             } catch {
                 // A typo in the search box: the page again, saying why.
-                return await render(identity, days: days, sub: nil, status: .badRequest,
+                return await render(identity, days: days, sub: nil, team: nil, status: .badRequest,
                                     notice: .init(text: error.detail, isError: true))
             }
         } catch let invalid as AdminQuery.Invalid {
@@ -39,16 +39,17 @@ struct AdminPage: Sendable {
         } catch {
             return AdminResponse.unavailable(error, logger: logger)
         }
-        return await render(identity, days: days, sub: sub, status: .ok, notice: notice)
+        return await render(identity, days: days, sub: sub, team: nil, status: .ok, notice: notice)
     }
 
-    private func render(_ identity: AdminIdentity, days: Int, sub: String?, status: HTTPResponse.Status,
-                        notice: AdminPageModel.Notice?) async -> Response {
+    /// The page; with `sub`, that user's history (in `team`, else every team's rows).
+    func render(_ identity: AdminIdentity, days: Int, sub: String?, team: String?, status: HTTPResponse.Status,
+                notice: AdminPageModel.Notice?) async -> Response {
         do {
             async let summary = reports.summary(days: days)
             async let chainState = chain.current()
             var history: UserReport?
-            if let sub { history = try await reports.user(appleSub: sub, limit: Self.historyLimit) }
+            if let sub { history = try await reports.user(appleSub: sub, team: team, limit: Self.historyLimit) }
             let model = AdminPageModel(
                 keyName: identity.key.name, csrf: csrf.token(for: identity.key), now: Date(), days: days,
                 summary: try await summary, history: history, chain: await chainState, notice: notice)

@@ -17,8 +17,11 @@ struct AdminReportRoutes: Sendable {
     func register(on admin: RouterGroup<AdminRequestContext>) {
         admin.get("audit") { request, _ in
             await answer {
-                let query = try AdminQuery(request, allowed: ["sub", "action", "since", "limit"])
-                let filter = AuditFilter(appleSub: try query.sub(), action: try Self.action(query), since: try query.time("since"),
+                let query = try AdminQuery(request, allowed: ["sub", "action", "actor", "since", "until", "before", "limit"])
+                let before = try query.integer("before", in: 1...Int(Int64.max), default: 0)
+                let filter = AuditFilter(appleSub: try query.sub(), action: try Self.action(query), actor: try Self.actor(query),
+                                         since: try query.time("since"), until: try query.time("until"),
+                                         beforeSeq: before == 0 ? nil : Int64(before),
                                          limit: try query.integer("limit", in: 1...10_000, default: 100))
                 return try await Self.encode(["entries": reports.auditLog(filter)])
             }
@@ -74,6 +77,15 @@ struct AdminReportRoutes: Sendable {
             throw AdminQuery.Invalid(detail: "action must be an action name (e.g. job.retry) or a prefix ending in * (job.*)")
         }
         return action
+    }
+
+    /// An actor (`admin`, `admin_key:ops-alice`), or a prefix ending in `*`.
+    static func actor(_ query: AdminQuery) throws(AdminQuery.Invalid) -> String? {
+        guard let actor = query.text("actor") else { return nil }
+        guard actor.utf8.count <= 128, actor.unicodeScalars.allSatisfy({ (0x21...0x7E).contains($0.value) }) else {
+            throw AdminQuery.Invalid(detail: "actor must be an actor (admin, api, worker, admin_key:NAME) or a prefix ending in *")
+        }
+        return actor
     }
 
     /// 200 either way: the verification ran (`ChainVerificationAnswer`).

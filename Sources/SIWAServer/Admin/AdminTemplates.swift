@@ -37,7 +37,7 @@ enum AdminTemplates {
         form.inline{display:inline}
         button{font:inherit;font-size:13px;padding:4px 10px;border-radius:6px;border:1px solid #9ca3af;background:#fff;cursor:pointer}
         button.retry{border-color:#2563eb;color:#1d4ed8}button.cancel{border-color:#b91c1c;color:#b91c1c}button.run-now{border-color:#047857;color:#047857}
-        .search{display:flex;gap:8px}.search input{flex:1;min-width:0;font:inherit;padding:6px 8px;border:1px solid #9ca3af;border-radius:6px}
+        .search{display:flex;gap:8px}.search+.search{margin-top:8px}.search input{flex:1;min-width:0;font:inherit;padding:6px 8px;border:1px solid #9ca3af;border-radius:6px}
         .chain{font-weight:600}.chain.ok{color:var(--ok)}.chain.broken{color:var(--bad)}.chain.unknown{color:var(--muted)}
         .notice{background:#ecfdf5;border-color:#a7f3d0}.notice.error{background:#fef2f2;border-color:#fecaca}
         code{font-size:12px;word-break:break-all}
@@ -96,6 +96,12 @@ enum AdminTemplates {
             <input type="hidden" name="days" value="{{days}}">
             <button type="submit">Show</button>
           </form>
+          <form class="search" method="post" action="/admin/users/find" id="find-email">
+            <input type="hidden" name="csrf" value="{{csrf}}">
+            <input type="hidden" name="days" value="{{days}}">
+            <input name="email" type="email" placeholder="or an active user's whole email address" aria-label="Email address" autocomplete="off">
+            <button type="submit">Find</button>
+          </form>
           {{#history}}
           <div id="history" class="scroll">
             <h2>History of <code>{{sub}}</code></h2>
@@ -145,7 +151,7 @@ enum AdminTemplates {
           </td></tr>{{/waiting}}
           </tbody></table></div>
         </section>{{/hasWaiting}}
-        <p class="muted">JSON: /admin/audit, /admin/users/{sub}/history, /admin/summary, /admin/jobs, /admin/audit/verify, /admin/receipts/{sub}</p>
+        <p class="muted">JSON: /admin/audit, /admin/users/{sub}/history, POST /admin/users/find, /admin/summary, /admin/jobs, /admin/audit/verify, /admin/receipts/{sub}</p>
         </main>
         </body>
         </html>

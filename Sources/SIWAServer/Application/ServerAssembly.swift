@@ -19,6 +19,7 @@ public enum ServerAssembly {
         settings: ServerSettings,
         registry: PrometheusCollectorRegistry = SIWAMetrics.makeRegistry(),
         migrations: Migrator? = nil,
+        migrationWait: MigrationWait = MigrationWait(),
         logger: Logger,
         onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in },
         onAdminRunning: @escaping @Sendable (Int) async -> Void = { _ in },
@@ -66,6 +67,8 @@ public enum ServerAssembly {
             floodDelay: settings.notificationRoute.floodDelay
         )
         dependencies.receiptKeys = settings.receiptKeys
+        // The admin and API listeners bind once the schema check passed.
+        let schemaGate = SchemaGate()
         var signInServices: [any Service] = []
         // The API listener (`/v1`), last in the list below: it stops first,
         // so its in-flight sign-ins drain before the writer and the clients
@@ -86,11 +89,13 @@ public enum ServerAssembly {
                                             apiKeys: APIKeyVerifier(client: client, cache: keyCache, logger: keyLogger))
             signInServices = [WriterService(writer: store), APIKeyChangeListener(client: client, cache: keyCache, logger: keyLogger)]
             if let api = settings.api {
-                apiServices = [buildAPIApplication(settings: api, signIn: signIn, maxBodyBytes: settings.notificationRoute.maxBodyBytes,
-                                                   metrics: metrics, logger: logger) { port in
+                var apiApplication = buildAPIApplication(settings: api, signIn: signIn, maxBodyBytes: settings.notificationRoute.maxBodyBytes,
+                                                         metrics: metrics, logger: logger) { port in
                     logger.info("API listener (/v1)", metadata: ["address": "\(api.host):\(port)"])
                     await onAPIRunning(port)
-                }]
+                }
+                apiApplication.beforeServerStarts { try await schemaGate.wait() }
+                apiServices = [apiApplication]
             }
         }
         // The admin listener has a pool of its own, as the rejections do: an
@@ -104,12 +109,12 @@ public enum ServerAssembly {
                                              backgroundLogger: Logger(label: "siwa.postgres"))
             let adminLogger = Logger(label: "siwa.admin")
             let dependencies = AdminDependencies(client: adminClient, metrics: metrics, logger: adminLogger)
-            adminServices = [adminClient, buildAdminApplication(
-                settings: admin, dependencies: dependencies, logger: adminLogger
-            ) { port in
+            var adminApplication = buildAdminApplication(settings: admin, dependencies: dependencies, logger: adminLogger) { port in
                 adminLogger.info("Admin listener", metadata: ["address": "\(admin.host):\(port)"])
                 await onAdminRunning(port)
-            }]
+            }
+            adminApplication.beforeServerStarts { try await schemaGate.wait() }
+            adminServices = [adminClient, adminApplication]
         }
         // The metrics listener first: it stops last, so a draining serve can still be scraped.
         var metricsServices: [any Service] = []
@@ -141,8 +146,14 @@ public enum ServerAssembly {
         let access = appleAccess
         app.beforeServerStarts {
             logger.info("Database", metadata: ["database": "\(database.redactedDescription)", "tls": "\(database.tlsDescription)"])
-            // Refuse to serve against a schema that is behind or was edited.
-            if let migrator { try await migrator.checkUpToDate(client: client, logger: logger) }
+            // Wait for a schema that is behind (an upgrade's migration not
+            // yet applied); refuse one that is ahead or was edited.
+            if let migrator {
+                try await migrator.waitUntilUpToDate(client: client, logger: logger, wait: migrationWait) { pause in
+                    try await cancelWhenGracefulShutdown { try await Task.sleep(for: pause) }
+                }
+            }
+            schemaGate.open()
             try await RuntimeRole.warnIfPrivileged(as: .serve, client: client, logger: logger)
             if settings.admin == nil { logger.info("The admin listener is off (SIWA_ADMIN_HTTP_PORT=off)") }
             if settings.metrics == nil { logger.info("The metrics listener is off (SIWA_METRICS_HTTP_PORT=off): no /metrics from this process") }

@@ -100,10 +100,11 @@ final class SIWAProcess: Sendable {
     }
 
     /// Waits until the log holds `text` (e.g. "Worker started").
-    func waitForLog(_ text: String, timeout: Duration = .seconds(30)) async throws {
+    /// `count`: at least that many times.
+    func waitForLog(_ text: String, count: Int = 1, timeout: Duration = .seconds(30)) async throws {
         let deadline = ContinuousClock.now + timeout
         while ContinuousClock.now < deadline {
-            if log.contains(text) { return }
+            if log.components(separatedBy: text).count > count { return }
             if !child.isRunning { throw TestSetupError("siwa exited before logging '\(text)': \(log.suffix(2000))") }
             try await Task.sleep(for: .milliseconds(50))
         }
