@@ -36,8 +36,7 @@ public struct AppleCallTelemetry: AppleCallObserver {
             let (result, outcome) = await call()
             span.attributes["siwa.apple.outcome"] = outcome.rawValue
             if outcome != .ok { span.setStatus(SpanStatus(code: .error)) }
-            let (seconds, attoseconds) = (ContinuousClock.now - start).components
-            timers[Self.key(endpoint, outcome)]?.recordNanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
+            timers[Self.key(endpoint, outcome)]?.record(duration: ContinuousClock.now - start)
             return result
         }
     }

@@ -86,8 +86,7 @@ public final class JobMetrics: Sendable {
     }
 
     public func step(_ name: String, failed: Bool, seconds duration: Duration) {
-        let (seconds, attoseconds) = duration.components
-        timer(step: name, failed: failed).recordNanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
+        timer(step: name, failed: failed).record(duration: duration)
     }
 
     public func webhookFailed(step: String, statusClass: String) {

@@ -33,8 +33,7 @@ public final class APIRequestMetrics: Sendable {
             timers[key] = timer
             return timer
         }
-        let (seconds, attoseconds) = (ContinuousClock.now - start).components
-        timer.recordNanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
+        timer.record(duration: ContinuousClock.now - start)
     }
 }
 

@@ -35,9 +35,7 @@ struct NotificationRoutes: Sendable {
                 span.attributes["http.response.status_code"] = Int(response.status.code)
                 return response
             }
-            let elapsed = ContinuousClock.now - start
-            timers[Int(response.status.code)]?
-                .recordNanoseconds(elapsed.components.seconds * 1_000_000_000 + elapsed.components.attoseconds / 1_000_000_000)
+            timers[Int(response.status.code)]?.record(duration: ContinuousClock.now - start)
             // During a flood of junk, refusals are held (FloodTarpit); the
             // histogram above is siwa's own time, without the hold.
             if response.status == .badRequest || response.status == .contentTooLarge, receiver.isFlooded {
