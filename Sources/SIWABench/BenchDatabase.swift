@@ -50,6 +50,18 @@ struct BenchDatabase {
         try await Shell.run("psql", ["-qtA", ownerURL, "-c", sql]).trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
+    /// Milliseconds the server took for `sql`, by psql's timing (the
+    /// statement's round trip alone, not psql's start).
+    func timedMilliseconds(_ sql: String) async throws -> Double {
+        let output = try await Shell.run("psql", ["-qtA", ownerURL, "-c", "\\timing on", "-c", sql])
+        // "Time: 207.713 ms"
+        guard let line = output.split(separator: "\n").last(where: { $0.hasPrefix("Time: ") }),
+              let value = Double(line.dropFirst(6).prefix { $0 != " " }) else {
+            throw BenchError("psql printed no time for \(sql):\n\(output)")
+        }
+        return value
+    }
+
     /// The release `siwa` next to siwa-bench.
     static func siwaBinary() throws -> String {
         let binary = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("siwa").path

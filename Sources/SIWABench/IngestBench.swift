@@ -50,6 +50,9 @@ struct IngestReport {
     var recorded = ""
     var sent = 0
     var chain: AuditChainFigures?
+    /// On a preloaded database: the admin's lookup of a user by email
+    /// address (a scan of the users, sql/026), ms, a few times.
+    var emailLookupMS: [Double] = []
     /// With the webhook on: the app's deliveries enqueued and completed by the end.
     var deliveries: (enqueued: String, completed: String)?
 
@@ -80,7 +83,12 @@ enum IngestBench {
     /// Notifications and pgbench pick their subs among `bench-sub-0 ..< subRange`.
     static let subRange = 1_000_000
 
-    static func sub(_ index: Int) -> String { "bench-sub-\((index &* 7919) % subRange)" }
+    static func sub(_ index: Int) -> String { "bench-sub-\(subNumber(index))" }
+    /// A user's private relay address, the same in every email event about
+    /// them and in the preload (Apple's relay address for a user and app
+    /// does not change between its email-enabled and email-disabled events).
+    static func email(_ index: Int) -> String { "user\(subNumber(index))@privaterelay.appleid.com" }
+    private static func subNumber(_ index: Int) -> Int { (index &* 7919) % subRange }
 
     static func sign(apple: AppleSimulator, clientID: String, warmUp: Int, rounds: Int, perRound: Int, openLoop: Int) async throws -> IngestBodies {
         let total = warmUp + rounds * perRound + 2 * openLoop
@@ -92,7 +100,7 @@ enum IngestBench {
                     let slice = try (start..<min(total, start + chunk)).map { i in
                         AppleSimulator.body(for: try apple.notification(
                             type: i % 2 == 0 ? "email-enabled" : "email-disabled", sub: sub(i),
-                            audience: clientID, jti: "bench-\(runID)-\(i)", email: "bench@privaterelay.appleid.com"))
+                            audience: clientID, jti: "bench-\(runID)-\(i)", email: email(i)))
                     }
                     return (start, slice)
                 }
@@ -141,6 +149,14 @@ enum IngestBench {
                 SELECT 'bench-sub-' || g, '\(SignInCredentials.teamID)', 'user' || g || '@privaterelay.appleid.com', 0
                 FROM generate_series(0, \(scenario.preloadUsers - 1)) AS g
                 """)
+            // The plain version's users too: both sides update rows of a
+            // million-user table, not one side inserts into a small one.
+            try await PlainVersion.preload(users: scenario.preloadUsers, on: database)
+            // A checkpoint now, not at a moment the preload's WAL decides:
+            // every round then pays the full-page images of the pages it is
+            // first to touch since, on both sides, as production does after
+            // each checkpoint.
+            _ = try await database.scalar("CHECKPOINT")
         }
         let siwa = try await ServeProcess.start(databaseURL: database.serveURL, clientID: clientID, jwksURL: jwksURL, http: http)
         // It seals the audit log while the load runs (siwa's and pgbench's
@@ -171,6 +187,7 @@ enum IngestBench {
             var report = try await drive(siwa, scenario: scenario, database: database, bodies: bodies, bareURL: bareURL, http: http,
                                          concurrency: concurrency, pgbenchSeconds: pgbenchSeconds, offeredRate: offeredRate)
             if let worker { report.chain = try await AuditChainFigures.measure(database: database, worker: worker) }
+            if scenario.preloadUsers > 0 { report.emailLookupMS = try await emailLookups(database) }
             if scenario.workerSettings["SIWA_APP_WEBHOOK_URL"] != nil || scenario.enqueueOnly {
                 report.deliveries = (try await database.scalar("SELECT count(*) FROM siwa.jobs WHERE kind = 'app_event'"),
                                      try await database.scalar("SELECT count(*) FROM siwa.jobs WHERE kind = 'app_event' AND state = 'completed'"))
@@ -183,6 +200,22 @@ enum IngestBench {
             _ = await worker?.stop()
             throw error
         }
+    }
+
+    /// The admin page's lookup by address (siwa.find_user_by_email_by_key,
+    /// audited like any) for a user in the middle of the preload, 5 times.
+    private static func emailLookups(_ database: BenchDatabase) async throws -> [Double] {
+        let key = try await database.scalar("""
+            INSERT INTO siwa.api_keys (name, prefix, secret_sha256, created_by, scope)
+            VALUES ('bench-admin', 'benchadm', sha256('bench'), 'siwa-bench', 'admin') RETURNING id
+            """)
+        var times: [Double] = []
+        for attempt in 0..<5 {
+            times.append(try await database.timedMilliseconds("""
+                SELECT count(*) FROM siwa.find_user_by_email_by_key('User\(500_000 + attempt)@PrivateRelay.AppleID.com', \(key))
+                """))
+        }
+        return times
     }
 
     private static func drive(_ siwa: ServeProcess, scenario: IngestScenario, database: BenchDatabase, bodies: IngestBodies,

@@ -34,6 +34,12 @@ enum IngestSummary {
                        report.scenario.label, chain.rows, chain.catchUpSeconds, chain.workerMicrosPerRow, chain.verifySeconds,
                        Double(chain.rows) / max(chain.verifySeconds, 1e-9), chain.verifyLine))
         }
+        for report in reports where !report.emailLookupMS.isEmpty {
+            say("")
+            say(String(format: "== the admin's lookup by email address on the %@ database (%d users, no index: a scan): median %.0f ms (%@)",
+                       report.scenario.label, report.scenario.preloadUsers, median(report.emailLookupMS),
+                       report.emailLookupMS.map { String(format: "%.0f", $0) }.joined(separator: " ")))
+        }
         for report in reports {
             guard let flood = report.flood else { continue }
             say("")

@@ -61,6 +61,14 @@ enum PlainVersion {
         return try await measure(notificationScript, on: database, clients: notificationClients, seconds: seconds)
     }
 
+    /// The users a large database starts with, as siwa's preload makes them.
+    static func preload(users: Int, on database: BenchDatabase) async throws {
+        _ = try await database.scalar(schema)
+        _ = try await database.scalar("""
+            INSERT INTO plain.users (apple_sub) SELECT 'bench-sub-' || g FROM generate_series(0, \(users - 1)) AS g
+            """)
+    }
+
     /// The job yardstick: `jobs` waiting (more than `seconds` can burn), then claim-and-complete.
     static func jobs(on database: BenchDatabase, jobs: Int, seconds: Int) async throws -> Figures {
         _ = try await database.scalar(schema)

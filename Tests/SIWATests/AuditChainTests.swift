@@ -130,6 +130,17 @@ struct AuditChainTests {
         }
         #expect(report.failure == nil, "\(String(describing: report.failure))")
         #expect(report.sealed == 254 && report.unsealed == 0)
+        // The worker's walk is paced: 254 seqs in pages of 100 at 500 a
+        // second wait 0.2 s after each of the first two pages.
+        let clock = ContinuousClock()
+        var paced: AuditChainReport?
+        let took = try await clock.measure {
+            paced = try await database.withClient { client in
+                try await AuditChainVerifier(client: client, logger: TestEnvironment.logger, pageRows: 100).verify(rowsPerSecond: 500)
+            }
+        }
+        #expect(paced?.failure == nil && paced?.sealed == 254 && paced?.unsealed == 0)
+        #expect(took >= .milliseconds(400), "\(took)")
     }
 
     /// Only this database's audit writers hold sealing back: a transaction
@@ -285,6 +296,16 @@ struct AuditChainTests {
         let result = try await verify(database, head: head)
         #expect(result.status == 1, "\(statements): \(result.output)")
         #expect(result.output.hasPrefix("broken at seq \(seq): \(reason)"), "\(statements): \(result.output)")
+        // The walk reads the log in pages: with pages of two and of three
+        // seqs, a page boundary falls on each side of every tampered row,
+        // and the break is still the same.
+        for pageRows in [2, 3] {
+            let paged = try await database.withClient { client in
+                try await AuditChainVerifier(client: client, logger: TestEnvironment.logger, pageRows: pageRows).verify(expectedHead: head)
+            }
+            #expect(paged.failure?.seq == seq && paged.failure?.reason.hasPrefix(reason) == true,
+                    "pages of \(pageRows), \(statements): \(String(describing: paged.failure))")
+        }
         try await asSuperuser(database) {
             try await run($0, """
                 DELETE FROM siwa.audit_log; INSERT INTO siwa.audit_log SELECT * FROM public.log_copy;

@@ -15,64 +15,92 @@ public struct AuditChainReport: Sendable {
     public var sealed: Int64 = 0
     /// The last of them.
     public var head: AuditChainLink?
-    /// Rows after the head, written but not sealed yet.
+    /// Rows after the head, written but not sealed when the walk began.
     public var unsealed: Int64 = 0
     public var failure: AuditChainBreak?
 }
 
 /// Walks `siwa.audit_log` and `siwa.audit_chain` together in seq order,
-/// recomputing every row_hash from the row itself (`AuditChain`). Streams:
-/// one query, rows hashed as they arrive, never all held at once.
-/// Needs SELECT on both tables (siwa_auditor, siwa_admin, the owner).
+/// recomputing every row_hash from the row itself (`AuditChain`), up to the
+/// chain's sealed head as it was when the walk began (rows after it are the
+/// unsealed tail, counted). Pages of `pageRows` seqs, each a statement of
+/// its own, so no statement outlasts the session's statement_timeout
+/// however long the log, no snapshot is held for the whole walk, and a
+/// paced walk (`rowsPerSecond`, the worker's) leaves the cores to the jobs.
+/// Sealed rows never change, so pages read at different moments still make
+/// one consistent walk. Needs SELECT on both tables (siwa_auditor,
+/// siwa_admin, the owner).
 public struct AuditChainVerifier: Sendable {
     let client: PostgresClient
     let logger: Logger
+    let pageRows: Int64
 
-    public init(client: PostgresClient, logger: Logger) {
+    public init(client: PostgresClient, logger: Logger, pageRows: Int = 10_000) {
         self.client = client
         self.logger = logger
+        self.pageRows = Int64(max(1, pageRows))
     }
 
     /// `expectedHead`: a head recorded earlier, which must still be in the
     /// chain with the same hash (a cut tail, or a chain rewritten from an
-    /// edit on, is found this way).
-    public func verify(expectedHead: AuditChainLink? = nil) async throws -> AuditChainReport {
-        try await client.withGuardedTransaction(logger: logger) { connection in
-            // Both tables' primary keys in seq order, merged: never a sort of
-            // the whole log, whatever the planner estimates.
-            try await connection.query("SET LOCAL enable_sort = off", logger: logger)
-            let rows = try await connection.query("""
-                SELECT seq, is_row, occurred_at, actor, action, apple_sub, details, db_user, apple_team, prev_hash, row_hash FROM (
-                    SELECT l.seq, true AS is_row, l.occurred_at, l.actor, l.action, l.apple_sub, l.details::text AS details,
-                           l.db_user, l.apple_team, NULL::bytea AS prev_hash, NULL::bytea AS row_hash
-                    FROM siwa.audit_log AS l
-                    UNION ALL
-                    SELECT c.seq, false, NULL::timestamptz, NULL::text, NULL::text, NULL::text, NULL::text, NULL::text,
-                           NULL::text, c.prev_hash, c.row_hash
-                    FROM siwa.audit_chain AS c
-                ) AS merged
-                ORDER BY seq
-                """, logger: logger)
-            var walk = ChainWalk(expectedHead: expectedHead)
-            var pending: ChainWalk.Entry?
-            for try await (seq, isRow, occurredAt, actor, action, appleSub, details, dbUser, appleTeam, prevHash, rowHash) in rows.decode(
-                (Int64, Bool, ExactTimestamp?, ByteBuffer?, ByteBuffer?, ByteBuffer?, ByteBuffer?, ByteBuffer?, ByteBuffer?, ByteBuffer?,
-                 ByteBuffer?).self) {
-                if let entry = pending, entry.seq != seq {
-                    if let failure = walk.step(entry) { return walk.report(failure) }
-                    pending = nil
-                }
-                var entry = pending ?? ChainWalk.Entry(seq: seq)
-                if isRow, let occurredAt, let actor, let action, let details {
-                    entry.row = AuditRow((seq, occurredAt, actor, action, appleSub, details, dbUser, appleTeam))
-                } else if let prevHash, let rowHash {
-                    entry.link = (prevHash, rowHash)
-                }
-                pending = entry
+    /// edit on, is found this way). `rowsPerSecond`: the most seqs a second
+    /// the walk reads (nil: as fast as it can).
+    public func verify(expectedHead: AuditChainLink? = nil, rowsPerSecond: Int? = nil) async throws -> AuditChainReport {
+        let head = try await count("SELECT coalesce(max(seq), 0) FROM siwa.audit_chain")
+        var walk = ChainWalk(expectedHead: expectedHead)
+        var after: Int64 = 0
+        while after < head {
+            let started = ContinuousClock.now
+            let upTo = min(head, after + pageRows)
+            if let failure = try await walkPage(after: after, upTo: upTo, walk: &walk) { return walk.report(failure) }
+            after = upTo
+            if let rowsPerSecond, rowsPerSecond > 0, after < head {
+                let due = started + .seconds(Double(pageRows) / Double(rowsPerSecond))
+                if due > ContinuousClock.now { try await Task.sleep(until: due) }
             }
-            if let entry = pending, let failure = walk.step(entry) { return walk.report(failure) }
-            return walk.report(walk.finish())
         }
+        walk.unsealedTail(try await count("SELECT count(*) FROM siwa.audit_log WHERE seq > \(head)"))
+        return walk.report(walk.finish())
+    }
+
+    private func count(_ query: PostgresQuery) async throws -> Int64 {
+        try await client.guardedQuery(query, logger: logger).first?.decode(Int64.self) ?? 0
+    }
+
+    /// The seqs in (after, upTo] of both tables, merged in seq order (at
+    /// most twice `pageRows` rows, held at once).
+    private func walkPage(after: Int64, upTo: Int64, walk: inout ChainWalk) async throws -> AuditChainBreak? {
+        let rows = try await client.guardedQuery("""
+            SELECT seq, is_row, occurred_at, actor, action, apple_sub, details, db_user, apple_team, prev_hash, row_hash FROM (
+                SELECT l.seq, true AS is_row, l.occurred_at, l.actor, l.action, l.apple_sub, l.details::text AS details,
+                       l.db_user, l.apple_team, NULL::bytea AS prev_hash, NULL::bytea AS row_hash
+                FROM siwa.audit_log AS l WHERE l.seq > \(after) AND l.seq <= \(upTo)
+                UNION ALL
+                SELECT c.seq, false, NULL::timestamptz, NULL::text, NULL::text, NULL::text, NULL::text, NULL::text,
+                       NULL::text, c.prev_hash, c.row_hash
+                FROM siwa.audit_chain AS c WHERE c.seq > \(after) AND c.seq <= \(upTo)
+            ) AS merged
+            ORDER BY seq
+            """, logger: logger)
+        var pending: ChainWalk.Entry?
+        for row in rows {
+            let (seq, isRow, occurredAt, actor, action, appleSub, details, dbUser, appleTeam, prevHash, rowHash) = try row.decode(
+                (Int64, Bool, ExactTimestamp?, ByteBuffer?, ByteBuffer?, ByteBuffer?, ByteBuffer?, ByteBuffer?, ByteBuffer?, ByteBuffer?,
+                 ByteBuffer?).self)
+            if let entry = pending, entry.seq != seq {
+                if let failure = walk.step(entry) { return failure }
+                pending = nil
+            }
+            var entry = pending ?? ChainWalk.Entry(seq: seq)
+            if isRow, let occurredAt, let actor, let action, let details {
+                entry.row = AuditRow((seq, occurredAt, actor, action, appleSub, details, dbUser, appleTeam))
+            } else if let prevHash, let rowHash {
+                entry.link = (prevHash, rowHash)
+            }
+            pending = entry
+        }
+        if let entry = pending { return walk.step(entry) }
+        return nil
     }
 }
 
@@ -133,6 +161,9 @@ struct ChainWalk {
         sealed += 1
         return nil
     }
+
+    /// The rows after the sealed head the walk stopped at.
+    mutating func unsealedTail(_ count: Int64) { unsealed += count }
 
     /// After the last row: the recorded head must have been passed.
     func finish() -> AuditChainBreak? {
