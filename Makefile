@@ -34,7 +34,7 @@ ifeq ($(origin SIWA_GIT_COMMIT),undefined)
 endif
 unexport SIWA_GIT_COMMIT
 
-.PHONY: build build-stamp generate-client test demo try bench clean-db check-swift check-openssl check-chromium check-alerts check-openapi fuzz-api \
+.PHONY: build build-stamp generate-client test demo try bench clean-db check-swift check-openssl check-wrk check-chromium check-alerts check-openapi fuzz-api \
         build-static install deb test-package check-packaging-tools check-lintian
 
 check-swift:
@@ -67,6 +67,17 @@ check-openssl:
 	    apt-get update -qq >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y -q openssl >&2; \
 	  else \
 	    echo "error: openssl is not installed (the tests verify siwa's client secret with it): apt-get install openssl" >&2; exit 1; \
+	  fi; }
+
+# BenchSmokeTests runs every part of `make bench` at a tiny size, which
+# drives siwa with wrk; installed with apt-get (as root) when missing.
+check-wrk:
+	@command -v wrk >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "wrk not found; installing it with apt-get (the benchmark's smoke test)" >&2; \
+	    apt-get update -qq >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y -q wrk >&2; \
+	  else \
+	    echo "error: wrk is not installed (the benchmark's smoke test drives siwa with it): apt-get install wrk" >&2; exit 1; \
 	  fi; }
 
 # The admin page's test loads it in a real browser: Debian's chromium,
@@ -138,7 +149,7 @@ TEST_PARALLELISM ?= 8
 # swift build first: some tests run the siwa executable itself.
 # Each run marks the processes its tests start (SIWA_TEST_RUN_MARKER);
 # whatever is still running afterwards, e.g. after a crash, is stopped.
-test: check-swift check-openssl check-chromium check-alerts check-openapi build-stamp
+test: check-swift check-openssl check-wrk check-chromium check-alerts check-openapi build-stamp
 	swift build
 	test_url="$$($(TESTDB) start test)"; \
 	fault_url="$$($(TESTDB) start fault)"; \

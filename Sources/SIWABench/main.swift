@@ -100,7 +100,7 @@ func ingestReports(_ scenarios: [IngestScenario]) async -> [IngestReport] {
 
         // Pre-sign everything (RSA signing is Apple's cost, not ours).
         say("signing notifications (not timed)…")
-        let bodies = try await IngestBench.sign(apple: apple, clientID: clientID, warmUp: 5000, rounds: rounds, perRound: perRound,
+        let bodies = try await IngestBench.sign(apple: apple, clientID: clientID, warmUp: setting("BENCH_WARMUP", 5000), rounds: rounds, perRound: perRound,
                                                 openLoop: openLoopCount)
         say("signed \(bodies.total); per scenario: warm-up, \(rounds) rounds of \(perRound) at \(concurrency) connections (wrk), open loop at \(offeredRate)/s")
         for scenario in scenarios {
