@@ -191,7 +191,7 @@ enum IngestBench {
             var report = try await drive(siwa, scenario: scenario, database: database, bodies: bodies, bareURL: bareURL, http: http,
                                          concurrency: concurrency, pgbenchSeconds: pgbenchSeconds, offeredRate: offeredRate)
             if let worker { report.chain = try await AuditChainFigures.measure(database: database, worker: worker) }
-            if scenario.preloadUsers > 0 { report.emailLookupMS = try await emailLookups(database) }
+            if scenario.preloadUsers > 0 { report.emailLookupMS = try await emailLookups(database, user: scenario.preloadUsers / 2) }
             if scenario.workerSettings["SIWA_APP_WEBHOOK_URL"] != nil || scenario.enqueueOnly {
                 report.deliveries = (try await database.scalar("SELECT count(*) FROM siwa.jobs WHERE kind = 'app_event'"),
                                      try await database.scalar("SELECT count(*) FROM siwa.jobs WHERE kind = 'app_event' AND state = 'completed'"))
@@ -207,8 +207,8 @@ enum IngestBench {
     }
 
     /// The admin page's lookup by address (siwa.find_user_by_email_by_key,
-    /// audited like any) for a user in the middle of the preload, 5 times.
-    private static func emailLookups(_ database: BenchDatabase) async throws -> [Double] {
+    /// audited like any) for users from the middle of the preload, 5 times.
+    private static func emailLookups(_ database: BenchDatabase, user: Int) async throws -> [Double] {
         let key = try await database.scalar("""
             INSERT INTO siwa.api_keys (name, prefix, secret_sha256, created_by, scope)
             VALUES ('bench-admin', 'benchadm', sha256('bench'), 'siwa-bench', 'admin') RETURNING id
@@ -216,7 +216,7 @@ enum IngestBench {
         var times: [Double] = []
         for attempt in 0..<5 {
             times.append(try await database.timedMilliseconds("""
-                SELECT count(*) FROM siwa.find_user_by_email_by_key('User\(500_000 + attempt)@PrivateRelay.AppleID.com', \(key))
+                SELECT count(*) FROM siwa.find_user_by_email_by_key('User\(user + attempt)@PrivateRelay.AppleID.com', \(key))
                 """))
         }
         return times
@@ -246,7 +246,7 @@ enum IngestBench {
             report.postgresCPU.append(postgres.cpuSeconds * 1e6)
             report.wal.append(postgres.walBytes)
             let ceiling = try await PgbenchCeiling.run(databaseURL: database.ownerURL, clients: concurrency, seconds: pgbenchSeconds)
-            let plain = try await PlainVersion.notifications(on: database, seconds: pgbenchSeconds)
+            let plain = try await PlainVersion.notifications(on: database, count: roundBodies.count)
             report.plainRates.append(plain.rate)
             report.plainPostgresCPU.append(plain.cost.cpuSeconds * 1e6)
             report.plainWAL.append(plain.cost.walBytes)

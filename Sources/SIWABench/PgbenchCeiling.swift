@@ -68,12 +68,16 @@ enum Pgbench {
     }
 
     /// As `run`, with the number of transactions (script runs) done.
-    static func runCounting(script: String, databaseURL: String, clients: Int, seconds: Int) async throws -> (tps: Double, transactions: Int) {
+    /// With `transactionsPerClient`, each client runs that many and stops
+    /// (`seconds` is then only the fallback for the count).
+    static func runCounting(script: String, databaseURL: String, clients: Int, seconds: Int,
+                            transactionsPerClient: Int? = nil) async throws -> (tps: Double, transactions: Int) {
         let scriptFile = FileManager.default.temporaryDirectory.appendingPathComponent("siwa-pgbench-\(getpid())-\(UUID().uuidString).sql")
         try script.write(to: scriptFile, atomically: true, encoding: .utf8)
         defer { try? FileManager.default.removeItem(at: scriptFile) }
-        let output = try await Shell.run("pgbench", ["-n", "-M", "prepared", "-c", String(clients), "-j", "2", "-T", String(seconds),
-                                              "-f", scriptFile.path, databaseURL])
+        let length = transactionsPerClient.map { ["-t", String($0)] } ?? ["-T", String(seconds)]
+        let output = try await Shell.run("pgbench", ["-n", "-M", "prepared", "-c", String(clients), "-j", "2"] + length
+                                             + ["-f", scriptFile.path, databaseURL])
         // "tps = 4567.123456 (without initial connection time)"
         guard let line = output.split(separator: "\n").first(where: { $0.hasPrefix("tps = ") }),
               let value = Double(line.dropFirst(6).prefix { $0 != " " }) else {

@@ -55,10 +55,14 @@ enum PlainVersion {
 
         """
 
-    /// The notification yardstick on `database`: rate and PostgreSQL's cost per notification.
-    static func notifications(on database: BenchDatabase, seconds: Int) async throws -> Figures {
+    /// The notification yardstick on `database`: rate and PostgreSQL's cost
+    /// per notification, over as many notifications as siwa's round had
+    /// (the same number of pages first touched since a checkpoint, so
+    /// full-page images weigh alike on both sides).
+    static func notifications(on database: BenchDatabase, count: Int) async throws -> Figures {
         _ = try await database.scalar(schema)
-        return try await measure(notificationScript, on: database, clients: notificationClients, seconds: seconds)
+        return try await measure(notificationScript, on: database, clients: notificationClients, seconds: 0,
+                                 transactionsPerClient: max(1, count / notificationClients))
     }
 
     /// The users a large database starts with, as siwa's preload makes them.
@@ -83,9 +87,11 @@ enum PlainVersion {
         let cost: PostgresCost
     }
 
-    private static func measure(_ script: String, on database: BenchDatabase, clients: Int, seconds: Int) async throws -> Figures {
+    private static func measure(_ script: String, on database: BenchDatabase, clients: Int, seconds: Int,
+                                transactionsPerClient: Int? = nil) async throws -> Figures {
         let before = try await PostgresCost.read(database)
-        let run = try await Pgbench.runCounting(script: script, databaseURL: database.ownerURL, clients: clients, seconds: seconds)
+        let run = try await Pgbench.runCounting(script: script, databaseURL: database.ownerURL, clients: clients, seconds: seconds,
+                                                transactionsPerClient: transactionsPerClient)
         let after = try await PostgresCost.read(database)
         return Figures(rate: run.tps, cost: before.cost(to: after, per: run.transactions))
     }
