@@ -50,8 +50,10 @@ struct Serve: AsyncParsableCommand {
         let listeners = 1 + (settings.admin == nil ? 0 : 1) + (settings.signIn == nil || settings.api == nil ? 0 : 1)
             + (settings.metrics == nil ? 0 : 1)
         let ready = ReadinessGate(waitingFor: listeners)
+        let notifier = SystemdNotifier()
         var app = Startup.settings {
-            try ServerAssembly.makeApplication(settings: settings, migrations: migrator, logger: logger, onServerRunning: { port in
+            try ServerAssembly.makeApplication(settings: settings, migrations: migrator,
+                                               migrationWait: SystemdNotifier.migrationWait(notifier), logger: logger, onServerRunning: { port in
                 logger.info("Listening", metadata: ["address": "\(settings.http.host):\(port)"])
                 ready.arrive()
             }, onAdminRunning: { _ in ready.arrive() }, onAPIRunning: { _ in ready.arrive() },
@@ -65,7 +67,7 @@ struct Serve: AsyncParsableCommand {
         }
         // The notifier after the application: told of a shutdown first, so
         // systemd hears STOPPING=1 before the drain, not after it.
-        let notify = SystemdNotifier().map {
+        let notify = notifier.map {
             SystemdNotifyService(notifier: $0, gate: ready, status: "serving", logger: logger) as any Service
         }
         let group = ServiceGroup(configuration: .init(services: ([app as any Service] + (notify.map { [$0] } ?? [])).map { .init(service: $0) },

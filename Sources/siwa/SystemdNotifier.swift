@@ -1,3 +1,4 @@
+import AccountStore
 import Foundation
 import Logging
 import NIOCore
@@ -31,6 +32,16 @@ struct SystemdNotifier: Sendable {
         } else {
             watchdogPing = nil
         }
+    }
+
+    /// What serve and the worker wait with at start: while an upgrade's
+    /// migration is pending, `systemctl status` says so, and which.
+    static func migrationWait(_ notifier: SystemdNotifier?) -> MigrationWait {
+        var wait = MigrationWait()
+        if let notifier {
+            wait.onWaiting = { pending in notifier.send("STATUS=Waiting for siwa migrate (pending: \(pending.joined(separator: ", ")))") }
+        }
+        return wait
     }
 
     /// Sends one state (`READY=1`, `STOPPING=1`, `WATCHDOG=1`, `STATUS=...`);

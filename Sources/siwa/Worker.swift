@@ -71,8 +71,10 @@ struct Worker: AsyncParsableCommand {
         // and the start-up checks passed: the database answered and its
         // schema is up to date (waited for, when an upgrade's migration is pending).
         let ready = ReadinessGate(waitingFor: settings.metricsListener == nil ? 1 : 2)
+        let notifier = SystemdNotifier()
         let assembly = Startup.settings {
             try WorkerAssembly(settings: settings, environment: environment, migrations: migrator,
+                               migrationWait: SystemdNotifier.migrationWait(notifier),
                                metrics: SIWAMetrics.factory(for: registry), logger: logger, onPrepared: { ready.arrive() })
         }
         Startup.warnUnknownSettings(reader, also: assembly.plan.environmentNames)
@@ -84,7 +86,7 @@ struct Worker: AsyncParsableCommand {
         }
         logger.info("Purge plan", metadata: ["plan": "\(WorkerAssembly.describe(assembly.plan))"])
         // The notifier last: told of a shutdown first (STOPPING=1 before the drain).
-        let notify: [any Service] = SystemdNotifier().map { notifier -> [any Service] in
+        let notify: [any Service] = notifier.map { notifier -> [any Service] in
             [SystemdNotifyService(notifier: notifier, gate: ready, status: "running jobs", logger: logger)]
         } ?? []
         // Tracing first, so that it stops last (the draining jobs' spans are exported).

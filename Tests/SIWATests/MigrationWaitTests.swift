@@ -36,7 +36,11 @@ struct MigrationWaitTests {
         try await siwa.waitForLog("waiting for `siwa migrate`", count: 2)
         #expect(siwa.log.contains("999_pending"), "\(siwa.log.suffix(2000))")
         #expect(siwa.log.contains("warning"), "\(siwa.log.suffix(2000))")
-        // Waiting: not ready, and no listener serves (the public one binds after the check).
+        // Waiting: not ready, `systemctl status` says what for, and no
+        // listener serves (the public one binds after the check).
+        #expect(try await eventually(upTo: .seconds(10)) {
+            socket.received.contains { $0.contains("STATUS=Waiting for siwa migrate (pending: 999_pending") }
+        }, "\(socket.received)")
         #expect(!socket.received.contains { $0.contains("READY=1") }, "\(socket.received)")
         let early = try? await HTTPAnswer.send(method: .GET, url: "http://127.0.0.1:\(siwa.port)/readyz", body: nil, headers: [],
                                                timeout: .seconds(2))
@@ -47,6 +51,7 @@ struct MigrationWaitTests {
         ])
         #expect(migrate.status == 0, "\(migrate.output)")
         try await socket.waitFor("READY=1", timeout: .seconds(60))
+        #expect(socket.received.last { $0.contains("READY=1") }?.contains("STATUS=serving") == true, "\(socket.received)")
         // Serving now (/readyz would wait for Apple's keys, which this test does not serve).
         let health = try await HTTPAnswer.send(method: .GET, url: "http://127.0.0.1:\(siwa.port)/healthz", body: nil, headers: [],
                                                timeout: .seconds(5))
@@ -65,6 +70,9 @@ struct MigrationWaitTests {
         ], arguments: ["worker"])
         try atTestEnd { await worker.kill9() }
         try await worker.waitForLog("waiting for `siwa migrate`")
+        #expect(try await eventually(upTo: .seconds(10)) {
+            socket.received.contains { $0.contains("STATUS=Waiting for siwa migrate (pending: 999_pending") }
+        }, "\(socket.received)")
         #expect(!worker.log.contains("Worker started"), "\(worker.log.suffix(2000))")
         #expect(!socket.received.contains { $0.contains("READY=1") }, "\(socket.received)")
         // SIGTERM while waiting: a clean stop, nothing claimed.

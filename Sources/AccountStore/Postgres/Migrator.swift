@@ -165,6 +165,7 @@ public struct Migrator: Sendable {
             guard ContinuousClock.now + pause - started <= wait.deadline else { throw MigrationError.pending(names) }
             logger.warning("The database schema is behind this siwa: waiting for `siwa migrate` (run it as the schema's owner, SIWA_MIGRATE_DATABASE_URL)",
                            metadata: ["pending": "\(names.joined(separator: ","))", "retry_in_seconds": "\(pause.components.seconds)"])
+            wait.onWaiting?(names)
             try await sleep(pause)
             attempt += 1
         }
@@ -221,6 +222,9 @@ public struct MigrationWait: Sendable {
     public var firstPause: Duration = .seconds(1)
     public var longestPause: Duration = .seconds(30)
     public var deadline: Duration = .seconds(30 * 60)
+    /// Told the pending migrations at each check that finds some (serve and
+    /// the worker put them in systemd's STATUS=, which `systemctl status` shows).
+    public var onWaiting: (@Sendable (_ pending: [String]) -> Void)?
 
     public init() {}
 
