@@ -58,27 +58,28 @@ build: check-swift build-stamp
 generate-client: check-swift
 	scripts/openapi-generator/generate.sh
 
-# The client-secret tests check siwa's ES256 signatures with openssl, an
-# independent verifier; installed with apt-get (as root) when missing.
-check-openssl:
-	@command -v openssl >/dev/null 2>&1 || { \
+# A command the tests need, installed with apt-get (as root) when missing,
+# else an error that says what to install:
+# $(call apt-tool,COMMAND,PACKAGE,what the tests do with it).
+define apt-tool
+	@command -v $(1) >/dev/null 2>&1 || { \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-	    echo "openssl not found; installing it with apt-get" >&2; \
-	    apt-get update -qq >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y -q openssl >&2; \
+	    echo "$(1) not found; installing it with apt-get ($(3))" >&2; \
+	    apt-get update -qq >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y -q $(2) >&2; \
 	  else \
-	    echo "error: openssl is not installed (the tests verify siwa's client secret with it): apt-get install openssl" >&2; exit 1; \
+	    echo "error: $(1) is not installed ($(3)): apt-get install $(2)" >&2; exit 1; \
 	  fi; }
+endef
+
+# The client-secret tests check siwa's ES256 signatures with openssl, an
+# independent verifier.
+check-openssl:
+	$(call apt-tool,openssl,openssl,the tests verify siwa's client secret with it)
 
 # BenchSmokeTests runs every part of `make bench` at a tiny size, which
-# drives siwa with wrk; installed with apt-get (as root) when missing.
+# drives siwa with wrk.
 check-wrk:
-	@command -v wrk >/dev/null 2>&1 || { \
-	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-	    echo "wrk not found; installing it with apt-get (the benchmark's smoke test)" >&2; \
-	    apt-get update -qq >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y -q wrk >&2; \
-	  else \
-	    echo "error: wrk is not installed (the benchmark's smoke test drives siwa with it): apt-get install wrk" >&2; exit 1; \
-	  fi; }
+	$(call apt-tool,wrk,wrk,the benchmark's smoke test drives siwa with it)
 
 # The admin page's test loads it in a real browser: Debian's chromium,
 # headless; installed with apt-get (as root) when missing. If it cannot be
