@@ -92,6 +92,41 @@ struct AdminHTTPTests {
         #expect(try await setup.get("/admin/jobs", authorization: setup.bearer).status == 401)
     }
 
+    /// The page's check of the audit chain walks the whole log in serve,
+    /// beside Apple's notifications: paced like the worker's walk, waited
+    /// for at most 2 s, and finished in the background when longer, the
+    /// page saying so meanwhile.
+    @Test func theChainCheckOfALongLogGoesOnInTheBackground() async throws {
+        let setup = try await Setup.start()
+        try atTestEnd { await setup.server.stop() }
+        // 45,000 sealed rows: over 4 s at 10,000 a second.
+        try await setup.server.database.withClient { client in
+            try await client.query("""
+                INSERT INTO siwa.audit_log (actor, action, apple_sub, apple_team, details)
+                SELECT 'test', 'test.bulk', 'sub.' || g, \(TestEnvironment.team), '{}' FROM generate_series(1, 45000) AS g
+                """, logger: TestEnvironment.logger)
+            let sealer = AuditSealer(client: client, logger: TestEnvironment.logger)
+            #expect(try await eventually {
+                _ = try await sealer.seal()
+                return try await AuditChainTests.unsealed(setup.server.database) == 0
+            })
+        }
+        func chainState() async throws -> String {
+            let page = try await setup.get("/admin", authorization: setup.bearer)
+            #expect(page.status == 200, "\(page.status)")
+            guard let start = page.text.range(of: #"id="chain-state">"#), let end = page.text[start.upperBound...].range(of: "</p>") else {
+                return ""
+            }
+            return String(page.text[start.upperBound..<end.lowerBound])
+        }
+        let clock = ContinuousClock()
+        var first = ""
+        let took = try await clock.measure { first = try await chainState() }
+        #expect(first.hasPrefix("being verified since ") && first.contains("at most 10000 rows a second"), "\(first)")
+        #expect(took < .seconds(10), "\(took)")
+        #expect(try await eventually(upTo: .seconds(60)) { try await chainState().hasPrefix("verified: 45") })
+    }
+
     @Test func retryAndCancelAreAuditedWithTheKeysName() async throws {
         let setup = try await Setup.start()
         try atTestEnd { await setup.server.stop() }
