@@ -22,7 +22,7 @@ public enum RealUserStatus: Int, Sendable, Codable {
 ///
 /// Apple sends `email_verified`, `is_private_email` and `nonce_supported` as
 /// booleans or as the strings `"true"` and `"false"`; both decode to `Bool`.
-public struct AppleIdentityToken: Sendable, Decodable {
+public struct AppleIdentityToken: Sendable, Decodable, Equatable, PlainClaims {
     /// The user's stable identifier for your team: key your accounts on it
     /// (never on the email address, which the user may hide or change).
     public let sub: String
@@ -87,6 +87,36 @@ public struct AppleIdentityToken: Sendable, Decodable {
         atHash = try c.decodeIfPresent(String.self, forKey: .atHash)
         orgID = try c.decodeIfPresent(String.self, forKey: .orgID).flatMap { $0.isEmpty ? nil : $0 }
         transferSub = try c.decodeIfPresent(String.self, forKey: .transferSub).flatMap { $0.isEmpty ? nil : $0 }
+    }
+
+    /// As `init(from:)`, read by `PlainJSONObject` (a sign-in verifies two
+    /// identity tokens: the app's and the one Apple's token endpoint returns).
+    init?(plain object: PlainJSONObject) {
+        guard case .string(let sub)? = object["sub"],
+              case let email? = object.optionalString("email"),
+              case let emailVerified? = object.optionalFlexibleBool("email_verified"),
+              case let isPrivateEmail? = object.optionalFlexibleBool("is_private_email"),
+              case let nonce? = object.optionalString("nonce"),
+              case let nonceSupported? = object.optionalFlexibleBool("nonce_supported"),
+              case let realUserStatus? = object.optionalInteger("real_user_status"),
+              case let authTime? = object.optionalNumber("auth_time"),
+              case let cHash? = object.optionalString("c_hash"),
+              case let atHash? = object.optionalString("at_hash"),
+              case let orgID? = object.optionalString("org_id"),
+              case let transferSub? = object.optionalString("transfer_sub")
+        else { return nil }
+        self.sub = sub
+        self.email = email.flatMap { $0.isEmpty ? nil : $0 }
+        self.emailVerified = emailVerified
+        self.isPrivateEmail = isPrivateEmail
+        self.nonce = nonce
+        self.nonceSupported = nonceSupported
+        self.realUserStatusValue = realUserStatus
+        self.authTime = authTime
+        self.cHash = cHash
+        self.atHash = atHash
+        self.orgID = orgID.flatMap { $0.isEmpty ? nil : $0 }
+        self.transferSub = transferSub.flatMap { $0.isEmpty ? nil : $0 }
     }
 
     /// Whether `email` is a private relay address: `is_private_email` when

@@ -53,13 +53,15 @@ private struct BothClaims<More: Decodable>: Decodable {
         self.more = more
     }
 
-    /// Claims of plain members with nothing more to decode (a
-    /// notification's), read without JSONDecoder; nil: ask it.
+    /// Claims of plain members (a notification's, an identity token's),
+    /// read without JSONDecoder when `More` can be; nil: ask JSONDecoder.
     init?(plain payload: Data) {
-        guard let nothingMore = NoMoreClaims() as? More,
-              let registered = payload.withUnsafeBytes({ PlainJSONObject($0) }).flatMap(RegisteredClaims.init(plain:))
+        guard let plainType = More.self as? any PlainClaims.Type,
+              let object = payload.withUnsafeBytes({ PlainJSONObject($0) }),
+              let registered = RegisteredClaims(plain: object),
+              let more = plainType.init(plain: object) as? More
         else { return nil }
-        self.init(registered: registered, more: .success(nothingMore))
+        self.init(registered: registered, more: .success(more))
     }
 
     init(from decoder: any Decoder) throws {
@@ -68,8 +70,18 @@ private struct BothClaims<More: Decodable>: Decodable {
     }
 }
 
+/// Claims that `PlainJSONObject` can read as their `init(from:)` does:
+/// nil for anything it would not read exactly alike (the caller then asks
+/// JSONDecoder, which decides, refusals and their reasons included).
+protocol PlainClaims {
+    init?(plain object: PlainJSONObject)
+}
+
 /// Nothing beyond the registered claims.
-struct NoMoreClaims: Decodable {}
+struct NoMoreClaims: Decodable, PlainClaims {
+    init() {}
+    init?(plain object: PlainJSONObject) {}
+}
 
 /// The machinery both verifiers share: RS256 only, no `crit`, Apple's key
 /// for the `kid`, then `iss`, `aud`, `iat`, `exp`.

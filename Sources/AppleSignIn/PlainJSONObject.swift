@@ -199,4 +199,28 @@ extension PlainJSONObject {
         default: nil
         }
     }
+
+    /// A boolean member, or its string `true`/`false` in any case (as
+    /// `FlexibleBool` reads it); nil and `.some(nil)` as above.
+    func optionalFlexibleBool(_ key: String) -> Bool?? {
+        switch self[key] {
+        case nil, .null?: return .some(nil)
+        case .bool(let value)?: return .some(value)
+        case .string(let text)?:
+            guard let value = Bool(text.lowercased()) else { return nil }
+            return .some(value)
+        default: return nil
+        }
+    }
+
+    /// An integer member that fits an Int; nil and `.some(nil)` as above.
+    func optionalInteger(_ key: String) -> Int?? {
+        switch self[key] {
+        case nil, .null?: return .some(nil)
+        case .integer(let value)?:
+            guard let value = Int(exactly: value) else { return nil }
+            return .some(value)
+        default: return nil
+        }
+    }
 }

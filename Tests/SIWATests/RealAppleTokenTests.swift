@@ -35,6 +35,9 @@ struct RealAppleTokenTests {
             let identity = try await IdentityTokenVerifier(keys: keys, policy: policy).verify(token.token)
             #expect(identity.audience == token.aud)
             #expect(!identity.claims.sub.isEmpty)
+            // The verifier reads Apple's claims without JSONDecoder where it
+            // can (PlainJSONObject): the same claims as JSONDecoder reads.
+            #expect(identity.claims == (try JSONDecoder().decode(AppleIdentityToken.self, from: identity.claimsJSON)))
         }
     }
 
