@@ -1,4 +1,3 @@
-import ChildProcesses
 import Foundation
 import Testing
 
@@ -25,12 +24,9 @@ struct BenchSmokeTests {
             "BENCH_SIGNIN_WARMUP": "10", "BENCH_VALIDATIONS": "20", "BENCH_VALIDATION_CAP_SECONDS": "1", "BENCH_DELIVERIES": "40",
             "SIWA_LOG_LEVEL": "warning",
         ]) { $1 }
-        let outputFile = FileManager.default.temporaryDirectory.appendingPathComponent("siwa-bench-smoke-\(UUID().uuidString)").path
-        defer { try? FileManager.default.removeItem(atPath: outputFile) }
-        let child = try ChildProcess(executable: bench.path, arguments: [], environment: environment, outputFile: outputFile)
-        let status = await child.wait()
-        let output = (try? String(contentsOfFile: outputFile, encoding: .utf8)) ?? ""
-        #expect(status == 0, "siwa-bench exited \(status):\n\(output.suffix(4000))")
+        let run = try await runToCompletion(bench.path, [], environment: environment)
+        let output = run.output
+        #expect(run.status == 0, "siwa-bench exited \(run.status):\n\(output.suffix(4000))")
         // Each part reached its summary, with the plain version beside siwa.
         for heading in ["== siwa ingest benchmark", "== per notification, siwa against the plain five-statement version",
                         "== the admin's lookup by email address on the million database", "== siwa worker benchmark",

@@ -89,10 +89,6 @@ struct DemoTests {
     static func runDemo(_ arguments: [String], environment: [String: String]) async throws -> ProcessResult {
         var env = ProcessInfo.processInfo.environment
         for (key, value) in environment { env[key] = value }
-        let outputFile = FileManager.default.temporaryDirectory.appendingPathComponent("siwa-demo-\(UUID().uuidString)").path
-        defer { try? FileManager.default.removeItem(atPath: outputFile) }
-        let child = try ChildProcess(executable: try demoBinary, arguments: arguments, environment: env, outputFile: outputFile)
-        let status = await child.wait()
-        return ProcessResult(status: status, output: (try? String(contentsOfFile: outputFile, encoding: .utf8)) ?? "")
+        return try await runToCompletion(try demoBinary, arguments, environment: env)
     }
 }

@@ -47,11 +47,15 @@ func runSIWA(_ arguments: [String], environment: [String: String] = [:]) async t
     env["SIWA_WORKER_METRICS_PORT"] = "off"
     env["SIWA_ERASURE_LEDGER_DIR"] = TestEnvironment.erasureLedgerDirectory
     for (key, value) in environment { env[key] = value }
+    return try await runToCompletion(try TestEnvironment.siwaBinary.path, arguments, environment: env)
+}
+
+/// Runs `executable` with exactly `environment` to completion; output is
+/// stdout and stderr together.
+func runToCompletion(_ executable: String, _ arguments: [String], environment: [String: String]) async throws -> ProcessResult {
     let outputFile = FileManager.default.temporaryDirectory.appendingPathComponent("siwa-run-\(UUID().uuidString)").path
     defer { try? FileManager.default.removeItem(atPath: outputFile) }
-    let child = try ChildProcess(executable: try TestEnvironment.siwaBinary.path, arguments: arguments,
-                                 environment: env, outputFile: outputFile)
+    let child = try ChildProcess(executable: executable, arguments: arguments, environment: environment, outputFile: outputFile)
     let status = await child.wait()
-    let output = (try? String(contentsOfFile: outputFile, encoding: .utf8)) ?? ""
-    return ProcessResult(status: status, output: output)
+    return ProcessResult(status: status, output: (try? String(contentsOfFile: outputFile, encoding: .utf8)) ?? "")
 }
