@@ -64,19 +64,29 @@ enum Pgbench {
     /// Runs `script` for `seconds` with `clients` (prepared statements);
     /// returns transactions per second. Any failed transaction is an error.
     static func run(script: String, databaseURL: String, clients: Int, seconds: Int) async throws -> Double {
-        try await runCounting(script: script, databaseURL: databaseURL, clients: clients, seconds: seconds).tps
+        try await runCounting(script: script, databaseURL: databaseURL, clients: clients, length: .seconds(seconds)).tps
+    }
+
+    /// How long a run lasts: a time, or a number of scripts each client runs.
+    enum Length {
+        case seconds(Int)
+        case transactionsPerClient(Int)
+
+        var arguments: [String] {
+            switch self {
+            case .seconds(let seconds): ["-T", String(seconds)]
+            case .transactionsPerClient(let count): ["-t", String(count)]
+            }
+        }
     }
 
     /// As `run`, with the number of transactions (script runs) done.
-    /// With `transactionsPerClient`, each client runs that many and stops
-    /// (`seconds` is then only the fallback for the count).
-    static func runCounting(script: String, databaseURL: String, clients: Int, seconds: Int,
-                            transactionsPerClient: Int? = nil) async throws -> (tps: Double, transactions: Int) {
+    static func runCounting(script: String, databaseURL: String, clients: Int, length: Length) async throws
+        -> (tps: Double, transactions: Int) {
         let scriptFile = FileManager.default.temporaryDirectory.appendingPathComponent("siwa-pgbench-\(getpid())-\(UUID().uuidString).sql")
         try script.write(to: scriptFile, atomically: true, encoding: .utf8)
         defer { try? FileManager.default.removeItem(at: scriptFile) }
-        let length = transactionsPerClient.map { ["-t", String($0)] } ?? ["-T", String(seconds)]
-        let output = try await Shell.run("pgbench", ["-n", "-M", "prepared", "-c", String(clients), "-j", "2"] + length
+        let output = try await Shell.run("pgbench", ["-n", "-M", "prepared", "-c", String(clients), "-j", "2"] + length.arguments
                                              + ["-f", scriptFile.path, databaseURL])
         // "tps = 4567.123456 (without initial connection time)"
         guard let line = output.split(separator: "\n").first(where: { $0.hasPrefix("tps = ") }),
@@ -88,7 +98,11 @@ enum Pgbench {
         // "number of transactions actually processed: 12345"
         let processed = output.split(separator: "\n").first { $0.hasPrefix("number of transactions actually processed: ") }
         let transactions = processed.flatMap { Int($0.split(separator: ":").last?.trimmingCharacters(in: .whitespaces).prefix { $0 != "/" } ?? "") }
-        return (value, transactions ?? Int(value * Double(seconds)))
+        let planned = switch length {
+        case .seconds(let seconds): Int(value * Double(seconds))
+        case .transactionsPerClient(let count): count * clients
+        }
+        return (value, transactions ?? planned)
     }
 }
 

@@ -61,8 +61,8 @@ enum PlainVersion {
     /// full-page images weigh alike on both sides).
     static func notifications(on database: BenchDatabase, count: Int) async throws -> Figures {
         _ = try await database.scalar(schema)
-        return try await measure(notificationScript, on: database, clients: notificationClients, seconds: 0,
-                                 transactionsPerClient: max(1, count / notificationClients))
+        return try await measure(notificationScript, on: database, clients: notificationClients,
+                                 length: .transactionsPerClient(max(1, count / notificationClients)))
     }
 
     /// The users a large database starts with, as siwa's preload makes them.
@@ -79,7 +79,7 @@ enum PlainVersion {
         _ = try await database.scalar("""
             INSERT INTO plain.jobs (kind, apple_sub) SELECT 'work', 'job-' || g FROM generate_series(1, \(jobs)) AS g
             """)
-        return try await measure(jobScript, on: database, clients: workerClients, seconds: seconds)
+        return try await measure(jobScript, on: database, clients: workerClients, length: .seconds(seconds))
     }
 
     struct Figures {
@@ -87,11 +87,10 @@ enum PlainVersion {
         let cost: PostgresCost
     }
 
-    private static func measure(_ script: String, on database: BenchDatabase, clients: Int, seconds: Int,
-                                transactionsPerClient: Int? = nil) async throws -> Figures {
+    private static func measure(_ script: String, on database: BenchDatabase, clients: Int, length: Pgbench.Length) async throws
+        -> Figures {
         let before = try await PostgresCost.read(database)
-        let run = try await Pgbench.runCounting(script: script, databaseURL: database.ownerURL, clients: clients, seconds: seconds,
-                                                transactionsPerClient: transactionsPerClient)
+        let run = try await Pgbench.runCounting(script: script, databaseURL: database.ownerURL, clients: clients, length: length)
         let after = try await PostgresCost.read(database)
         return Figures(rate: run.tps, cost: before.cost(to: after, per: run.transactions))
     }
