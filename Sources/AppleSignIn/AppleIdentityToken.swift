@@ -75,8 +75,7 @@ public struct AppleIdentityToken: Sendable, Decodable, Equatable, PlainClaims {
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         sub = try c.decode(String.self, forKey: .sub)
-        // Apple School Manager accounts may carry an empty `email`: no address.
-        email = try c.decodeIfPresent(String.self, forKey: .email).flatMap { $0.isEmpty ? nil : $0 }
+        email = Self.nonEmpty(try c.decodeIfPresent(String.self, forKey: .email))
         emailVerified = try c.decodeIfPresent(FlexibleBool.self, forKey: .emailVerified)?.value
         isPrivateEmail = try c.decodeIfPresent(FlexibleBool.self, forKey: .isPrivateEmail)?.value
         nonce = try c.decodeIfPresent(String.self, forKey: .nonce)
@@ -85,8 +84,8 @@ public struct AppleIdentityToken: Sendable, Decodable, Equatable, PlainClaims {
         authTime = try c.decodeIfPresent(Double.self, forKey: .authTime)
         cHash = try c.decodeIfPresent(String.self, forKey: .cHash)
         atHash = try c.decodeIfPresent(String.self, forKey: .atHash)
-        orgID = try c.decodeIfPresent(String.self, forKey: .orgID).flatMap { $0.isEmpty ? nil : $0 }
-        transferSub = try c.decodeIfPresent(String.self, forKey: .transferSub).flatMap { $0.isEmpty ? nil : $0 }
+        orgID = Self.nonEmpty(try c.decodeIfPresent(String.self, forKey: .orgID))
+        transferSub = Self.nonEmpty(try c.decodeIfPresent(String.self, forKey: .transferSub))
     }
 
     /// As `init(from:)`, read by `PlainJSONObject` (a sign-in verifies two
@@ -106,7 +105,7 @@ public struct AppleIdentityToken: Sendable, Decodable, Equatable, PlainClaims {
               case let transferSub? = object.optionalString("transfer_sub")
         else { return nil }
         self.sub = sub
-        self.email = email.flatMap { $0.isEmpty ? nil : $0 }
+        self.email = Self.nonEmpty(email)
         self.emailVerified = emailVerified
         self.isPrivateEmail = isPrivateEmail
         self.nonce = nonce
@@ -115,9 +114,13 @@ public struct AppleIdentityToken: Sendable, Decodable, Equatable, PlainClaims {
         self.authTime = authTime
         self.cHash = cHash
         self.atHash = atHash
-        self.orgID = orgID.flatMap { $0.isEmpty ? nil : $0 }
-        self.transferSub = transferSub.flatMap { $0.isEmpty ? nil : $0 }
+        self.orgID = Self.nonEmpty(orgID)
+        self.transferSub = Self.nonEmpty(transferSub)
     }
+
+    /// An empty `email`, `org_id` or `transfer_sub` is none (Apple School
+    /// Manager accounts may carry an empty `email`).
+    private static func nonEmpty(_ text: String?) -> String? { text.flatMap { $0.isEmpty ? nil : $0 } }
 
     /// Whether `email` is a private relay address: `is_private_email` when
     /// Apple sends it, else the address's domain (Apple omits the claim in

@@ -9,12 +9,15 @@ public struct FlexibleBool: Decodable, Sendable, Equatable {
         let container = try decoder.singleValueContainer()
         if let bool = try? container.decode(Bool.self) {
             value = bool
-        } else if let text = try? container.decode(String.self), let bool = Bool(text.lowercased()) {
+        } else if let text = try? container.decode(String.self), let bool = Self.value(of: text) {
             value = bool
         } else {
             throw DecodingError.dataCorruptedError(in: container, debugDescription: "expected true/false as a boolean or a string")
         }
     }
+
+    /// `true` or `false` as a string, in any case (Apple sends both kinds).
+    static func value(of text: String) -> Bool? { Bool(text.lowercased()) }
 }
 
 /// `aud` is a string, or (by RFC 7519) an array of strings.

@@ -207,7 +207,7 @@ extension PlainJSONObject {
         case nil, .null?: return .some(nil)
         case .bool(let value)?: return .some(value)
         case .string(let text)?:
-            guard let value = Bool(text.lowercased()) else { return nil }
+            guard let value = FlexibleBool.value(of: text) else { return nil }
             return .some(value)
         default: return nil
         }

@@ -46,7 +46,7 @@ public struct AuditChainVerifier: Sendable {
     /// edit on, is found this way). `rowsPerSecond`: the most seqs a second
     /// the walk reads (nil: as fast as it can).
     public func verify(expectedHead: AuditChainLink? = nil, rowsPerSecond: Int? = nil) async throws -> AuditChainReport {
-        let head = try await count("SELECT coalesce(max(seq), 0) FROM siwa.audit_chain")
+        let head = try await integer("SELECT coalesce(max(seq), 0) FROM siwa.audit_chain")
         var walk = ChainWalk(expectedHead: expectedHead)
         var after: Int64 = 0
         while after < head {
@@ -59,11 +59,11 @@ public struct AuditChainVerifier: Sendable {
                 if due > ContinuousClock.now { try await Task.sleep(until: due) }
             }
         }
-        walk.unsealedTail(try await count("SELECT count(*) FROM siwa.audit_log WHERE seq > \(head)"))
+        walk.unsealedTail(try await integer("SELECT count(*) FROM siwa.audit_log WHERE seq > \(head)"))
         return walk.report(walk.finish())
     }
 
-    private func count(_ query: PostgresQuery) async throws -> Int64 {
+    private func integer(_ query: PostgresQuery) async throws -> Int64 {
         try await client.guardedQuery(query, logger: logger).first?.decode(Int64.self) ?? 0
     }
 
