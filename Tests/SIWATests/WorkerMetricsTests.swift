@@ -73,6 +73,9 @@ struct WorkerMetricsTests {
         // The process's own figures, from /proc.
         #expect((metrics.value("process_open_fds") ?? 0) > 3 && (metrics.value("process_resident_memory_bytes") ?? 0) > 1_000_000)
         #expect((metrics.value("process_cpu_seconds_total") ?? 0) > 0 && (metrics.value("process_max_fds") ?? 0) >= 1024)
+        // The CPU time is a counter, as Prometheus's client libraries type it.
+        #expect(metrics.text.contains("# TYPE process_cpu_seconds_total counter"), "\(metrics.text)")
+        #expect(metrics.text.contains("# TYPE process_open_fds gauge"))
         let started = metrics.value("process_start_time_seconds") ?? 0
         #expect(abs(started - Date().timeIntervalSince1970) < 600, "\(started)")
         // Its listener's answers carry a request id too.

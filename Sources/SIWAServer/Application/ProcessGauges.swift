@@ -3,6 +3,7 @@ import Glibc
 #endif
 import Foundation
 import Prometheus
+import Synchronization
 
 /// The process's own CPU, memory and descriptors, under the names
 /// Prometheus's client libraries use (`process_cpu_seconds_total`,
@@ -26,7 +27,7 @@ enum ProcessGauges {
         if let stat = try? String(contentsOfFile: "/proc/self/stat", encoding: .utf8),
            let reading = parse(stat: stat, bootTime: bootTime, ticksPerSecond: Double(sysconf(Int32(_SC_CLK_TCK))),
                                pageSize: Double(sysconf(Int32(_SC_PAGESIZE)))) {
-            gauge(registry, "process_cpu_seconds_total", "Total user and system CPU time spent in seconds").set(reading.cpuSeconds)
+            advanceCPUCounter(of: registry, to: reading.cpuSeconds)
             gauge(registry, "process_resident_memory_bytes", "Resident memory size in bytes").set(reading.residentBytes)
             gauge(registry, "process_virtual_memory_bytes", "Virtual memory size in bytes").set(reading.virtualBytes)
             gauge(registry, "process_start_time_seconds", "Start time of the process since unix epoch in seconds").set(reading.startTimeSeconds)
@@ -38,6 +39,28 @@ enum ProcessGauges {
             gauge(registry, "process_max_fds", "Maximum number of open file descriptors").set(limit)
         }
         #endif
+    }
+
+    /// What each registry's `process_cpu_seconds_total` has counted so far.
+    /// The registry is held so that its identifier is never reused (there
+    /// is one per process, a few in the tests).
+    private static let countedCPU = Mutex([ObjectIdentifier: (registry: PrometheusCollectorRegistry, seconds: Double)]())
+
+    /// `process_cpu_seconds_total` is a counter, as Prometheus's client
+    /// libraries type it (so `rate()` reads it as one): /proc gives the
+    /// total, a counter can only be incremented, so each scrape adds what
+    /// was spent since the last one. Under the lock, so that two scrapes at
+    /// once (or two listeners on one registry) do not both add it.
+    private static func advanceCPUCounter(of registry: PrometheusCollectorRegistry, to total: Double) {
+        let counter = registry.makeCounter(descriptor: MetricNameDescriptor(
+            metricName: "process_cpu_seconds_total", unitName: "", helpText: "Total user and system CPU time spent in seconds"))
+        countedCPU.withLock { counted in
+            let key = ObjectIdentifier(registry)
+            let already = counted[key]?.seconds ?? 0
+            guard total > already else { return }
+            counter.increment(by: total - already)
+            counted[key] = (registry, total)
+        }
     }
 
     private static func gauge(_ registry: PrometheusCollectorRegistry, _ name: String, _ help: String) -> Gauge {
