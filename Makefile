@@ -206,7 +206,8 @@ clean-db:
 # staging): the binary, the migrations beside it in share/siwa/sql (where an
 # installed siwa looks: Migrator.defaultDirectory), the example settings, the
 # systemd units with ExecStart= pointing at PREFIX, the sysusers.d entry
-# for the service users, and the man pages and shell completions generated
+# for the service users, the documentation (share/doc/siwa, laid out as in
+# this tree so that its links hold), and the man pages and shell completions generated
 # from the command definitions (scripts/generate-manual.sh). Settings go to SYSCONFDIR/siwa, mode 0600, only
 # where no file is there yet: an operator's settings are never overwritten.
 # The binary is built with the Swift standard library and Foundation linked
@@ -240,9 +241,13 @@ install: $(if $(SIWA_BINARY),,build-static)
 	install -m 0644 .build/manual/completions/siwa.fish $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/siwa.fish
 	install -m 0644 sql/*.sql $(DESTDIR)$(PREFIX)/share/siwa/sql/
 	install -m 0644 deploy/*.env.example deploy/purge-plan.example.json $(DESTDIR)$(PREFIX)/share/siwa/examples/
-	install -d $(DESTDIR)$(PREFIX)/share/doc/siwa
+	install -d $(DESTDIR)$(PREFIX)/share/doc/siwa/docs $(DESTDIR)$(PREFIX)/share/doc/siwa/deploy/prometheus \
+	  $(DESTDIR)$(PREFIX)/share/doc/siwa/sql
 	install -m 0644 README.md CHANGELOG.md LICENSE $(DESTDIR)$(PREFIX)/share/doc/siwa/
-	install -m 0644 deploy/README.md $(DESTDIR)$(PREFIX)/share/doc/siwa/README.deploy.md
+	install -m 0644 docs/*.md docs/openapi.yaml $(DESTDIR)$(PREFIX)/share/doc/siwa/docs/
+	install -m 0644 deploy/README.md $(DESTDIR)$(PREFIX)/share/doc/siwa/deploy/
+	install -m 0644 deploy/prometheus/alerts.yml $(DESTDIR)$(PREFIX)/share/doc/siwa/deploy/prometheus/
+	install -m 0644 sql/README.md $(DESTDIR)$(PREFIX)/share/doc/siwa/sql/
 	for unit in deploy/*.service; do \
 	  sed 's|/usr/local/bin/siwa|$(PREFIX)/bin/siwa|g' "$$unit" > $(DESTDIR)$(UNITDIR)/$$(basename "$$unit"); \
 	  chmod 0644 $(DESTDIR)$(UNITDIR)/$$(basename "$$unit"); \

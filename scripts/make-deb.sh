@@ -46,6 +46,8 @@ rm -rf "$root/etc"
 
 # Documentation Debian expects: the license as copyright, how to start, the
 # changelogs (compressed), the examples where an operator looks for them.
+# The guides (docs/, deploy/README.md) stay as make install laid them out,
+# uncompressed, so that their links to each other hold.
 doc="$root/usr/share/doc/siwa"
 install -d "$doc"
 install -m 0644 deploy/debian/README.Debian "$doc/README.Debian"
@@ -57,7 +59,6 @@ install -m 0644 deploy/debian/README.Debian "$doc/README.Debian"
 chmod 0644 "$doc/copyright"
 rm -f "$doc/LICENSE"
 if [[ -f $doc/CHANGELOG.md ]]; then mv "$doc/CHANGELOG.md" "$doc/changelog"; gzip -9nf "$doc/changelog"; fi
-if [[ -f $doc/README.deploy.md ]]; then gzip -9nf "$doc/README.deploy.md"; fi
 # Debian's own changelog: one entry per version, as dpkg-deb packages have none.
 date=$(date -u -R -d "@${SOURCE_DATE_EPOCH:-$(git log -1 --format=%ct 2>/dev/null || date +%s)}")
 printf 'siwa (%s) unstable; urgency=medium\n\n  * siwa %s: see /usr/share/doc/siwa/changelog.gz.\n\n -- %s  %s\n' \

@@ -6,7 +6,8 @@
 #   - the service users exist (postinst ran systemd-sysusers); postinst
 #     created the settings (mode 0600, root) from the examples, and the
 #     package ships no conffile; deb-systemd-helper recorded the units;
-#   - the man pages and the bash, zsh and fish completions are installed;
+#   - the man pages and the bash, zsh and fish completions are installed,
+#     and the documentation, laid out so that its links hold;
 #   - lintian finds no error;
 #   - installing again keeps an edited setting without asking, and an
 #     upgrade that brings a migration says to run siwa migrate;
@@ -85,6 +86,19 @@ manual_ok() {
     grep -q 'users' "$root/usr/share/fish/vendor_completions.d/siwa.fish" || { echo "fish completion"; return 1; }
 }
 check "man pages (one per command) and bash, zsh and fish completions are installed" manual_ok
+docs_ok() {
+    local doc=$root/usr/share/doc/siwa file target
+    for file in README.Debian copyright changelog.gz docs/settings.md docs/operations.md docs/openapi.yaml \
+                deploy/README.md deploy/prometheus/alerts.yml sql/README.md; do
+        [[ -f $doc/$file ]] || { echo "no /usr/share/doc/siwa/$file"; return 1; }
+    done
+    # The guides' links to each other hold in the installed tree.
+    for target in $(grep -ho '](\.\./[a-z][a-z]*/[A-Za-z/]*\.[a-z]*' "$doc"/docs/*.md | sed 's/^](//' | sort -u); do
+        [[ -f $doc/docs/$target ]] || { echo "docs/ links to $target, which is not installed"; return 1; }
+    done
+    grep -q '/usr/share/doc/siwa/deploy/README.md' "$doc/README.Debian" || { echo "README.Debian does not point at the production guide"; return 1; }
+}
+check "the documentation is installed as laid out in the tree (docs/, the production guide, the alert rules)" docs_ok
 lintian_clean() {
     local output
     # custom-library-search-path: this package carries the debug build, which
