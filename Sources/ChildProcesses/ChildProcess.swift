@@ -100,6 +100,20 @@ public final class ChildProcess: Sendable {
         }
     }
 
+    /// Waits for the exit at most `limit`; past it, kills the child
+    /// (SIGKILL) and returns nil.
+    public func wait(atMost limit: Duration) async -> Int32? {
+        let deadline = ContinuousClock.now + limit
+        while ContinuousClock.now < deadline {
+            if let status { return status }
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+        if let status { return status }
+        signal(SIGKILL)
+        _ = await wait()
+        return nil
+    }
+
     public func signal(_ number: Int32) { kill(pid, number) }
 }
 

@@ -112,14 +112,18 @@ struct BenchError: Error, CustomStringConvertible {
 }
 
 enum Shell {
-    /// Run a program from PATH to completion; returns stdout+stderr.
+    /// Run a program from PATH to completion; returns stdout+stderr. Past
+    /// `limit` (a hung database, a wrk that never ends) the program is
+    /// killed and the bench fails with its output, rather than hang.
     static func run(_ program: String, _ arguments: [String],
-                    environment: [String: String] = ProcessInfo.processInfo.environment) async throws -> String {
+                    environment: [String: String] = ProcessInfo.processInfo.environment,
+                    limit: Duration = .seconds(900)) async throws -> String {
         let output = FileManager.default.temporaryDirectory.appendingPathComponent("siwa-bench-\(UUID().uuidString).out").path
         defer { try? FileManager.default.removeItem(atPath: output) }
         let child = try ChildProcess(executable: program, arguments: arguments, environment: environment, outputFile: output)
-        let status = await child.wait()
+        let status = await child.wait(atMost: limit)
         let text = (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""
+        guard let status else { throw BenchError("\(program) did not finish within \(limit); killed:\n\(text)") }
         guard status == 0 else { throw BenchError("\(program) failed (status \(status)):\n\(text)") }
         return text
     }
