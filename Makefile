@@ -289,7 +289,7 @@ deb: check-packaging-tools
 # compile every dependency a second time, in release (see docs/operations.md,
 # "Installing"). Everything else in the package is what `make deb` makes.
 # lintian, Debian's package checker (installed with apt-get, as root, when
-# missing), must find no error; its overrides (deploy/debian/lintian-overrides)
+# missing), must find no error and no warning; its overrides (deploy/debian/lintian-overrides)
 # each say why.
 check-lintian:
 	@command -v lintian >/dev/null 2>&1 || { \

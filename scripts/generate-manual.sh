@@ -35,7 +35,18 @@ mkdir -p "$out/man1" "$out/completions"
 "$tool" "$binary" --multi-page --date "$date" --section 1 --output-directory "$out/man1"
 # A blank line in a command's discussion is a paragraph: mdoc's .Pp (groff
 # warns of an empty input line otherwise).
-for page in "$out"/man1/*.1; do sed -i 's/^$/.Pp/' "$page"; gzip -9n "$page"; done
+# A subcommand's page is named `siwa audit list` in its NAME section, which
+# whatis databases (mandb's lexgrog, lintian's bad-whatis-entry) cannot
+# parse: NAME gets the page's own name, siwa.audit.list, and the synopsis
+# keeps the command as typed.
+for page in "$out"/man1/*.1; do
+    sed -i 's/^$/.Pp/' "$page"
+    name=$(sed -n '/^\.Sh NAME$/{n;s/^\.Nm "\(.*\)"$/\1/p;}' "$page")
+    if [[ $name == *" "* ]]; then
+        sed -i -e "/^\.Sh NAME\$/{n;s/^\.Nm .*/.Nm ${name// /.}/;}" -e "s/^\.Nm\$/.Nm \"$name\"/" "$page"
+    fi
+    gzip -9n "$page"
+done
 # bash-completion sources the file: no #! line.
 "$binary" --generate-completion-script bash | sed '1{/^#!/d}' > "$out/completions/siwa.bash"
 "$binary" --generate-completion-script zsh > "$out/completions/_siwa"
