@@ -5,9 +5,12 @@
                                          ({"public": ["GET /healthz", ...], ...}), for OpenAPITests
   openapi-check.py reasons DOC           every enumerated `error` code of every JSON answer, as JSON
   openapi-check.py json DOC              the document as JSON
-  openapi-check.py validate DOC RECORDS  every answer and app event the test suite recorded
+  openapi-check.py validate [--coverage] DOC RECORDS
+                                         every answer and app event the test suite recorded
                                          (SIWA_TEST_OPENAPI_RECORD, one JSON object a line) against
-                                         its schema in DOC; exit 1 naming each that breaks it
+                                         its schema in DOC; exit 1 naming each that breaks it.
+                                         --coverage (the whole suite's run): exit 1 too when a
+                                         documented success answer (2XX) or app event was never recorded
 
 Only Debian's python3-yaml and python3-jsonschema (Draft 2020-12, which
 OpenAPI 3.1's schemas are); the Makefile installs them (check-openapi).
@@ -150,6 +153,10 @@ def media_type(content_type):
     return (content_type or "").split(";")[0].strip().lower()
 
 
+# What the records exercised: (operationId, documented response key) and webhook names.
+SEEN = set()
+
+
 def check_answer(document, operations, record):
     """None, or why the answer breaks the document."""
     listener, method, path = record["listener"], record["method"].lower(), record["path"]
@@ -167,6 +174,7 @@ def check_answer(document, operations, record):
     response = find_response(operation.get("responses", {}), record["status"])
     if response is None:
         return f"{name}: status {record['status']} is not documented"
+    SEEN.add((name, next(key for key, value in operation["responses"].items() if value is response)))
     response = resolve(document, response)
     content = response.get("content", {})
     body, kind = record.get("body", ""), media_type(record.get("content_type"))
@@ -204,6 +212,7 @@ def check_event(document, record):
     else:
         return f"app event of type {kind!r}: no such webhook in the document"
     operation = webhooks[name]["post"]
+    SEEN.add(("webhook", name))
     for parameter in operation.get("parameters", []):
         parameter = resolve(document, parameter)
         if parameter.get("in") != "header":
@@ -224,7 +233,22 @@ def check_event(document, record):
     return None
 
 
-def validate(document, paths):
+def unexercised(document):
+    """The documented success answers and app events no record exercised."""
+    missing = []
+    for template, item in document.get("paths", {}).items():
+        for method in METHODS:
+            operation = item.get(method)
+            if operation is None:
+                continue
+            name = operation.get("operationId", f"{method} {template}")
+            missing += [f"{name} {key}" for key in operation.get("responses", {})
+                        if str(key).startswith("2") and (name, key) not in SEEN]
+    missing += [f"the app event {name}" for name in document.get("webhooks", {}) if ("webhook", name) not in SEEN]
+    return missing
+
+
+def validate(document, paths, coverage=False):
     for schema in document["components"]["schemas"].values():
         jsonschema.Draft202012Validator.check_schema(schema)
     operations = [(template, item, template_regex(template)) for template, item in document.get("paths", {}).items()]
@@ -248,10 +272,19 @@ def validate(document, paths):
         print(f"openapi: {why} ({count}x; first at {where}{', ' + test if test else ''})", file=sys.stderr)
     print(f"openapi: {counts['answers']} answers and {counts['events']} app events checked against docs/openapi.yaml; "
           f"{len(failures)} kind(s) of break")
-    return 1 if failures else 0
+    if not coverage:
+        return 1 if failures else 0
+    # A documented answer no test ever gave is one nothing checks.
+    missing = unexercised(document)
+    for what in missing:
+        print(f"openapi: no test gave {what}", file=sys.stderr)
+    return 1 if failures or missing else 0
 
 
 def main(argv):
+    coverage = argv[1:3] == ["validate", "--coverage"]
+    if coverage:
+        argv = argv[:2] + argv[3:]
     if len(argv) < 3 or argv[1] not in ("routes", "reasons", "json", "validate"):
         print(__doc__, file=sys.stderr)
         return 2
@@ -265,7 +298,7 @@ def main(argv):
     if argv[1] == "reasons":
         print(json.dumps(reasons(document)))
         return 0
-    return validate(document, argv[3:])
+    return validate(document, argv[3:], coverage)
 
 
 if __name__ == "__main__":

@@ -89,8 +89,11 @@ struct ConsentPolicyTests {
     }
 
     @Test func aSignInBeforeThePurgeCancelsItButAnOldTokenDoesNot() async throws {
-        let setup = try await Setup.start()
+        let hook = try await AppWebhookHarness.start()
+        let setup = try await Setup.start(worker: hook.settings())
         try atTestEnd { await setup.stop() }
+        // As a worker with SIWA_APP_WEBHOOK_URL started earlier leaves it.
+        try await setup.database.execute("UPDATE siwa.app_webhook SET enabled = true")
         let sub = "001.back.0001"
         let oldToken = try setup.apple.identityToken(sub: sub, audience: ServerHarness.clientID, issuedAt: Date().addingTimeInterval(-5))
         _ = try await Self.revoked(setup, sub)
@@ -112,7 +115,7 @@ struct ConsentPolicyTests {
         let back = try await setup.signIn.signIn(try setup.signIn.appleSignIn(sub: sub))
         #expect(back.status == 200 && back.value?.isNewUser == false && back.value?.status == .active,
                 "\(back.text)")
-        #expect(try await setup.database.strings("SELECT state FROM siwa.jobs WHERE args->>'apple_sub' = '\(sub)'") == ["cancelled"])
+        #expect(try await setup.database.strings("SELECT state FROM siwa.jobs WHERE kind = 'purge_user' AND args->>'apple_sub' = '\(sub)'") == ["cancelled"])
         #expect(try await setup.database.strings("""
             SELECT details->>'reason' FROM siwa.audit_log WHERE action = 'purge.cancelled' AND apple_sub = '\(sub)'
             """) == ["signed_in_again"])
@@ -120,9 +123,16 @@ struct ConsentPolicyTests {
             SELECT count(*) FROM siwa.users WHERE apple_sub = '\(sub)' AND given_name = 'Ada' AND purged_at IS NULL
             """) == 1)
         #expect(try await setup.database.scalar("SELECT count(*) FROM siwa.apple_tokens") == 1)
-        // The app hears of it (sql/015's mapping; the webhook itself is tested in AppWebhookTests).
+        // The app hears of it: the worker delivers a signed purge.cancelled,
+        // naming the cancelled job, which SIWAClient reads.
         #expect(try await setup.database.strings("SELECT event_type FROM siwa.app_events_of('purge.cancelled', '{}', NULL)")
                 == ["purge.cancelled"])
+        #expect(try await eventually(upTo: .seconds(40)) { hook.accepted(sub: sub).contains { $0.type == "purge.cancelled" } },
+                "\(hook.receiver.deliveries.map { "\($0.sub) \($0.type)" }) \(worker.log.suffix(3000))")
+        let cancelled = try hook.event(try #require(hook.accepted(sub: sub).first { $0.type == "purge.cancelled" }))
+        let cancelledJob = try await setup.database.scalar("SELECT id FROM siwa.jobs WHERE kind = 'purge_user' AND args->>'apple_sub' = '\(sub)'")
+        #expect(cancelled.kind == .purgeCancelled && cancelled.data.sub == sub && cancelled.data.reason == "signed_in_again"
+                && cancelled.data.jobID == Int64(cancelledJob), "\(cancelled.data)")
         let shown = try await setup.signIn.lookup(sub)
         #expect(shown.value?.user?.purge?.state == .cancelled, "\(shown.text)")
     }

@@ -224,5 +224,16 @@ struct OpenAPITests {
                     "'user.vanished'", "is not a 'date-time'"] {
             #expect(failed.errors.contains(why), "the check does not say \(why): \(failed.errors)")
         }
+
+        // A run of the whole suite (--coverage) fails too when a documented
+        // success answer or app event was never given, naming each; those
+        // the records gave are not named.
+        let uncovered = try await Self.check(["validate", "--coverage", Self.document, good])
+        #expect(uncovered.status == 1, "\(uncovered.output) \(uncovered.errors)")
+        for why in ["no test gave the app event purge.cancelled", "no test gave listAuditEntries 200"] {
+            #expect(uncovered.errors.contains(why), "the check does not say \(why): \(uncovered.errors)")
+        }
+        #expect(!uncovered.errors.contains("the app event user.signed_in") && !uncovered.errors.contains("signIn 200"),
+                "\(uncovered.errors)")
     }
 }
