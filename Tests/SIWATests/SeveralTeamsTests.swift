@@ -179,6 +179,11 @@ struct SeveralTeamsTests {
         #expect(try await setup.database.strings("""
             SELECT apple_team || ' ' || status || ' ' || (purged_at IS NOT NULL) FROM siwa.users WHERE apple_sub = '\(Self.shared)' ORDER BY 1
             """) == ["\(Self.teamA) deleted true", "\(Self.teamB) consent_revoked false"])
+        // The erase took team A's user's sign-in codes out of the replay
+        // cache (app and website), not team B's user's, same sub.
+        #expect(try await setup.database.strings("""
+            SELECT u.apple_team FROM siwa.sign_in_codes AS c JOIN siwa.users AS u ON u.id = c.user_id WHERE c.apple_sub = '\(Self.shared)'
+            """) == [Self.teamB])
     }
 
     /// A secret signed with one team's key is refused for another team's

@@ -186,9 +186,11 @@ public struct ErasePersonalDataStatement: PostgresPreparedStatement {
                                        purged_at = now(), updated_at = now()
             FROM job WHERE u.apple_sub = job.apple_sub AND u.apple_team = job.apple_team
         ), codes AS (
-            -- The replay cache holds no team: the sub's codes in every team
-            -- go (a retried sign-in then exchanges its code again).
-            DELETE FROM siwa.sign_in_codes AS c USING job WHERE c.apple_sub = job.apple_sub
+            -- The replay cache's codes of this user (found by sub, its
+            -- index; the team's user by id), not those of the same sub in
+            -- another team.
+            DELETE FROM siwa.sign_in_codes AS c USING job, siwa.users AS u
+            WHERE c.apple_sub = job.apple_sub AND u.apple_sub = job.apple_sub AND u.apple_team = job.apple_team AND c.user_id = u.id
         ), inbox AS (
             UPDATE siwa.notifications AS n SET claims = n.claims #- '{events,email}'
             FROM job WHERE n.apple_sub = job.apple_sub AND n.apple_team = job.apple_team AND n.claims->'events' ? 'email'
