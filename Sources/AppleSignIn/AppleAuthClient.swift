@@ -76,7 +76,7 @@ public struct AppleAuthClient: Sendable {
     private func token(fields: [(String, String)], clientID: String) async -> AppleTokenOutcome {
         switch await post(path: "/auth/token", fields: fields, clientID: clientID) {
         case .ok(let body):
-            guard let response = try? JSONDecoder().decode(AppleTokenResponse.self, from: body) else {
+            guard let response = AppleTokenResponse.decoding(body) else {
                 return .unavailable(retryAfter: nil, reason: "status 200 with a body that is not a token response")
             }
             return .success(response)

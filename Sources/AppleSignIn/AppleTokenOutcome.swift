@@ -89,3 +89,29 @@ public struct AppleTokenResponse: Sendable, Equatable, Decodable,
     public var debugDescription: String { description }
     public var customMirror: Mirror { Mirror(self, children: ["redacted": description]) }
 }
+
+extension AppleTokenResponse {
+    /// Apple's token answer, or nil when it is not one. Read in one pass
+    /// when it is the flat object Apple sends (`PlainJSONObject`: strings
+    /// and an integer), else by JSONDecoder, which then decides: a sign-in
+    /// reads one of these, and a JSONDecoder pass costs more than the
+    /// reading it does.
+    public static func decoding(_ body: Data) -> AppleTokenResponse? {
+        if let plain = body.withUnsafeBytes({ PlainJSONObject($0) }), let response = AppleTokenResponse(plain: plain) {
+            return response
+        }
+        return try? JSONDecoder().decode(AppleTokenResponse.self, from: body)
+    }
+
+    /// The members exactly as the synthesized `init(from:)` reads them
+    /// (other members ignored, the two optional ones absent or null); nil
+    /// for anything else, which JSONDecoder then reads or refuses.
+    init?(plain: PlainJSONObject) {
+        guard case .string(let accessToken)? = plain["access_token"], case .string(let tokenType)? = plain["token_type"],
+              case .integer(let expires)? = plain["expires_in"], let expiresIn = Int(exactly: expires),
+              let refreshToken = plain.optionalString("refresh_token"), let idToken = plain.optionalString("id_token") else {
+            return nil
+        }
+        self.init(accessToken: accessToken, tokenType: tokenType, expiresIn: expiresIn, refreshToken: refreshToken, idToken: idToken)
+    }
+}

@@ -102,7 +102,7 @@ public final class AppleUserMigration: Sendable {
         let fields = [("grant_type", "client_credentials"), ("scope", "user.migration")]
         let answer = await client.post(path: "/auth/token", fields: fields, clientID: clientID)
         return AppleMigrationOutcome(answer, expecting: "a token response") { body in
-            guard let response = try? JSONDecoder().decode(AppleTokenResponse.self, from: body), !response.accessToken.isEmpty,
+            guard let response = AppleTokenResponse.decoding(body), !response.accessToken.isEmpty,
                   response.expiresIn > 0 else { return nil }
             return MigrationAccessToken(value: response.accessToken, renewAt: now() + renewal(after: response.expiresIn))
         }

@@ -4,9 +4,9 @@ import Foundation
 import Logging
 import Testing
 
-/// A token's header, claims and events are read without JSONDecoder when
-/// they are objects of plain members (PlainJSONObject), and by JSONDecoder
-/// otherwise. Each document here is verified twice: as written, and with a
+/// A token's header, claims and events, and Apple's token answer, are read
+/// without JSONDecoder when they are objects of plain members
+/// (PlainJSONObject), and by JSONDecoder otherwise. Each document here is verified twice: as written, and with a
 /// member JSONDecoder alone reads (`"zz":[0]`, an array); both must come out
 /// the same, to the value or to the refusal's words.
 @Suite("Plain JSON reading")
@@ -144,5 +144,34 @@ struct PlainJSONTests {
             #expect(plain == (await outcome(header: forced, claims: Self.claims())), "\(raw)")
         }
         #expect(await outcome(header: headers[1], claims: Self.claims()).hasPrefix("ok "))
+    }
+
+    /// Apple's token answer (a sign-in's code exchange, a refresh): read in
+    /// one pass, it comes out as JSONDecoder reads it, or as nothing where
+    /// JSONDecoder refuses it.
+    @Test func tokenAnswersReadTheSameEitherWay() {
+        let bodies = [
+            #"{"access_token":"a.b","token_type":"Bearer","expires_in":3600,"refresh_token":"r.x","id_token":"e.y.z"}"#,
+            #"{"access_token":"a","token_type":"Bearer","expires_in":3600,"id_token":"e.y.z"}"#,
+            #"{"access_token":"a","token_type":"Bearer","expires_in":3600,"refresh_token":null,"id_token":null}"#,
+            #" { "token_type" : "Bearer" , "expires_in" : 3600 , "access_token" : "a\/b\"c" , "extra" : true } "#,
+            #"{"access_token":"a","token_type":"Bearer","expires_in":3600,"scope":["x"]}"#,
+            #"{"access_token":"a","access_token":"b","token_type":"Bearer","expires_in":3600}"#,
+            #"{"access_token":"caf\u00e9","token_type":"Bearer","expires_in":3600}"#,
+            #"{"access_token":"a","token_type":"Bearer","expires_in":"3600"}"#,
+            #"{"access_token":"a","token_type":"Bearer"}"#,
+            #"{"access_token":1,"token_type":"Bearer","expires_in":3600}"#,
+            #"{"access_token":"a","token_type":"Bearer","expires_in":3600.5}"#,
+            #"{"access_token":"a","token_type":"Bearer","expires_in":3600,"refresh_token":7}"#,
+            #"{"access_token":"a","token_type":"Bearer","expires_in":3600"#,
+            "[]", "", "null",
+        ]
+        for body in bodies {
+            let data = Data(body.utf8)
+            #expect(AppleTokenResponse.decoding(data) == (try? JSONDecoder().decode(AppleTokenResponse.self, from: data)), "\(body)")
+        }
+        #expect(AppleTokenResponse.decoding(Data(bodies[0].utf8))
+                == AppleTokenResponse(accessToken: "a.b", tokenType: "Bearer", expiresIn: 3600, refreshToken: "r.x", idToken: "e.y.z"))
+        #expect(AppleTokenResponse.decoding(Data(bodies[7].utf8)) == nil)
     }
 }
