@@ -143,10 +143,8 @@ def template_regex(path):
 
 
 def find_response(responses, status):
-    for key in (str(status), f"{str(status)[0]}XX", "default"):
-        if key in responses:
-            return responses[key]
-    return None
+    """The documented key that answers `status` (200, 2XX or default), or None."""
+    return next((key for key in (str(status), f"{str(status)[0]}XX", "default") if key in responses), None)
 
 
 def media_type(content_type):
@@ -171,11 +169,11 @@ def check_answer(document, operations, record):
             return f"{record['method']} {path} on the {listener} listener is no route of the document, yet answered {record['status']}"
         return None
     name = operation.get("operationId", f"{method} {path}")
-    response = find_response(operation.get("responses", {}), record["status"])
-    if response is None:
+    key = find_response(operation.get("responses", {}), record["status"])
+    if key is None:
         return f"{name}: status {record['status']} is not documented"
-    SEEN.add((name, next(key for key, value in operation["responses"].items() if value is response)))
-    response = resolve(document, response)
+    SEEN.add((name, key))
+    response = resolve(document, operation["responses"][key])
     content = response.get("content", {})
     body, kind = record.get("body", ""), media_type(record.get("content_type"))
     if not content:

@@ -33,17 +33,12 @@ struct WorkerProcess {
     func stop(grace: Duration = .seconds(5)) async -> Duration? {
         let start = ContinuousClock.now
         process.signal(SIGTERM)
-        while process.isRunning, ContinuousClock.now - start < grace {
-            try? await Task.sleep(for: .milliseconds(20))
-        }
-        guard !process.isRunning else {
-            process.signal(SIGKILL)
-            _ = await process.wait()
+        guard let status = await process.wait(atMost: grace) else {
             try? FileManager.default.removeItem(atPath: logFile)
             return nil
         }
         let took = ContinuousClock.now - start
-        if await process.wait() == 0 { try? FileManager.default.removeItem(atPath: logFile) }
+        if status == 0 { try? FileManager.default.removeItem(atPath: logFile) }
         return took
     }
 }

@@ -89,12 +89,7 @@ final class HeadlessChromium: Sendable {
 
     func stop() async {
         process.signal(SIGTERM)
-        let deadline = ContinuousClock.now + .seconds(10)
-        while process.isRunning, ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(20)) }
-        if process.isRunning {
-            process.signal(SIGKILL)
-            _ = await process.wait()
-        }
+        _ = await process.wait(atMost: .seconds(10))
         close(socket)
         try? FileManager.default.removeItem(at: profile)
     }
