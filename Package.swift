@@ -219,9 +219,13 @@ let package = Package(
         .executableTarget(
             name: "siwa-bench",
             dependencies: [
-                "AccountStore", "AppleSimulator", "SIWAConfiguration", "SIWAServer", "SIWAWorker", "ChildProcesses",
+                "AppleSignIn", "AccountStore", "AppleSimulator", "SIWAConfiguration", "SIWAServer", "SIWAWorker", "ChildProcesses",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Hummingbird", package: "hummingbird"),
+                // The bare SwiftNIO route, a floor beside the bare Hummingbird one (StackFloors).
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 // The sign-in part's team key (P-256).
             ],

@@ -30,8 +30,12 @@ struct IngestReport {
     var siwaRates: [Double] = []
     var pgbenchRates: [Double] = []
     var bareRates: [Double] = []
-    /// This process's CPU (µs) per request while wrk drove the bare route.
+    /// This process's CPU (µs) per request while wrk drove the bare
+    /// Hummingbird route, and the bare SwiftNIO one (StackFloors).
     var bareCPU: [Double] = []
+    var bareNIOCPU: [Double] = []
+    /// This process's CPU (µs) to verify one notification, alone.
+    var verificationCPU: [Double] = []
     var p50: [Double] = []
     var p99: [Double] = []
     var cpu: [Double] = []
@@ -125,11 +129,11 @@ enum IngestBench {
     }
 
     static func run(_ scenario: IngestScenario, serverURL: String, bodies: IngestBodies, clientID: String, jwksURL: String,
-                    bareURL: String, http: HTTPClient, concurrency: Int, pgbenchSeconds: Int, offeredRate: Int) async throws -> IngestReport {
+                    floors: StackFloors, http: HTTPClient, concurrency: Int, pgbenchSeconds: Int, offeredRate: Int) async throws -> IngestReport {
         let database = try await BenchDatabase.create(serverURL: serverURL, label: scenario.label)
         do {
             let report = try await measure(scenario, database: database, bodies: bodies, clientID: clientID, jwksURL: jwksURL,
-                                           bareURL: bareURL, http: http, concurrency: concurrency, pgbenchSeconds: pgbenchSeconds,
+                                           floors: floors, http: http, concurrency: concurrency, pgbenchSeconds: pgbenchSeconds,
                                            offeredRate: offeredRate)
             await database.drop()
             return report
@@ -140,7 +144,7 @@ enum IngestBench {
     }
 
     private static func measure(_ scenario: IngestScenario, database: BenchDatabase, bodies: IngestBodies, clientID: String,
-                                jwksURL: String, bareURL: String, http: HTTPClient, concurrency: Int, pgbenchSeconds: Int,
+                                jwksURL: String, floors: StackFloors, http: HTTPClient, concurrency: Int, pgbenchSeconds: Int,
                                 offeredRate: Int) async throws -> IngestReport {
         if scenario.preloadUsers > 0 {
             say("\(scenario.label): preloading \(scenario.preloadUsers) users (not timed, no ANALYZE)")
@@ -188,7 +192,7 @@ enum IngestBench {
                     try await Task.sleep(for: .milliseconds(50))
                 }
             }
-            var report = try await drive(siwa, scenario: scenario, database: database, bodies: bodies, bareURL: bareURL, http: http,
+            var report = try await drive(siwa, scenario: scenario, database: database, bodies: bodies, floors: floors, http: http,
                                          concurrency: concurrency, pgbenchSeconds: pgbenchSeconds, offeredRate: offeredRate)
             if let worker { report.chain = try await AuditChainFigures.measure(database: database, worker: worker) }
             if scenario.preloadUsers > 0 { report.emailLookupMS = try await emailLookups(database, user: scenario.preloadUsers / 2) }
@@ -223,7 +227,7 @@ enum IngestBench {
     }
 
     private static func drive(_ siwa: ServeProcess, scenario: IngestScenario, database: BenchDatabase, bodies: IngestBodies,
-                              bareURL: String, http: HTTPClient, concurrency: Int, pgbenchSeconds: Int,
+                              floors: StackFloors, http: HTTPClient, concurrency: Int, pgbenchSeconds: Int,
                               offeredRate: Int) async throws -> IngestReport {
         let siwaURL = siwa.url + "/apple/notifications"
         var report = IngestReport(scenario: scenario)
@@ -250,11 +254,15 @@ enum IngestBench {
             report.plainRates.append(plain.rate)
             report.plainPostgresCPU.append(plain.cost.cpuSeconds * 1e6)
             report.plainWAL.append(plain.cost.walBytes)
-            // The bare route is served by this process: its CPU over the run
-            // is the HTTP stack's own per request, siwa's floor.
+            // The bare routes are served by this process: its CPU over the
+            // run is the HTTP stack's own per request, siwa's floor.
             let bareCPUBefore = processCPUSeconds(getpid())
-            let bare = try await Wrk.run(url: bareURL, bodiesFile: file, count: roundBodies.count, connections: concurrency)
+            let bare = try await Wrk.run(url: floors.hummingbirdURL, bodiesFile: file, count: roundBodies.count, connections: concurrency)
             report.bareCPU.append((processCPUSeconds(getpid()) - bareCPUBefore) / Double(roundBodies.count) * 1e6)
+            let nioCPUBefore = processCPUSeconds(getpid())
+            _ = try await Wrk.run(url: floors.nioURL, bodiesFile: file, count: roundBodies.count, connections: concurrency)
+            report.bareNIOCPU.append((processCPUSeconds(getpid()) - nioCPUBefore) / Double(roundBodies.count) * 1e6)
+            report.verificationCPU.append(try await floors.verificationCPU(Array(roundBodies.prefix(2000))))
             report.siwaRates.append(result.rate)
             report.pgbenchRates.append(ceiling)
             report.bareRates.append(bare.rate)
@@ -272,7 +280,7 @@ enum IngestBench {
         let load = LoadGenerator(url: siwaURL, client: http)
         report.open = await load.openLoop(bodies: bodies.openLoop, rate: Double(offeredRate))
         report.sent += bodies.openLoop.count
-        report.openFloor = await LoadGenerator(url: bareURL, client: http).openLoop(bodies: bodies.openLoop, rate: Double(offeredRate))
+        report.openFloor = await LoadGenerator(url: floors.hummingbirdURL, client: http).openLoop(bodies: bodies.openLoop, rate: Double(offeredRate))
 
         if scenario.junkFlood {
             // Junk at wrk's full rate for as long as the genuine open loop runs.

@@ -2,6 +2,9 @@ import Foundation
 
 /// The ingest figures of every scenario, with the targets they are held to.
 enum IngestSummary {
+    /// Issue 20's target for siwa's own CPU per notification.
+    static let cpuTarget = 75.0
+
     static func print(_ reports: [IngestReport], concurrency: Int, offeredRate: Int) {
         say("")
         say("== siwa ingest benchmark (release build, `siwa serve` as the runtime role, default settings, JSON logs at info, \(ProcessInfo.processInfo.activeProcessorCount) cores, \(concurrency) connections from wrk; medians over rounds)")
@@ -23,6 +26,16 @@ enum IngestSummary {
                        report.scenario.label, median(report.siwaRates), median(report.plainRates), median(report.plainRatios),
                        report.plainRatios.map { String(format: "%.2f", $0) }.joined(separator: " "), median(report.cpu), median(report.bareCPU),
                        median(report.postgresCPU), median(report.plainPostgresCPU), median(report.wal), median(report.plainWAL)))
+        }
+        say("")
+        say("== siwa's CPU per notification against its floors, measured in this run: a bare route that reads the body and answers 200 (on Hummingbird, siwa's HTTP stack, and on SwiftNIO's HTTP/1 handlers alone) plus the verification of one notification alone (parse, claims, RSA)")
+        say("scenario   siwa CPU (target <= \(Int(cpuTarget)) µs)   Hummingbird floor: route + verification   SwiftNIO floor: route + verification   siwa beyond the Hummingbird floor")
+        for report in reports where !report.verificationCPU.isEmpty {
+            let siwa = median(report.cpu), verification = median(report.verificationCPU)
+            let hummingbird = median(report.bareCPU) + verification, nio = median(report.bareNIOCPU) + verification
+            say(String(format: "%-9@  %5.0f µs (%@)              %4.0f + %3.0f = %4.0f µs                   %4.0f + %3.0f = %4.0f µs               %4.0f µs",
+                       report.scenario.label, siwa, siwa <= cpuTarget ? "PASS" : "FAIL", median(report.bareCPU), verification, hummingbird,
+                       median(report.bareNIOCPU), verification, nio, siwa - hummingbird))
         }
         if reports.contains(where: { $0.chain != nil }) {
             say("")

@@ -88,15 +88,10 @@ func ingestReports(_ scenarios: [IngestScenario]) async -> [IngestReport] {
         httpConfiguration.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = concurrency
         let http = HTTPClient(eventLoopGroupProvider: .singleton, configuration: httpConfiguration)
 
-        // A second ceiling: the bare HTTP stack. A Hummingbird route that reads
-        // the body and answers 200 with no work at all, on the same two cores,
-        // under the same load: what any Swift HTTP service could do here.
-        let bareRouter = Router(context: BasicRequestContext.self)
-        bareRouter.post("/apple/notifications") { request, _ -> Response in
-            _ = try await request.body.collect(upTo: 64 * 1024)
-            return Response(status: .ok, body: .init(byteBuffer: ByteBuffer(string: #"{"status":"recorded"}"#)))
-        }
-        let bareServer = try await RunningServer.start(router: bareRouter, port: 0, logger: logger)
+        // Floors, measured in the same run: bare routes (Hummingbird, and
+        // SwiftNIO alone) on the same two cores under the same load, and the
+        // verification siwa cannot skip.
+        let floors = try await StackFloors.start(jwks: apple.jwksJSON, clientID: clientID, logger: logger)
 
         // Pre-sign everything (RSA signing is Apple's cost, not ours).
         say("signing notifications (not timed)…")
@@ -108,12 +103,12 @@ func ingestReports(_ scenarios: [IngestScenario]) async -> [IngestReport] {
             say("-- \(scenario.label): \(scenario.title)")
             reports.append(try await IngestBench.run(
                 scenario, serverURL: serverURL, bodies: bodies, clientID: clientID, jwksURL: appleServer.baseURL + "/auth/keys",
-                bareURL: bareServer.baseURL + "/apple/notifications", http: http, concurrency: concurrency,
+                floors: floors, http: http, concurrency: concurrency,
                 pgbenchSeconds: pgbenchSeconds, offeredRate: offeredRate))
         }
         _ = try? await http.shutdown().get()
         await appleServer.stop()
-        await bareServer.stop()
+        await floors.stop()
     } catch {
         fail(String(reflecting: error))
     }
