@@ -59,9 +59,15 @@ struct ServeProcess {
     }
 
     /// SIGTERM, as systemd stops it; the log file is removed after a clean exit.
-    func stop() async {
+    /// SIGTERM, then its drain for at most `grace`; past it, SIGKILL (its
+    /// log is kept, and the run says where).
+    func stop(grace: Duration = .seconds(30)) async {
         process.signal(SIGTERM)
-        if await process.wait() == 0 { try? FileManager.default.removeItem(atPath: logFile) }
+        switch await process.wait(atMost: grace) {
+        case 0: try? FileManager.default.removeItem(atPath: logFile)
+        case nil: say("siwa serve did not stop within \(grace) of SIGTERM and was killed; its log: \(logFile)")
+        default: break
+        }
     }
 }
 
