@@ -129,11 +129,13 @@ def reasons(document):
             for sub in schema.get(key, []):
                 walk(sub, seen)
 
-    for item in document.get("paths", {}).values():
-        for method in METHODS:
-            for response in item.get(method, {}).get("responses", {}).values():
-                for media in resolve(document, response).get("content", {}).values():
-                    walk(media.get("schema", {}), frozenset())
+    responses = [response for item in document.get("paths", {}).values() for method in METHODS
+                 for response in item.get(method, {}).get("responses", {}).values()]
+    # Answers of no one operation (405 method_not_allowed) are components' own.
+    responses += document["components"].get("responses", {}).values()
+    for response in responses:
+        for media in resolve(document, response).get("content", {}).values():
+            walk(media.get("schema", {}), frozenset())
     return sorted(codes)
 
 
@@ -164,7 +166,12 @@ def check_answer(document, operations, record):
     candidates.sort(key=lambda found: found[0].count("{"))
     operation = next((item[method] for _, item in candidates if method in item), None)
     if operation is None:
-        # No route: Hummingbird answers 404 (it has no 405), with no body of siwa's.
+        if candidates:
+            # A documented path with a method it does not take: 405, on any route.
+            if record["status"] != 405:
+                return f"{record['method']} {path} on the {listener} listener: a documented path with another method, yet answered {record['status']} (405 expected)"
+            return check_body(document, f"{record['method']} {path}", document["components"]["responses"]["MethodNotAllowed"], record)
+        # No route: Hummingbird answers 404, with no body of siwa's.
         if record["status"] != 404:
             return f"{record['method']} {path} on the {listener} listener is no route of the document, yet answered {record['status']}"
         return None
@@ -173,7 +180,12 @@ def check_answer(document, operations, record):
     if key is None:
         return f"{name}: status {record['status']} is not documented"
     SEEN.add((name, key))
-    response = resolve(document, operation["responses"][key])
+    return check_body(document, name, operation["responses"][key], record)
+
+
+def check_body(document, name, response, record):
+    """None, or why the answer's body breaks the documented `response`."""
+    response = resolve(document, response)
     content = response.get("content", {})
     body, kind = record.get("body", ""), media_type(record.get("content_type"))
     if not content:

@@ -58,6 +58,20 @@ struct APIListenerTests {
         #expect(try await server.post(token: token).status == 200)
         #expect(try await database.scalar("SELECT count(*) FROM siwa.notifications") == 1)
 
+        // A path of the API's with a method it does not take: 405 with the
+        // methods it does, before any key is asked for; nothing changes.
+        for (method, path, allowed) in [(HTTPMethod.PUT, "/v1/users/001.public.0001", "DELETE, GET"), (.GET, "/v1/sign-in", "POST"),
+                                        (.POST, "/v1/users/001.public.0001/extra", "")] {
+            let answer = try await HTTPAnswer.send(method: method, url: server.apiURL + path, body: nil, headers: [])
+            if allowed.isEmpty {
+                #expect(answer.status == 404, "\(method) \(path): \(answer.status)")
+                continue
+            }
+            #expect(answer.status == 405 && answer.reason == "method_not_allowed", "\(method) \(path): \(answer.status) \(answer.text)")
+            #expect(answer.headers.first(name: "Allow") == allowed, "\(method) \(path)")
+        }
+        #expect(try await database.strings("SELECT status FROM siwa.users WHERE apple_sub = '001.public.0001'") == ["active"])
+
         // Health, metrics, the receipts' key set and the admin's routes: not on the API listener.
         for path in ["/healthz", "/readyz", "/metrics", "/.well-known/siwa-receipts.json", "/admin", "/"] {
             let answer = try await HTTPAnswer.send(method: .GET, url: server.apiURL + path, body: nil, headers: [])

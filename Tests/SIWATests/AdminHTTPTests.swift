@@ -85,6 +85,11 @@ struct AdminHTTPTests {
                                                    headers: [("Authorization", setup.bearer)])
             #expect(answer.status == 404, "\(path) on the public port: \(answer.status)")
         }
+        // A path of the admin's asked with another method: 405 with the
+        // methods it takes, before any key is asked for.
+        let notAllowed = try await setup.get("/admin/jobs/5/retry")
+        #expect(notAllowed.status == 405 && notAllowed.reason == "method_not_allowed", "\(notAllowed.status) \(notAllowed.text)")
+        #expect(notAllowed.headers["Allow"] == ["POST"])
         // A revoked admin key stops at once.
         try await TestDatabase.withClient(setup.server.database.configuration) { client in
             _ = try await APIKeyAdministration(client: client, logger: TestEnvironment.logger).revoke(name: "ops-alice", loginHint: nil)

@@ -203,6 +203,7 @@ struct OpenAPITests {
             answer("public", "POST", "/apple/notifications", 400, #"{"error":"wrong_aud","detail":"aud is not one of the configured client ids"}"#),
             answer("admin", "GET", "/admin/audit/verify", 200, #"{"head":null,"ok":true,"rows":0,"unsealed":0}"#),
             ["kind": "http", "listener": "public", "method": "GET", "path": "/admin", "status": 404, "content_type": "", "body": ""],
+            answer("public", "GET", "/apple/notifications", 405, #"{"error":"method_not_allowed","detail":"This path answers POST only."}"#),
             event,
         ])
         let passed = try await Self.check(["validate", Self.document, good])
@@ -214,13 +215,14 @@ struct OpenAPITests {
             answer("public", "POST", "/apple/notifications", 400, #"{"error":"not_a_code","detail":"x"}"#),
             answer("api", "GET", "/v1/users/001.a.1", 418, #"{"error":"teapot","detail":"x"}"#),
             ["kind": "http", "listener": "public", "method": "GET", "path": "/nope", "status": 200, "content_type": "", "body": ""],
+            ["kind": "http", "listener": "api", "method": "PUT", "path": "/v1/users/001.a.1", "status": 404, "content_type": "", "body": ""],
             ["kind": "event", "headers": event["headers"] ?? [:], "body": #"{"type":"user.vanished","timestamp":"2026-11-26T08:00:00Z","data":{}}"#],
             ["kind": "event", "headers": event["headers"] ?? [:],
              "body": #"{"type":"user.signed_in","timestamp":"yesterday","data":{"sub":"001.a.1","user_id":7,"is_new_user":true,"refresh_token_stored":false}}"#],
         ])
         let failed = try await Self.check(["validate", Self.document, broken])
         #expect(failed.status == 1, "\(failed.output) \(failed.errors)")
-        for why in ["'status' is a required property", "not_a_code", "status 418 is not documented", "GET /nope",
+        for why in ["'status' is a required property", "not_a_code", "status 418 is not documented", "GET /nope", "PUT /v1/users/001.a.1",
                     "'user.vanished'", "is not a 'date-time'"] {
             #expect(failed.errors.contains(why), "the check does not say \(why): \(failed.errors)")
         }

@@ -61,20 +61,24 @@ struct RouteTests {
     }
 
     /// Paths siwa does not serve, the admin's among them (they live on the
-    /// admin listener only), and a method a route does not take: 404, and
-    /// nothing written.
-    @Test func unknownPathsAndMethodsAreNotFound() async throws {
+    /// admin listener only): 404. A path siwa serves, asked with a method it
+    /// does not take: 405 with `Allow`. Nothing written either way.
+    @Test func unknownPathsAreNotFoundAndOtherMethodsNotAllowed() async throws {
         try await Self.withApplication { client, database in
             for path in ["/", "/nope", "/admin", "/admin/jobs", "/admin/audit", "/v1/users/001.x.0001", "/apple/notifications/x",
                          "/metrics"] {
                 let answer = try await client.execute(uri: path, method: .get)
                 #expect(answer.status == .notFound, "GET \(path): \(answer.status)")
+                #expect(answer.headers[.allow] == nil)
             }
-            // Hummingbird has no 405: a route asked with another method is not found.
-            for (method, path) in [(HTTPRequest.Method.get, "/apple/notifications"), (.put, "/apple/notifications"),
-                                   (.delete, "/apple/notifications"), (.post, "/healthz"), (.delete, "/readyz")] {
+            for (method, path, allowed) in [(HTTPRequest.Method.get, "/apple/notifications", "POST"), (.put, "/apple/notifications", "POST"),
+                                            (.delete, "/apple/notifications", "POST"), (.post, "/healthz", "GET"), (.delete, "/readyz", "GET"),
+                                            (.post, "/.well-known/siwa-receipts.json", "GET")] {
                 let answer = try await client.execute(uri: path, method: method, body: ByteBuffer(string: "{}"))
-                #expect(answer.status == .notFound, "\(method) \(path): \(answer.status)")
+                #expect(answer.status == .methodNotAllowed, "\(method) \(path): \(answer.status)")
+                #expect(answer.headers[.allow] == allowed, "\(method) \(path)")
+                #expect(answer.headers[.contentType] == "application/json; charset=utf-8")
+                #expect(String(buffer: answer.body) == #"{"error":"method_not_allowed","detail":"This path answers \#(allowed) only."}"#)
             }
             #expect(try await database.scalar("SELECT count(*) FROM siwa.notifications") == 0)
             #expect(try await database.scalar("SELECT count(*) FROM siwa.rejected_notifications") == 0)

@@ -37,7 +37,9 @@ import HTTPTypes
 ///
 /// `siwa worker` has `/healthz`, `/readyz` and `/metrics` on a listener of
 /// its own (127.0.0.1:9091). A route asked on another listener than its own
-/// is answered 404 (no body).
+/// is answered 404 (no body). A path of a listener asked with a method it
+/// does not take is answered 405 `method_not_allowed`, with `Allow` listing
+/// the methods it takes (`#/components/responses/MethodNotAllowed`).
 ///
 /// Every JSON answer has `Cache-Control: no-store` (except the receipts'
 /// key set), and every refusal siwa's one error shape,

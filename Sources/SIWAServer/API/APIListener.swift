@@ -36,6 +36,7 @@ public func buildAPIRouter(_ signIn: SignInDependencies, maxBodyBytes: Int, metr
     router.add(middleware: APIMetricsMiddleware(metrics: APIRequestMetrics(factory: metrics)))
     UserRoutes(signIn: signIn.service, directory: signIn.directory, apiKeys: signIn.apiKeys,
                maxBodyBytes: maxBodyBytes, logger: logger).register(on: router)
+    router.answeringMethodNotAllowed()  // last: it wraps only the "no route" answer
     return router
 }
 

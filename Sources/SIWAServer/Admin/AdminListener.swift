@@ -46,6 +46,7 @@ public func buildAdminRouter(_ dependencies: AdminDependencies, settings: AdminL
     AdminUserLookup(users: dependencies.users, page: page, csrf: csrf, logger: logger).register(on: admin)
     AdminReportRoutes(reports: dependencies.reports, receipts: dependencies.receipts, chain: chain, logger: logger).register(on: admin)
     AdminJobRoutes(jobs: dependencies.jobs, csrf: csrf, logger: logger).register(on: admin)
+    router.answeringMethodNotAllowed()  // last: it wraps only the "no route" answer
     return router
 }
 

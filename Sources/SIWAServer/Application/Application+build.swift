@@ -49,6 +49,7 @@ public func buildRouter(_ dependencies: ServerDependencies, logger: Logger) -> R
     HealthRoutes(keys: dependencies.keys, queries: dependencies.queries, registry: dependencies.registry,
                  queueGauges: [], logger: logger).register(on: router)
     ReceiptKeysRoute(keys: dependencies.receiptKeys).register(on: router)
+    router.answeringMethodNotAllowed()  // last: it wraps only the "no route" answer
     return router
 }
 

@@ -63,6 +63,7 @@ public enum MetricsListener {
         router.add(middleware: RequestIDMiddleware())
         routes.register(on: router)
         routes.registerMetrics(on: router)
+        router.answeringMethodNotAllowed()  // last: it wraps only the "no route" answer
         return router
     }
 
