@@ -188,6 +188,8 @@ let package = Package(
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Crypto", package: "swift-crypto"),
+                // The transport's timeout is NIO's TimeAmount, made from a Duration.
+                .product(name: "NIOCore", package: "swift-nio"),
             ]
         ),
         // An app's backend on SIWAClient: the way to start (docs/client.md).

@@ -55,5 +55,5 @@ struct LoadGenerator: Sendable {
 }
 
 extension Duration {
-    var milliseconds: Double { Double(components.seconds) * 1000 + Double(components.attoseconds) / 1e15 }
+    var milliseconds: Double { self / .milliseconds(1) }
 }

@@ -124,7 +124,7 @@ enum SignInStoreBench {
         let elapsed = ContinuousClock.now - start
         let cpu = processCPUSeconds(getpid()) - cpuBefore
         let postgres = postgresBefore.cost(to: try await PostgresCost.read(database), per: count)
-        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        let seconds = elapsed / .seconds(1)
         return (Double(count) / seconds, cpu / Double(count) * 1e6, postgres.cpuSeconds * 1e6)
     }
 

@@ -154,5 +154,5 @@ extension TokenValidationBench.Report {
 }
 
 extension Duration {
-    var seconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
+    var seconds: Double { self / .seconds(1) }
 }

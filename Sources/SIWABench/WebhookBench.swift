@@ -122,7 +122,7 @@ enum WebhookBench {
                 try await Task.sleep(for: .milliseconds(20))
             }
             let elapsed = ContinuousClock.now - start
-            let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+            let seconds = elapsed / .seconds(1)
             let cpu = worker.cpuSeconds / Double(deliveries) * 1e6
             _ = await worker.stop()
             report.rates.append(Double(deliveries) / seconds)

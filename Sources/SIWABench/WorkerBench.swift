@@ -129,7 +129,7 @@ enum WorkerBench {
         await worker.triggerGracefulShutdown()
         let done = try await completed(client, logger: logger)
         guard done == jobs else { throw BenchError("burn-down: \(done) of \(jobs) jobs completed (the others failed)") }
-        return Double(jobs) / (Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
+        return Double(jobs) / (elapsed / .seconds(1))
     }
 
     static func wakeLatencies(samples: Int, databaseURL: String, client: PostgresClient, logger: Logger) async throws -> [Double] {

@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import Foundation
+import NIOCore
 import OpenAPIAsyncHTTPClient
 import OpenAPIRuntime
 
@@ -51,9 +52,7 @@ public struct SIWAClient: Sendable {
     public init(apiURL: URL, apiKey: String, configuration: Configuration = Configuration(), httpClient: HTTPClient = .shared,
                 middlewares: [any ClientMiddleware] = []) {
         self.configuration = configuration
-        let nanoseconds = configuration.attemptTimeout.components.seconds * 1_000_000_000
-            + configuration.attemptTimeout.components.attoseconds / 1_000_000_000
-        let transport = AsyncHTTPClientTransport(configuration: .init(client: httpClient, timeout: .nanoseconds(nanoseconds)))
+        let transport = AsyncHTTPClientTransport(configuration: .init(client: httpClient, timeout: TimeAmount(configuration.attemptTimeout)))
         client = Client(
             serverURL: apiURL,
             configuration: OpenAPIRuntime.Configuration(dateTranscoder: SIWADateTranscoder()),

@@ -69,8 +69,7 @@ struct Webhooks: AsyncParsableCommand {
         }
 
         static func milliseconds(_ duration: Duration) -> String {
-            let (seconds, attoseconds) = duration.components
-            return String(format: "%.1f", Double(seconds) * 1000 + Double(attoseconds) / 1e15)
+            String(format: "%.1f", duration / .milliseconds(1))
         }
     }
 

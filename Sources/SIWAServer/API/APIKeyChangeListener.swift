@@ -67,7 +67,7 @@ struct APIKeyChangeListener: Service {
             }
             group.addTask { [client, cache, logger] in
                 let interval = cache.heartbeat.interval
-                let seconds = Double(interval.components.seconds) + Double(interval.components.attoseconds) / 1e18
+                let seconds = interval / .seconds(1)
                 while !Task.isCancelled {
                     // From the pool, not the LISTEN connection: what is
                     // tested is whether that one still delivers. A failure

@@ -118,7 +118,7 @@ struct HealthRoutes: Sendable {
         registry.makeGauge(descriptor: MetricNameDescriptor(
             namespace: "siwa", metricName: "apple_keys_age", unitName: "seconds",
             helpText: "How long ago Apple's key set was last loaded (since start if never)"))
-            .set(Double(age.components.seconds) + Double(age.components.attoseconds) / 1e18)
+            .set(age / .seconds(1))
         if let keysRefreshInterval {
             registry.makeGauge(descriptor: MetricNameDescriptor(
                 namespace: "siwa", metricName: "apple_keys_refresh_interval", unitName: "seconds",
