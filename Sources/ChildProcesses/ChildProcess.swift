@@ -115,6 +115,18 @@ public final class ChildProcess: Sendable {
     }
 
     public func signal(_ number: Int32) { kill(pid, number) }
+
+    /// Runs a program to its end, its stdout and stderr together in a
+    /// temporary file: the exit status (nil: still running at `limit`, and
+    /// killed) and what it wrote.
+    public static func run(_ executable: String, _ arguments: [String], environment: [String: String],
+                           limit: Duration) async throws -> (status: Int32?, output: String) {
+        let outputFile = FileManager.default.temporaryDirectory.appendingPathComponent("siwa-run-\(UUID().uuidString).out").path
+        defer { try? FileManager.default.removeItem(atPath: outputFile) }
+        let child = try ChildProcess(executable: executable, arguments: arguments, environment: environment, outputFile: outputFile)
+        let status = await child.wait(atMost: limit)
+        return (status, (try? String(contentsOfFile: outputFile, encoding: .utf8)) ?? "")
+    }
 }
 
 public struct ChildProcessError: Error, CustomStringConvertible, Sendable {

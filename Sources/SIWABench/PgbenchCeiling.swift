@@ -118,11 +118,7 @@ enum Shell {
     static func run(_ program: String, _ arguments: [String],
                     environment: [String: String] = ProcessInfo.processInfo.environment,
                     limit: Duration = .seconds(900)) async throws -> String {
-        let output = FileManager.default.temporaryDirectory.appendingPathComponent("siwa-bench-\(UUID().uuidString).out").path
-        defer { try? FileManager.default.removeItem(atPath: output) }
-        let child = try ChildProcess(executable: program, arguments: arguments, environment: environment, outputFile: output)
-        let status = await child.wait(atMost: limit)
-        let text = (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""
+        let (status, text) = try await ChildProcess.run(program, arguments, environment: environment, limit: limit)
         guard let status else { throw BenchError("\(program) did not finish within \(limit); killed:\n\(text)") }
         guard status == 0 else { throw BenchError("\(program) failed (status \(status)):\n\(text)") }
         return text

@@ -51,11 +51,10 @@ func runSIWA(_ arguments: [String], environment: [String: String] = [:]) async t
 }
 
 /// Runs `executable` with exactly `environment` to completion; output is
-/// stdout and stderr together.
+/// stdout and stderr together. A command still running after 5 minutes is
+/// killed and fails the test, instead of holding the run.
 func runToCompletion(_ executable: String, _ arguments: [String], environment: [String: String]) async throws -> ProcessResult {
-    let outputFile = FileManager.default.temporaryDirectory.appendingPathComponent("siwa-run-\(UUID().uuidString)").path
-    defer { try? FileManager.default.removeItem(atPath: outputFile) }
-    let child = try ChildProcess(executable: executable, arguments: arguments, environment: environment, outputFile: outputFile)
-    let status = await child.wait()
-    return ProcessResult(status: status, output: (try? String(contentsOfFile: outputFile, encoding: .utf8)) ?? "")
+    let (status, output) = try await ChildProcess.run(executable, arguments, environment: environment, limit: .seconds(300))
+    guard let status else { throw TestSetupError("\(executable) \(arguments.joined(separator: " ")) ran past 5 minutes; killed:\n\(output)") }
+    return ProcessResult(status: status, output: output)
 }
