@@ -8,7 +8,7 @@ public enum SIWAVersion {
     /// Semantic versioning: a release that needs more than `siwa migrate` and
     /// a restart to upgrade, or changes a setting's meaning, bumps the minor
     /// version while siwa is 0.x.
-    public static let version = "0.16.2"
+    public static let version = "0.17.0"
 
     /// The git commit the binary was built from, or "unknown" (see Package.swift).
     public static let commit = String(cString: siwa_build_commit())
