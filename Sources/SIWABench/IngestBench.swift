@@ -1,6 +1,7 @@
 import AppleSimulator
 import AsyncHTTPClient
 import Foundation
+import Logging
 
 /// One ingest measurement: the real `siwa serve` on a database of its own,
 /// driven by wrk, against the pgbench ceiling of the same statement on the
@@ -34,8 +35,10 @@ struct IngestReport {
     /// Hummingbird route, and the bare SwiftNIO one (StackFloors).
     var bareCPU: [Double] = []
     var bareNIOCPU: [Double] = []
-    /// This process's CPU (µs) to verify one notification, alone.
+    /// This process's CPU (µs) to verify one notification, alone, and to
+    /// record one with serve's inbox writer, alone (RecordingAlone).
     var verificationCPU: [Double] = []
+    var recordingCPU: [Double] = []
     var p50: [Double] = []
     var p99: [Double] = []
     var cpu: [Double] = []
@@ -81,6 +84,10 @@ struct IngestBodies {
     /// costliest junk (parsed, looked up, RSA-checked, refused).
     let junk: Data
     var total: Int { warmUp.count + rounds.map(\.count).reduce(0, +) + openLoop.count + floodOpenLoop.count }
+
+    /// The token a body carries (`{"payload": TOKEN}`, as Apple sends it).
+    static func token(of body: Data) throws -> String { try JSONDecoder().decode(Payload.self, from: body).payload }
+    private struct Payload: Decodable { let payload: String }
 }
 
 enum IngestBench {
@@ -263,6 +270,9 @@ enum IngestBench {
             _ = try await Wrk.run(url: floors.nioURL, bodiesFile: file, count: roundBodies.count, connections: concurrency)
             report.bareNIOCPU.append((processCPUSeconds(getpid()) - nioCPUBefore) / Double(roundBodies.count) * 1e6)
             report.verificationCPU.append(try await floors.verificationCPU(Array(roundBodies.prefix(2000))))
+            report.recordingCPU.append(try await RecordingAlone.cpuPerNotification(
+                bodies: Array(roundBodies.prefix(5000)), verifier: floors.verifier, databaseURL: database.serveURL,
+                clientID: floors.clientID, concurrency: concurrency, tag: "alone-\(round + 1)", logger: Logger(label: "siwa-bench.recording")))
             report.siwaRates.append(result.rate)
             report.pgbenchRates.append(ceiling)
             report.bareRates.append(bare.rate)

@@ -15,6 +15,7 @@ import NIOPosix
 struct StackFloors: Sendable {
     let hummingbirdURL: String
     let nioURL: String
+    let clientID: String
     let verifier: NotificationVerifier
     private let hummingbird: RunningServer
     private let nio: any Channel
@@ -38,7 +39,7 @@ struct StackFloors: Sendable {
         let port = nio.localAddress?.port ?? 0
         let keys = try AppleKeySet(jwks: jwks, logger: logger)
         return StackFloors(hummingbirdURL: hummingbird.baseURL + "/apple/notifications",
-                           nioURL: "http://127.0.0.1:\(port)/apple/notifications",
+                           nioURL: "http://127.0.0.1:\(port)/apple/notifications", clientID: clientID,
                            verifier: NotificationVerifier(keys: keys, policy: VerificationPolicy(audiences: [clientID])),
                            hummingbird: hummingbird, nio: nio)
     }
@@ -52,14 +53,13 @@ struct StackFloors: Sendable {
     /// another, as siwa does before it records one: the token's parse, its
     /// claims and the RSA signature. Alone on a quiet process: a floor.
     func verificationCPU(_ bodies: [Data]) async throws -> Double {
-        let tokens = try bodies.map { try JSONDecoder().decode(Payload.self, from: $0).payload }
+        let tokens = try bodies.map(IngestBodies.token(of:))
         _ = try await verifier.verify(tokens[0])  // the keys are loaded
         let before = processCPUSeconds(getpid())
         for token in tokens { _ = try await verifier.verify(token) }
         return (processCPUSeconds(getpid()) - before) / Double(tokens.count) * 1e6
     }
 
-    private struct Payload: Decodable { let payload: String }
 }
 
 /// A route on SwiftNIO's HTTP/1 handlers alone: reads the request, answers
