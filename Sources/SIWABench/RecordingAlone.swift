@@ -11,8 +11,10 @@ import SIWAServer
 /// connection pool), in this process, fed by as many tasks as wrk has
 /// connections with the entries serve would make of a round's
 /// notifications. This process's CPU per notification is what recording
-/// costs siwa by itself; the rest of siwa's CPU beyond its floors is the
-/// HTTP request's waiting for its batch (the task switches around it).
+/// costs siwa by itself. What siwa spends beyond its floors and this is
+/// the HTTP request's wait for its batch: the task switches around it, and
+/// the threads' sleeps and wake-ups while the database works, which grow
+/// per notification as the database's pace slows.
 enum RecordingAlone {
     static func cpuPerNotification(bodies: [Data], verifier: NotificationVerifier, databaseURL: String, clientID: String,
                                    concurrency: Int, tag: String, logger: Logger) async throws -> Double {
