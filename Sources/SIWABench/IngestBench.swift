@@ -263,12 +263,14 @@ enum IngestBench {
             report.plainWAL.append(plain.cost.walBytes)
             // The bare routes are served by this process: its CPU over the
             // run is the HTTP stack's own per request, siwa's floor.
-            let bareCPUBefore = processCPUSeconds(getpid())
-            let bare = try await Wrk.run(url: floors.hummingbirdURL, bodiesFile: file, count: roundBodies.count, connections: concurrency)
-            report.bareCPU.append((processCPUSeconds(getpid()) - bareCPUBefore) / Double(roundBodies.count) * 1e6)
-            let nioCPUBefore = processCPUSeconds(getpid())
-            _ = try await Wrk.run(url: floors.nioURL, bodiesFile: file, count: roundBodies.count, connections: concurrency)
-            report.bareNIOCPU.append((processCPUSeconds(getpid()) - nioCPUBefore) / Double(roundBodies.count) * 1e6)
+            func bareRoute(_ url: String) async throws -> (result: Wrk.Result, cpu: Double) {
+                let before = processCPUSeconds(getpid())
+                let result = try await Wrk.run(url: url, bodiesFile: file, count: roundBodies.count, connections: concurrency)
+                return (result, (processCPUSeconds(getpid()) - before) / Double(roundBodies.count) * 1e6)
+            }
+            let (bare, bareCPU) = try await bareRoute(floors.hummingbirdURL)
+            report.bareCPU.append(bareCPU)
+            report.bareNIOCPU.append(try await bareRoute(floors.nioURL).cpu)
             report.verificationCPU.append(try await floors.verificationCPU(Array(roundBodies.prefix(2000))))
             report.recordingCPU.append(try await RecordingAlone.cpuPerNotification(
                 bodies: Array(roundBodies.prefix(5000)), verifier: floors.verifier, databaseURL: database.serveURL,

@@ -1,7 +1,6 @@
 import AccountLifecycle
 import AccountStore
 import AppleSignIn
-import ChildProcesses
 import Crypto
 import Foundation
 import PostgresNIO
@@ -327,13 +326,7 @@ struct ErasureLedgerTests {
         let installed = ((try? FileManager.default.contentsOfDirectory(atPath: "/usr/lib/postgresql")) ?? [])
             .compactMap(Int.init).sorted().last.map { "/usr/lib/postgresql/\($0)/bin" }
         let bin = ProcessInfo.processInfo.environment["SIWA_PG_BIN"] ?? installed ?? "/usr/lib/postgresql/15/bin"
-        let output = FileManager.default.temporaryDirectory.appendingPathComponent("siwa-\(tool)-\(UUID().uuidString)").path
-        defer { try? FileManager.default.removeItem(atPath: output) }
-        let child = try ChildProcess(executable: bin + "/" + tool, arguments: arguments, environment: ["PGSSLMODE": "disable"],
-                                     outputFile: output)
-        let status = await child.wait()
-        guard status == 0 else {
-            throw TestSetupError("\(tool) failed: \(((try? String(contentsOfFile: output, encoding: .utf8)) ?? "").prefix(500))")
-        }
+        let result = try await runToCompletion(bin + "/" + tool, arguments, environment: ["PGSSLMODE": "disable"])
+        guard result.status == 0 else { throw TestSetupError("\(tool) failed: \(result.output.prefix(500))") }
     }
 }

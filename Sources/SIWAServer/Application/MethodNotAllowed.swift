@@ -24,9 +24,9 @@ struct MethodNotAllowedMiddleware<Context: RequestContext>: RouterMiddleware {
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         let allowed = allowedMethods(request.uri.path)
         guard !allowed.isEmpty, !allowed.contains(request.method.rawValue) else { return try await next(request, context) }
-        var response = JSONResponse.error(.methodNotAllowed, reason: "method_not_allowed",
-                                          detail: "This path answers \(allowed.joined(separator: ", ")) only.")
-        response.headers[.allow] = allowed.joined(separator: ", ")
+        let methods = allowed.joined(separator: ", ")
+        var response = JSONResponse.error(.methodNotAllowed, reason: "method_not_allowed", detail: "This path answers \(methods) only.")
+        response.headers[.allow] = methods
         return response
     }
 

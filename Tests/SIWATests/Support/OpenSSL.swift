@@ -1,4 +1,3 @@
-import ChildProcesses
 import Foundation
 
 /// The `openssl` command line, an ECDSA implementation that shares no code
@@ -7,13 +6,10 @@ enum OpenSSL {
     /// Runs `openssl arguments` in `directory`; its exit status and its
     /// stdout and stderr together.
     static func run(_ arguments: [String], in directory: URL) async throws -> (status: Int32, output: String) {
-        let output = directory.appendingPathComponent("openssl-\(UUID().uuidString).out").path
         let command = "cd '\(directory.path)' && exec openssl " + arguments.map { "'\($0)'" }.joined(separator: " ")
-        let child = try ChildProcess(executable: "/bin/sh", arguments: ["-c", command],
-                                     environment: ["PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"],
-                                     outputFile: output)
-        let status = await child.wait()
-        return (status, (try? String(contentsOfFile: output, encoding: .utf8)) ?? "")
+        let result = try await runToCompletion("/bin/sh", ["-c", command],
+                                               environment: ["PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"])
+        return (result.status, result.output)
     }
 
     /// DER `ECDSA-Sig-Value ::= SEQUENCE { r INTEGER, s INTEGER }` from the

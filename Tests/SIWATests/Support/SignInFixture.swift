@@ -1,6 +1,5 @@
 import AccountStore
 import AppleSimulator
-import ChildProcesses
 import Foundation
 import Logging
 
@@ -39,12 +38,7 @@ func pgDump(_ database: TestDatabase) async throws -> String {
     let installed = ((try? FileManager.default.contentsOfDirectory(atPath: "/usr/lib/postgresql")) ?? [])
         .compactMap(Int.init).sorted().last.map { "/usr/lib/postgresql/\($0)/bin" }
     let bin = ProcessInfo.processInfo.environment["SIWA_PG_BIN"] ?? installed ?? "/usr/lib/postgresql/15/bin"
-    let outputFile = FileManager.default.temporaryDirectory.appendingPathComponent("siwa-dump-\(UUID().uuidString)").path
-    defer { try? FileManager.default.removeItem(atPath: outputFile) }
-    let child = try ChildProcess(executable: bin + "/pg_dump", arguments: ["--dbname", database.ownerURL],
-                                 environment: ["PGSSLMODE": "disable"], outputFile: outputFile)
-    let status = await child.wait()
-    let output = (try? String(contentsOfFile: outputFile, encoding: .utf8)) ?? ""
-    guard status == 0 else { throw TestSetupError("pg_dump failed: \(output.prefix(300))") }
-    return output
+    let result = try await runToCompletion(bin + "/pg_dump", ["--dbname", database.ownerURL], environment: ["PGSSLMODE": "disable"])
+    guard result.status == 0 else { throw TestSetupError("pg_dump failed: \(result.output.prefix(300))") }
+    return result.output
 }
