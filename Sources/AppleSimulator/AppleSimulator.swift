@@ -105,13 +105,16 @@ public final class AppleSimulator: Sendable {
         }
         addTokenRoutes(to: router)
         addAuthorizeRoute(to: router)
+        addNotifyRoute(to: router)
         return router
     }
 
-    /// Serve on `127.0.0.1:port` (0 picks a free port) until `stop()`.
-    public func start(port: Int = 0, logger: Logger = Logger(label: "apple-simulator")) async throws -> RunningServer {
+    /// Serve on `host:port` (0 picks a free port) until `stop()`: loopback,
+    /// unless a container must be reached from others (`siwa-demo simulator`).
+    public func start(host: String = "127.0.0.1", port: Int = 0,
+                      logger: Logger = Logger(label: "apple-simulator")) async throws -> RunningServer {
         tokenState.withLock { $0.logger = logger }
-        return try await RunningServer.start(router: router(), port: port, logger: logger)
+        return try await RunningServer.start(router: router(), host: host, port: port, logger: logger)
     }
 }
 
@@ -129,12 +132,13 @@ public final class RunningServer: Sendable {
 
     public var baseURL: String { "http://127.0.0.1:\(port)" }
 
-    public static func start<Context: RequestContext>(router: Router<Context>, port: Int, logger: Logger) async throws -> RunningServer
+    public static func start<Context: RequestContext>(router: Router<Context>, host: String = "127.0.0.1", port: Int,
+                                                      logger: Logger) async throws -> RunningServer
     where Context.Source == ApplicationRequestContextSource {
         let bound = OneShotPort()
         let app = Application(
             router: router,
-            configuration: .init(address: .hostname("127.0.0.1", port: port), serverName: "apple-simulator"),
+            configuration: .init(address: .hostname(host, port: port), serverName: "apple-simulator"),
             onServerRunning: { channel in bound.set(channel.localAddress?.port ?? port) },
             logger: logger
         )

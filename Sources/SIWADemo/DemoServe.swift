@@ -20,6 +20,9 @@ struct DemoServe {
     var envFile: String?
     /// More settings for serve (`--serve-setting`), last.
     var serveSettings: [String: String] = [:]
+    /// Where the worker delivers the app events (`--app-webhook-url`); nil:
+    /// the example backend.
+    var appWebhookURL: String?
 
     func run() async throws {
         let quiet = Logger(label: "demo", factory: { _ in SwiftLogNoOpLogHandler() })
@@ -52,7 +55,7 @@ struct DemoServe {
         let webhookSecret = "whsec_" + Data((0..<32).map { _ in UInt8.random(in: 0...255) }).base64EncodedString()
         let worker = try demo.spawn("worker", environment: shared.merging([
             "SIWA_DATABASE_URL": demo.database.workerURL,
-            "SIWA_APP_WEBHOOK_URL": exampleURL + "/siwa/events", "SIWA_APP_WEBHOOK_SECRET": webhookSecret,
+            "SIWA_APP_WEBHOOK_URL": appWebhookURL ?? exampleURL + "/siwa/events", "SIWA_APP_WEBHOOK_SECRET": webhookSecret,
         ]) { $1 })
         defer { if worker.isRunning { worker.signal(SIGTERM) } }
         let key = try await demo.createAPIKey(named: "demo-backend")
@@ -69,7 +72,7 @@ struct DemoServe {
             try writeEnvironment(to: envFile, [
                 "SIWA_PUBLIC_URL": base, "SIWA_API_URL": api, "SIWA_METRICS_URL": "http://127.0.0.1:\(metricsPort)", "SIWA_ADMIN_URL": admin.map { "http://127.0.0.1:\($0)" } ?? "",
                 "SIWA_APP_KEY": key, "SIWA_ADMIN_KEY": adminKey ?? "", "APPLE_URL": appleServer.baseURL,
-                "SIWA_CLIENT_ID": clientID, "SIWA_DEMO_DATABASE": demo.database.name,
+                "SIWA_CLIENT_ID": clientID, "SIWA_DEMO_DATABASE": demo.database.name, "SIWA_APP_WEBHOOK_SECRET": webhookSecret,
             ])
         }
 

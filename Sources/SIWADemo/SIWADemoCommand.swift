@@ -37,8 +37,9 @@ struct SIWADemoCommand: AsyncParsableCommand {
             the worker restarted with the receiving team's key, siwa transfer complete).
 
             `make demo` runs it on a throwaway PostgreSQL cluster (scripts/testdb.sh), which has \
-            these roles.
-            """
+            these roles. `siwa-demo simulator` runs the Apple simulator alone (its own --help).
+            """,
+        subcommands: [SimulatorCommand.self]
     )
 
     @Option(help: "Port for siwa serve's public listener (default: a free one).")
@@ -58,6 +59,9 @@ struct SIWADemoCommand: AsyncParsableCommand {
 
     @Option(help: "With --serve: one more setting for siwa serve, NAME=VALUE (repeatable; make fuzz-api raises SIWA_ADMIN_AUTH_FAILURES_PER_MINUTE).")
     var serveSetting: [String] = []
+
+    @Option(help: "With --serve: the worker delivers the app events here instead of to the example backend; the env file gets their secret as SIWA_APP_WEBHOOK_SECRET.")
+    var appWebhookURL: String?
 
     @Flag(help: "Keep the demo database at the end (its name is printed) instead of dropping it.")
     var keep = false
@@ -99,7 +103,8 @@ struct SIWADemoCommand: AsyncParsableCommand {
         do {
             let demo = Demo(siwa: siwa, database: scratch, port: port, apiPort: apiPort)
             if serve {
-                try await DemoServe(demo: demo, adminPort: adminPort, envFile: envFile, serveSettings: serveSettings()).run()
+                try await DemoServe(demo: demo, adminPort: adminPort, envFile: envFile, serveSettings: serveSettings(),
+                              appWebhookURL: appWebhookURL).run()
             } else {
                 try await demo.run()
             }
