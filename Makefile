@@ -35,7 +35,8 @@ endif
 unexport SIWA_GIT_COMMIT
 
 .PHONY: build build-stamp generate-client test demo try bench clean-db check-swift check-openssl check-wrk check-chromium check-alerts check-openapi fuzz-api \
-        build-static install deb test-package check-packaging-tools check-lintian
+        build-static install deb test-package check-packaging-tools check-lintian \
+        image image-simulator image-binaries check-container-tools test-containers
 
 check-swift:
 	@command -v swift >/dev/null 2>&1 || { \
@@ -301,6 +302,46 @@ check-lintian:
 	  else \
 	    echo "error: lintian is missing (apt-get install lintian)" >&2; exit 1; \
 	  fi; }
+
+# ------------------------------------------------------------ containers --
+# The image (Dockerfile) with whichever engine is installed: podman, else
+# docker (podman with --format docker, which keeps the HEALTHCHECK). SIWA_BINARIES=build compiles siwa inside the build (the official
+# Swift image); SIWA_BINARIES=prebuilt packs this host's build-static
+# binaries (stripped into .build/image/), so nothing is compiled twice.
+# IMAGE_BUILD_ARGS passes more, e.g. --build-arg BASE=... (the tests use a
+# Debian base made here: scripts/test-containers.sh).
+CONTAINER_ENGINE ?= $(shell command -v podman >/dev/null 2>&1 && echo podman || echo docker)
+SIWA_IMAGE ?= localhost/siwa:$(VERSION)
+SIWA_SIMULATOR_IMAGE ?= localhost/siwa-simulator:$(VERSION)
+SIWA_BINARIES ?= build
+IMAGE_BUILD_ARGS ?=
+IMAGE_BUILD = $(CONTAINER_ENGINE) build $(if $(filter podman,$(notdir $(CONTAINER_ENGINE))),--format docker) --build-arg SIWA_BINARIES=$(SIWA_BINARIES) \
+  --build-arg SIWA_GIT_COMMIT='$(subst ','\'',$(SIWA_GIT_COMMIT))' $(IMAGE_BUILD_ARGS)
+
+image: $(if $(filter prebuilt,$(SIWA_BINARIES)),image-binaries)
+	$(IMAGE_BUILD) --target runtime -t $(SIWA_IMAGE) .
+
+# Development only: the Apple simulator that deploy/compose.yaml runs.
+image-simulator: $(if $(filter prebuilt,$(SIWA_BINARIES)),image-binaries)
+	$(IMAGE_BUILD) --target simulator -t $(SIWA_SIMULATOR_IMAGE) .
+
+image-binaries: build-static
+	swift build -c release --static-swift-stdlib --product siwa-demo --scratch-path $(STATIC_BUILD)
+	install -d .build/image
+	strip --strip-debug -o .build/image/siwa $(STATIC_BUILD)/release/siwa
+	strip --strip-debug -o .build/image/siwa-demo $(STATIC_BUILD)/release/siwa-demo
+
+check-container-tools:
+	$(call apt-tool,podman,podman runc,the container tests run siwa's image with it)
+	$(call apt-tool,runc,runc,podman runs the test containers with it)
+	$(call apt-tool,podman-compose,podman-compose,the container tests run deploy/compose.yaml with it)
+	$(call apt-tool,debootstrap,debootstrap,the container tests make a Debian base image with it)
+
+# The image, deploy/compose.yaml and deploy/kubernetes/ run for real under
+# podman against the test cluster (scripts/test-containers.sh).
+test-containers: check-swift build-stamp check-container-tools image-binaries
+	url="$$($(TESTDB) start test)"; \
+	SIWA_IMAGE='$(SIWA_IMAGE)' SIWA_SIMULATOR_IMAGE='$(SIWA_SIMULATOR_IMAGE)' scripts/test-containers.sh "$$url"
 
 test-package: check-swift build-stamp check-lintian
 	swift build
