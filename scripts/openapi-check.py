@@ -11,6 +11,19 @@
                                          its schema in DOC; exit 1 naming each that breaks it.
                                          --coverage (the whole suite's run): exit 1 too when a
                                          documented success answer (2XX) or app event was never recorded
+  openapi-check.py strict DOC            the document as the check reads it (strict, below), as JSON
+  openapi-check.py loose DOC             where DOC says `additionalProperties: false`, as a JSON list
+                                         (OpenAPITests: nowhere, in either published document)
+  openapi-check.py in-step DOC RENDERED  exit 1 unless RENDERED is scripts/openapi-3.0.py's rendering
+                                         of DOC as it is now (OpenAPITests, for docs/openapi-3.0.yaml)
+
+Strict while it validates: the published document says no
+`additionalProperties: false` (a client generated from it must keep
+decoding when a newer siwa adds a field), but siwa's own answers and events
+must hold to it exactly. So the check adds `additionalProperties: false` to
+every object schema that lists `properties` and says nothing of other ones
+(`additionalProperties`, `patternProperties`, `unevaluatedProperties`), and
+an answer with a field the document does not list fails.
 
 Only Debian's python3-yaml and python3-jsonschema (Draft 2020-12, which
 OpenAPI 3.1's schemas are); the Makefile installs them (check-openapi).
@@ -58,6 +71,47 @@ def _int64(value):
 def load(path):
     with open(path, encoding="utf-8") as handle:
         return yaml.safe_load(handle)
+
+
+STRICTNESS_KEYS = ("additionalProperties", "patternProperties", "unevaluatedProperties")
+
+
+def strict(node):
+    """The document with `additionalProperties: false` on every object schema
+    that lists `properties` and leaves other properties unsaid (a copy)."""
+    if isinstance(node, list):
+        return [strict(item) for item in node]
+    if not isinstance(node, dict):
+        return node
+    copy = {key: strict(value) for key, value in node.items()}
+    properties = copy.get("properties")
+    if isinstance(properties, dict) and not any(key in copy for key in STRICTNESS_KEYS):
+        copy["additionalProperties"] = False
+    return copy
+
+
+def published_strictness(document):
+    """Where the published document itself says `additionalProperties: false`
+    (it must not: generated clients would refuse a field siwa adds)."""
+    found = []
+
+    def walk(node, where):
+        if isinstance(node, dict):
+            if node.get("additionalProperties") is False:
+                found.append(where or "/")
+            for key, value in node.items():
+                walk(value, f"{where}/{key}")
+        elif isinstance(node, list):
+            for index, value in enumerate(node):
+                walk(value, f"{where}/{index}")
+
+    walk(document, "")
+    return found
+
+
+def is_app_event(item):
+    """A `webhooks` entry that is an app event (not a purge plan's http step)."""
+    return item.get("x-siwa-receiver", "app") == "app"
 
 
 def listeners_of(document, path_item):
@@ -214,7 +268,7 @@ def check_event(document, record):
     except ValueError:
         return f"app event: not JSON: {record['body'][:200]!r}"
     kind = event.get("type") if isinstance(event, dict) else None
-    webhooks = document.get("webhooks", {})
+    webhooks = {name: item for name, item in document.get("webhooks", {}).items() if is_app_event(item)}
     if kind in webhooks:
         name = kind
     elif isinstance(kind, str) and kind.startswith("apple."):
@@ -243,6 +297,35 @@ def check_event(document, record):
     return None
 
 
+def check_purge_plan_request(document, record):
+    """A purge plan http step's request (kind purge_plan): its body and headers."""
+    try:
+        body = json.loads(record["body"])
+    except ValueError:
+        return f"purge plan request: not JSON: {record['body'][:200]!r}"
+    name = "purge-plan.check" if isinstance(body, dict) and body.get("type") == "siwa.plan_check" else "purge-plan.step"
+    operation = document.get("webhooks", {}).get(name, {}).get("post")
+    if operation is None:
+        return f"purge plan request: no webhook {name} in the document"
+    SEEN.add(("webhook", name))
+    for parameter in operation.get("parameters", []):
+        parameter = resolve(document, parameter)
+        value = record.get("headers", {}).get(parameter["name"])
+        if value is None:
+            if parameter.get("required"):
+                return f"purge plan request {name}: no {parameter['name']} header"
+            continue
+        errors = list(validator(document, parameter.get("schema", {})).iter_errors(value))
+        if errors:
+            return f"purge plan request {name}: header {parameter['name']}: {errors[0].message[:200]}"
+    schema = operation["requestBody"]["content"]["application/json"]["schema"]
+    errors = sorted(validator(document, schema).iter_errors(body), key=lambda error: list(error.absolute_path))
+    if errors:
+        where = "/".join(str(part) for part in errors[0].absolute_path) or "(the body)"
+        return f"purge plan request {name}: {where}: {errors[0].message[:300]} in {record['body'][:300]}"
+    return None
+
+
 def unexercised(document):
     """The documented success answers and app events no record exercised."""
     missing = []
@@ -254,15 +337,20 @@ def unexercised(document):
             name = operation.get("operationId", f"{method} {template}")
             missing += [f"{name} {key}" for key in operation.get("responses", {})
                         if str(key).startswith("2") and (name, key) not in SEEN]
-    missing += [f"the app event {name}" for name in document.get("webhooks", {}) if ("webhook", name) not in SEEN]
+    # The purge plan's entries are checked when a test records them (kind
+    # purge_plan), not required: their schemas are the downstream's.
+    missing += [f"the app event {name}" for name, item in document.get("webhooks", {}).items()
+                if is_app_event(item) and ("webhook", name) not in SEEN]
     return missing
 
 
-def validate(document, paths, coverage=False):
-    for schema in document["components"]["schemas"].values():
+def validate(published, paths, coverage=False):
+    for schema in published["components"]["schemas"].values():
         jsonschema.Draft202012Validator.check_schema(schema)
+    loose = published_strictness(published)
+    document = strict(published)
     operations = [(template, item, template_regex(template)) for template, item in document.get("paths", {}).items()]
-    failures, counts = {}, {"answers": 0, "events": 0, "unrouted": 0}
+    failures, counts = {}, {"answers": 0, "events": 0, "purge_plan": 0}
     for path in paths:
         with open(path, encoding="utf-8") as handle:
             for number, line in enumerate(handle, 1):
@@ -272,15 +360,23 @@ def validate(document, paths, coverage=False):
                 if record.get("kind") == "event":
                     counts["events"] += 1
                     why = check_event(document, record)
+                elif record.get("kind") == "purge_plan":
+                    counts["purge_plan"] += 1
+                    why = check_purge_plan_request(document, record)
                 else:
                     counts["answers"] += 1
                     why = check_answer(document, operations, record)
                 if why:
                     # The same break once, with how often and where it first came.
                     failures.setdefault(why, [0, f"{path}:{number}", record.get("test", "")])[0] += 1
+    for where in loose:
+        # Strict for siwa, tolerant for its clients: see the top of this file.
+        failures.setdefault(f"{where}: additionalProperties: false in the published document (the check adds it itself)",
+                            [1, "the document", ""])
     for why, (count, where, test) in sorted(failures.items()):
         print(f"openapi: {why} ({count}x; first at {where}{', ' + test if test else ''})", file=sys.stderr)
-    print(f"openapi: {counts['answers']} answers and {counts['events']} app events checked against docs/openapi.yaml; "
+    plan = f", {counts['purge_plan']} purge plan requests" if counts["purge_plan"] else ""
+    print(f"openapi: {counts['answers']} answers and {counts['events']} app events{plan} checked against docs/openapi.yaml; "
           f"{len(failures)} kind(s) of break")
     if not coverage:
         return 1 if failures else 0
@@ -291,11 +387,31 @@ def validate(document, paths, coverage=False):
     return 1 if failures or missing else 0
 
 
+def in_step(document, source, rendered_path):
+    """0 when rendered_path holds scripts/openapi-3.0.py's rendering of the document, else 1 (and why)."""
+    import importlib.util
+    import os
+    here = os.path.dirname(os.path.abspath(__file__))
+    spec = importlib.util.spec_from_file_location("openapi_30", os.path.join(here, "openapi-3.0.py"))
+    renderer = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(renderer)
+    try:
+        committed = load(rendered_path)
+    except FileNotFoundError:
+        committed = None
+    if committed != renderer.render(document):
+        print(f"openapi: {rendered_path} is not the OpenAPI 3.0 rendering of {source} as it is now: "
+              "run scripts/openapi-3.0.py and commit both", file=sys.stderr)
+        return 1
+    print(f"openapi: {rendered_path} is the rendering of {source}")
+    return 0
+
+
 def main(argv):
     coverage = argv[1:3] == ["validate", "--coverage"]
     if coverage:
         argv = argv[:2] + argv[3:]
-    if len(argv) < 3 or argv[1] not in ("routes", "reasons", "json", "validate"):
+    if len(argv) < 3 or argv[1] not in ("routes", "reasons", "json", "strict", "loose", "in-step", "validate"):
         print(__doc__, file=sys.stderr)
         return 2
     document = load(argv[2])
@@ -304,6 +420,17 @@ def main(argv):
         return 0
     if argv[1] == "json":
         print(json.dumps(document, default=str))
+        return 0
+    if argv[1] == "loose":
+        print(json.dumps(published_strictness(document)))
+        return 0
+    if argv[1] == "in-step":
+        if len(argv) != 4:
+            print(__doc__, file=sys.stderr)
+            return 2
+        return in_step(document, argv[2], argv[3])
+    if argv[1] == "strict":
+        print(json.dumps(strict(document), default=str))
         return 0
     if argv[1] == "reasons":
         print(json.dumps(reasons(document)))

@@ -175,6 +175,32 @@ struct OpenAPITests {
         #expect(bounds.0 == 0 && bounds.1 == 2 && [0, 1, 2].allSatisfy { RealUserStatus(claim: $0).rawValue == $0 }, "\(bounds)")
     }
 
+    // MARK: Tolerant for clients, strict for siwa
+
+    /// A client generated from the published documents keeps decoding an
+    /// answer or event with a field a newer siwa adds: neither says
+    /// `additionalProperties: false` anywhere (the contract check adds it
+    /// while it validates, below).
+    @Test func thePublishedDocumentsLetAClientDecodeAFieldTheyDoNotList() async throws {
+        for name in ["docs/openapi.yaml", "docs/openapi-3.0.yaml"] {
+            let path = TestEnvironment.repositoryRoot.appendingPathComponent(name).path
+            let (status, output, errors) = try await Self.check(["loose", path])
+            if status == 127, !TestEnvironment.isCI { return }
+            #expect(status == 0, "\(errors)")
+            #expect(output.trimmingCharacters(in: .whitespacesAndNewlines) == "[]",
+                    "\(name) says additionalProperties: false at \(output): a generated client would refuse a field siwa adds")
+        }
+    }
+
+    /// docs/openapi-3.0.yaml, for the generators that read only 3.0, is
+    /// scripts/openapi-3.0.py's rendering of docs/openapi.yaml as it is now.
+    @Test func theOpenAPI30RenderingIsTheDocumentAsItIs() async throws {
+        let rendering = TestEnvironment.repositoryRoot.appendingPathComponent("docs/openapi-3.0.yaml").path
+        let (status, output, errors) = try await Self.check(["in-step", Self.document, rendering])
+        if status == 127, !TestEnvironment.isCI { return }
+        #expect(status == 0, "\(output) \(errors)")
+    }
+
     // MARK: The check at the end of make test
 
     /// scripts/openapi-check.py fails what breaks the document, naming it,
@@ -219,11 +245,17 @@ struct OpenAPITests {
             ["kind": "event", "headers": event["headers"] ?? [:], "body": #"{"type":"user.vanished","timestamp":"2026-11-26T08:00:00Z","data":{}}"#],
             ["kind": "event", "headers": event["headers"] ?? [:],
              "body": #"{"type":"user.signed_in","timestamp":"yesterday","data":{"sub":"001.a.1","user_id":7,"is_new_user":true,"refresh_token_stored":false}}"#],
+            // Fields the document does not list: it publishes no additionalProperties: false,
+            // yet the check holds siwa's own answers and events to it.
+            answer("admin", "GET", "/admin/audit/verify", 200, #"{"head":null,"ok":true,"rows":0,"unsealed":0,"surprise":1}"#),
+            ["kind": "event", "headers": event["headers"] ?? [:],
+             "body": #"{"type":"purge.completed","timestamp":"2026-11-26T08:00:00Z","data":{"sub":"001.a.1","job_id":3,"scope":"all","unlisted":true}}"#],
         ])
         let failed = try await Self.check(["validate", Self.document, broken])
         #expect(failed.status == 1, "\(failed.output) \(failed.errors)")
         for why in ["'status' is a required property", "not_a_code", "status 418 is not documented", "GET /nope", "PUT /v1/users/001.a.1",
-                    "'user.vanished'", "is not a 'date-time'"] {
+                    "'user.vanished'", "is not a 'date-time'",
+                    "('surprise' was unexpected)", "('unlisted' was unexpected)"] {
             #expect(failed.errors.contains(why), "the check does not say \(why): \(failed.errors)")
         }
 
