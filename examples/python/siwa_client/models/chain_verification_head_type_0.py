@@ -1,0 +1,70 @@
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Self, TypeVar
+
+from attrs import define as _attrs_define
+from attrs import field as _attrs_field
+
+T = TypeVar("T", bound="ChainVerificationHeadType0")
+
+
+@_attrs_define
+class ChainVerificationHeadType0:
+    """the chain's head, null while it is empty
+
+    Attributes:
+        seq (int):
+        hash_ (str):
+    """
+
+    seq: int
+    hash_: str
+    additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        seq = self.seq
+
+        hash_ = self.hash_
+
+        field_dict: dict[str, Any] = {}
+        field_dict.update(self.additional_properties)
+        field_dict.update(
+            {
+                "seq": seq,
+                "hash": hash_,
+            }
+        )
+
+        return field_dict
+
+    @classmethod
+    def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
+        d = dict(src_dict)
+        seq = d.pop("seq")
+
+        hash_ = d.pop("hash")
+
+        chain_verification_head_type_0 = cls(
+            seq=seq,
+            hash_=hash_,
+        )
+
+        chain_verification_head_type_0.additional_properties = d
+        return chain_verification_head_type_0
+
+    @property
+    def additional_keys(self) -> list[str]:
+        return list(self.additional_properties.keys())
+
+    def __getitem__(self, key: str) -> Any:
+        return self.additional_properties[key]
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        self.additional_properties[key] = value
+
+    def __delitem__(self, key: str) -> None:
+        del self.additional_properties[key]
+
+    def __contains__(self, key: str) -> bool:
+        return key in self.additional_properties

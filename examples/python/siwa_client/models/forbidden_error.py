@@ -1,0 +1,77 @@
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import (
+    Any,
+    Literal,
+    Self,
+    TypeVar,
+    cast,
+)
+
+from attrs import define as _attrs_define
+from attrs import field as _attrs_field
+
+T = TypeVar("T", bound="ForbiddenError")
+
+
+@_attrs_define
+class ForbiddenError:
+    """
+    Attributes:
+        error (Literal['forbidden']):
+        detail (str): one of siwa's own sentences, never the request's bytes
+    """
+
+    error: Literal["forbidden"]
+    detail: str
+    additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        error = self.error
+
+        detail = self.detail
+
+        field_dict: dict[str, Any] = {}
+        field_dict.update(self.additional_properties)
+        field_dict.update(
+            {
+                "error": error,
+                "detail": detail,
+            }
+        )
+
+        return field_dict
+
+    @classmethod
+    def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
+        d = dict(src_dict)
+        error = cast(Literal["forbidden"], d.pop("error"))
+        if error != "forbidden":
+            raise ValueError(f"error must match const 'forbidden', got '{error}'")
+
+        detail = d.pop("detail")
+
+        forbidden_error = cls(
+            error=error,
+            detail=detail,
+        )
+
+        forbidden_error.additional_properties = d
+        return forbidden_error
+
+    @property
+    def additional_keys(self) -> list[str]:
+        return list(self.additional_properties.keys())
+
+    def __getitem__(self, key: str) -> Any:
+        return self.additional_properties[key]
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        self.additional_properties[key] = value
+
+    def __delitem__(self, key: str) -> None:
+        del self.additional_properties[key]
+
+    def __contains__(self, key: str) -> bool:
+        return key in self.additional_properties
