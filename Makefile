@@ -348,3 +348,15 @@ test-package: check-swift build-stamp check-lintian
 	$(MAKE) --no-print-directory deb SIWA_BINARY=.build/debug/siwa DEB_ALLOW_SWIFT_RUNTIME=1 DEB_DIR=.build/deb-test
 	url="$$($(TESTDB) start test)"; \
 	scripts/test-package.sh .build/deb-test/siwa_$(VERSION)_$(DEB_ARCH).deb "$$url"
+
+# ---------------------------------------------------- the Python example --
+# examples/python (docs/client.md, "Python"): its unit tests (the client
+# generated from docs/openapi.yaml, committed and checked to be current;
+# both documents valid OpenAPI; the events' check) and its end-to-end test
+# against siwa-demo --serve with the app events sent to it
+# (scripts/test-python-example.sh; the packages come from PyPI into
+# .build/python-example-venv).
+.PHONY: test-python-example
+test-python-example: check-swift build-stamp
+	swift build
+	scripts/test-python-example.sh
