@@ -3,7 +3,7 @@
 # tested as ExampleBackendTests tests the Swift one. pytest runs
 #   - its unit tests (tests/test_client.py): the generated client decodes
 #     answers and events with fields docs/openapi.yaml does not list; the
-#     committed client (examples/python/siwa_client) is what
+#     committed client (examples/python/siwaclient) is what
 #     openapi-python-client makes of the document now; docs/openapi.yaml and
 #     docs/openapi-3.0.yaml are valid OpenAPI; the webhook route refuses a
 #     forged, tampered or old event;

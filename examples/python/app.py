@@ -1,5 +1,5 @@
 """An app's backend on siwa, in Python: Starlette, the client generated from
-docs/openapi.yaml (siwa_client) and the Standard Webhooks check of siwa's app
+docs/openapi.yaml (siwaclient) and the Standard Webhooks check of siwa's app
 events (standardwebhooks). The Python twin of siwa-example-backend
 (docs/client.md); its storage is in memory.
 
@@ -29,9 +29,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from siwa_client import AuthenticatedClient
-from siwa_client.api.api import delete_user, get_user, sign_in
-from siwa_client.models import (
+from siwaclient import AuthenticatedClient
+from siwaclient.api.api import delete_user, get_user, sign_in
+from siwaclient.models import (
     AppleAccountDeletedEvent,
     AppleAccountDeleteEvent,
     AppleConsentRevokedEvent,
@@ -54,7 +54,7 @@ from siwa_client.models import (
     UserSignedInEvent,
     UserTransferredEvent,
 )
-from siwa_client.types import UNSET
+from siwaclient.types import UNSET
 
 log = logging.getLogger("example")
 

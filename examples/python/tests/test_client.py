@@ -23,9 +23,9 @@ from conftest import EXAMPLE, REPOSITORY
 from standardwebhooks.webhooks import Webhook
 
 import app as example
-from siwa_client import AuthenticatedClient
-from siwa_client.api.api import get_user, sign_in
-from siwa_client.models import SignedInUser, SignInRequest, User, UserSignedInEvent
+from siwaclient import AuthenticatedClient
+from siwaclient.api.api import get_user, sign_in
+from siwaclient.models import SignedInUser, SignInRequest, User, UserSignedInEvent
 
 DOCUMENT = REPOSITORY / "docs/openapi.yaml"
 RENDERING = REPOSITORY / "docs/openapi-3.0.yaml"
@@ -125,7 +125,7 @@ def test_the_committed_client_is_what_the_generator_makes_of_the_document_now():
     run = subprocess.run(
         [str(bin_dir / "openapi-python-client"), "generate", "--path", str(DOCUMENT),
          "--config", str(EXAMPLE / "openapi-python-client.yaml"), "--meta", "none",
-         "--output-path", str(out / "siwa_client"), "--fail-on-warning"],
+         "--output-path", str(out / "siwaclient"), "--fail-on-warning"],
         env=environment, capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stdout + run.stderr
     differences = []
@@ -136,8 +136,8 @@ def test_the_committed_client_is_what_the_generator_makes_of_the_document_now():
         for name, sub in comparison.subdirs.items():
             compare(sub, f"{where}{name}/")
 
-    compare(filecmp.dircmp(EXAMPLE / "siwa_client", out / "siwa_client", ignore=["__pycache__"]), "")
-    assert differences == [], (f"examples/python/siwa_client is not the client of docs/openapi.yaml now ({differences}): "
+    compare(filecmp.dircmp(EXAMPLE / "siwaclient", out / "siwaclient", ignore=["__pycache__"]), "")
+    assert differences == [], (f"examples/python/siwaclient is not the client of docs/openapi.yaml now ({differences}): "
                                "regenerate it as examples/python/README.md says and commit it")
 
 

@@ -16,9 +16,9 @@ import httpx
 import pytest
 from standardwebhooks.webhooks import Webhook
 
-from siwa_client import AuthenticatedClient
-from siwa_client.api.api import get_user
-from siwa_client.models import User
+from siwaclient import AuthenticatedClient
+from siwaclient.api.api import get_user
+from siwaclient.models import User
 
 NEEDED = ["SIWA_API_URL", "SIWA_APP_KEY", "SIWA_ADMIN_URL", "SIWA_ADMIN_KEY", "APPLE_URL", "SIWA_CLIENT_ID",
           "SIWA_APP_WEBHOOK_SECRET", "EXAMPLE_URL", "EXAMPLE_LOG"]
