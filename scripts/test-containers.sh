@@ -57,13 +57,14 @@ v = json.load(sys.stdin)
 for k in sys.argv[1].split("."): v = v.get(k) if isinstance(v, dict) else None
 print("" if v is None else v)' "$1"; }
 podman() { command podman "$@" 2> >(grep -v 'systemd connection\|failed to connect to syslog' >&2); }
-admin() { scripts/testdb.sh psql test -v ON_ERROR_STOP=1 -qAtc "SET client_min_messages = warning; $1"; }
+admin() { PGOPTIONS='-c client_min_messages=warning' scripts/testdb.sh psql test -v ON_ERROR_STOP=1 -qAtc "$1"; }
 free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 logs() { podman logs "$1" 2>&1 | tail -n 30; }
 
 cleanup() {
     set +e
     [[ -f $work/kube.yaml ]] && podman kube down "$work/kube.yaml" >/dev/null 2>&1
+    podman volume rm -f siwa-erasures >/dev/null 2>&1  # the played worker's claim
     [[ -f $work/compose.env ]] && (set -a; . "$work/compose.env"; podman-compose -p siwa-test -f deploy/compose.yaml down -v >/dev/null 2>&1)
     podman ps -aq --filter "label=$label" | xargs -r podman rm -f >/dev/null 2>&1
     podman volume ls -q --filter "label=$label" | xargs -r podman volume rm -f >/dev/null 2>&1
@@ -145,7 +146,7 @@ else fail "siwa worker's container is ready (/readyz)" "$(logs siwa-test-worker)
 check "the HEALTHCHECK finds serve healthy" podman healthcheck run siwa-test-serve
 check "the HEALTHCHECK finds the worker healthy" podman healthcheck run siwa-test-worker
 
-key=$(podman run --rm --network host -e SIWA_DATABASE_URL="$db" -e SIWA_LOG_LEVEL=warning "$image" api-keys create image-test 2>/dev/null | tail -n1)
+key=$(podman run --rm --network host -e SIWA_DATABASE_URL="$db" -e SIWA_LOG_LEVEL=warning "$image" api-keys create image-test 2>/dev/null | tail -n1 || true)
 api=http://127.0.0.1:$api_port
 # sign_in_user SUB: the app's sign-in, through the simulator, to siwa's /v1.
 sign_in_user() {
@@ -172,6 +173,87 @@ if eventually 30 ledger_line; then pass "its erasure ledger line is in the worke
 else fail "its erasure ledger line is in the worker's volume" "$(podman run --rm -v siwa-test-erasures:/erasures:ro --entrypoint /bin/ls "$image" -la /erasures)"; fi
 stopped_cleanly() { [[ $(podman stop -t 30 siwa-test-serve siwa-test-worker >/dev/null; podman inspect siwa-test-serve siwa-test-worker --format '{{.State.ExitCode}}' | sort -u) == 0 ]]; }
 check "serve and worker stop on SIGTERM with exit status 0" stopped_cleanly
+
+# ------------------------------------------------ deploy/compose.yaml ---
+if ! podman image exists "$postgres_image"; then
+    check "the tests' PostgreSQL image builds (Debian's postgresql-15)" \
+        podman build --network host --build-arg BASE="$base" -t "$postgres_image" scripts/containers/postgres
+fi
+printf 'SIWA_IMAGE=%s\nSIWA_SIMULATOR_IMAGE=%s\nPOSTGRES_IMAGE=%s\n' "$image" "$simulator_image" "$postgres_image" >"$work/compose.env"
+compose() { (set -a; . "$work/compose.env"; podman-compose -p siwa-test -f deploy/compose.yaml "$@"); }
+taken=$(for port in 8080 8082 8083 8090; do python3 -c 'import socket,sys; s = socket.socket(); s.bind(("127.0.0.1", int(sys.argv[1])))' "$port" 2>/dev/null || echo "$port"; done)
+if [[ -n $taken ]]; then
+    fail "deploy/compose.yaml: its ports are free on 127.0.0.1" "taken: $taken"
+else
+    check "docker compose up (podman-compose) starts postgres, migrate, serve, worker and the simulator" compose up -d
+    SIWA=http://127.0.0.1:8082 APPLE=http://127.0.0.1:8090
+    if eventually 120 curl -fsS http://127.0.0.1:8083/readyz; then pass "compose: serve is ready"
+    else fail "compose: serve is ready" "$(logs siwa-test_serve_1)"; fi
+    # `run` gives the command a terminal: its lines end in \r\n.
+    KEY=$(compose run --rm migrate api-keys create try-backend 2>/dev/null | tr -d '\r' | grep '^siwa_' | tail -n1 || true)
+    [[ -n $KEY ]] && pass "compose: run --rm migrate api-keys create prints a key" \
+        || fail "compose: run --rm migrate api-keys create prints a key" "$(compose run --rm migrate api-keys create try-backend2 2>&1)"
+    # The README's curl session, as it is written there.
+    readme_session() {
+        curl -s -X POST "$APPLE/simulator/authorize?sub=001.curl.0001&client_id=com.example.siwa.demo&email=me@privaterelay.appleid.com" > "$work/apple.json"
+        curl -s -H "Authorization: Bearer $KEY" -H 'Content-Type: application/json' -d @"$work/apple.json" "$SIWA/v1/sign-in" | json is_new_user | grep -qx True || return 1
+        curl -s -H "Authorization: Bearer $KEY" "$SIWA/v1/users/001.curl.0001" | json email | grep -qx me@privaterelay.appleid.com || return 1
+        curl -s -X DELETE -H "Authorization: Bearer $KEY" "$SIWA/v1/users/001.curl.0001" | json status | grep -qx deletion_scheduled
+    }
+    check "compose: the README's sign-in, look-up and deletion" readme_session
+    erased() { curl -s -H "Authorization: Bearer $KEY" "$SIWA/v1/users/001.curl.0001" >"$work/user.json"
+               json purge.state <"$work/user.json" | grep -qx completed && [[ -z $(json email <"$work/user.json") ]]; }
+    if eventually 60 erased; then pass "compose: the worker purged the user (purge completed, email null)"
+    else fail "compose: the worker purged the user (purge completed, email null)" "$(cat "$work/user.json"; logs siwa-test_worker_1)"; fi
+    check "compose: down -v removes it" compose down -v
+fi
+
+# ------------------------------------------------ deploy/kubernetes/ ---
+# serve's and the worker's Deployments, played against the test cluster
+# (host network, so serve's ports come from the test's settings); the
+# simulator from above plays Apple again, now for these pods.
+admin "DROP DATABASE IF EXISTS siwa_kube WITH (FORCE)" && admin "CREATE DATABASE siwa_kube"
+db=${server_url%/*}/siwa_kube
+check "kube: siwa migrate (the Job's command) as a container" \
+    podman run --rm --label "$label" --network host -e SIWA_DATABASE_URL="$db" "$image" migrate
+podman rm -f siwa-test-simulator >/dev/null
+apple_port=$(free_port) http_port=$(free_port) api_port=$(free_port) metrics_port=$(free_port) worker_port=$(free_port)
+apple=http://127.0.0.1:$apple_port api=http://127.0.0.1:$api_port
+podman run -d --name siwa-test-simulator --label "$label" --network host -v "$keys:/var/lib/siwa/keys" \
+    --entrypoint /usr/local/bin/siwa-demo "$simulator_image" simulator --listen "127.0.0.1:$apple_port" \
+    --keys-dir /var/lib/siwa/keys --notify-url "http://127.0.0.1:$http_port/apple/notifications" >/dev/null
+eventually 30 curl -fsS "$apple/auth/keys" || fail "kube: the simulator restarts" "$(logs siwa-test-simulator)"
+settings=$(python3 -c 'import json,sys; print(json.dumps(dict(a.split("=", 1) for a in sys.argv[1:])))' \
+    SIWA_APPLE_CLIENT_IDS=$client_id SIWA_APPLE_TEAM_ID=DEMOTEAM01 SIWA_APPLE_KEY_ID=DEMOKEY001 SIWA_LOG_FORMAT=json \
+    SIWA_APPLE_BASE_URL="$apple" SIWA_APPLE_JWKS_URL="$apple/auth/keys" SIWA_HTTP_PORT="$http_port" SIWA_API_HTTP_PORT="$api_port" \
+    SIWA_METRICS_HTTP_PORT="$metrics_port" SIWA_WORKER_METRICS_PORT="$worker_port" SIWA_ADMIN_HTTP_PORT=off)
+for pod in serve worker; do
+    mkdir -p "$work/kube-secrets/siwa-$pod"
+    cp "$keys/AuthKey_DEMOKEY001.p8" "$work/kube-secrets/siwa-$pod/apple-key.p8"
+    cp "$keys/token-keys" "$work/kube-secrets/siwa-$pod/token-keys"
+    role_url "siwa_$pod" >"$work/kube-secrets/siwa-$pod/database-url"
+done
+chown -R 10001:10001 "$work/kube-secrets" && chmod 0440 "$work"/kube-secrets/*/*
+python3 scripts/containers/kube-play.py "$image" "$settings" "$work/kube-secrets" >"$work/kube.yaml"
+check "kube: podman kube play runs serve's and the worker's Deployments" podman kube play --network host "$work/kube.yaml"
+kube_serve=$(podman ps --format '{{.Names}}' | grep -m1 'siwa-serve.*-serve$' || true)
+kube_worker=$(podman ps --format '{{.Names}}' | grep -m1 'siwa-worker.*-worker$' || true)
+if eventually 60 curl -fsS "http://127.0.0.1:$metrics_port/readyz"; then pass "kube: serve's pod is ready (its readiness probe's /readyz)"
+else fail "kube: serve's pod is ready (its readiness probe's /readyz)" "$(podman ps -a; [[ -n $kube_serve ]] && logs "$kube_serve")"; fi
+if eventually 60 curl -fsS "http://127.0.0.1:$worker_port/healthz"; then pass "kube: the worker's pod is live (its liveness probe's /healthz)"
+else fail "kube: the worker's pod is live (its liveness probe's /healthz)" "$([[ -n $kube_worker ]] && logs "$kube_worker")"; fi
+key=$(podman run --rm --network host -e SIWA_DATABASE_URL="$db" -e SIWA_LOG_LEVEL=warning "$image" api-keys create kube-test 2>/dev/null | tail -n1 || true)
+check "kube: a sign-in through serve's pod" sign_in_user 001.kube.0001
+status=$(notify account-delete 001.kube.0001)
+[[ $status == 200 ]] && pass "kube: an account-delete notification through serve's pod: 200" \
+    || fail "kube: an account-delete notification through serve's pod: 200" "status: $status"
+if eventually 60 purged 001.kube.0001; then pass "kube: the worker's pod completed the purge"
+else fail "kube: the worker's pod completed the purge" "$([[ -n $kube_worker ]] && logs "$kube_worker")"; fi
+read_only() { [[ -n $kube_serve ]] && ! podman exec "$kube_serve" /bin/sh -c 'touch /usr/local/bin/x' 2>/dev/null \
+              && [[ $(podman exec "$kube_serve" /bin/sh -c 'id -u') == 10001 ]]; }
+check "kube: serve's pod runs as uid 10001 on a read-only root" read_only
+check "kube: podman kube down" podman kube down "$work/kube.yaml"
+rm -f "$work/kube.yaml"
 
 echo "containers: $passed passed, $failed failed"
 ((failed == 0))
