@@ -56,7 +56,7 @@ struct EventFeedRoute: Sendable {
                 return APIResponse.error(.badRequest, "unknown_cursor", "after names no event siwa recorded")
             case .expiredCursor:
                 return APIResponse.error(.gone, "cursor_expired",
-                                         "the next event after this cursor is older than the feed's retention (SIWA_EVENTS_FEED_RETENTION_DAYS): resynchronise from GET /v1/users, or ask an admin for siwa webhooks replay")
+                                         "the next event after this cursor is older than the feed's retention (SIWA_EVENTS_FEED_RETENTION_DAYS): resynchronise from GET /v1/users/{apple_sub}, or ask an admin for siwa webhooks replay")
             case .events(let events, let hasMore):
                 let next = events.last?.id ?? cursor.map { "evt_\($0.seq)_\($0.position)" }
                 return JSONResponse.answer(.ok, ByteBuffer(bytes: Self.body(events, hasMore: hasMore, next: next)))
