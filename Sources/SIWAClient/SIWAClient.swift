@@ -135,7 +135,7 @@ public struct SIWAClient: Sendable {
 
     /// Runs one call within the deadline; the runtime's wrapping of the
     /// middlewares' and the transport's errors taken off.
-    private func call<T: Sendable>(_ body: @escaping @Sendable (Client) async throws -> T) async throws -> T {
+    func call<T: Sendable>(_ body: @escaping @Sendable (Client) async throws -> T) async throws -> T {
         let client = self.client
         do {
             return try await withDeadline(configuration.deadline) { try await body(client) }
@@ -151,7 +151,7 @@ public struct SIWAClient: Sendable {
         }
     }
 
-    private static func unexpected(_ output: some Sendable) -> SIWAClientError {
+    static func unexpected(_ output: some Sendable) -> SIWAClientError {
         SIWAClientError.unexpectedAnswer(status: 0, detail: "\(output)")
     }
 

@@ -576,6 +576,15 @@ public enum SettingsCatalog {
         details: """
             Two serve processes on one host need two ports, or `off` for all but one.
             """)
+    public static let eventsFeedRetentionDays = Setting(
+        "SIWA_EVENTS_FEED_RETENTION_DAYS", .days(1...3650), default: "30", readers: [.serve], files: [.serve],
+        help: "`GET /v1/events` answers the app events siwa recorded within this many days; a cursor whose next event is older is answered 410 `cursor_expired`",
+        details: """
+            A window over the audit trail, which keeps every event for good: nothing is \
+            deleted, and `siwa webhooks replay` (an admin) reaches further back. It bounds \
+            how much of users' history an app key can read, and how far back a backend \
+            may fall and still catch up by itself (docs/app-events.md). Fractions allowed.
+            """)
     public static let adminAuthFailuresPerMinute = Setting(
         "SIWA_ADMIN_AUTH_FAILURES_PER_MINUTE", .integer(1...10_000), default: "10", readers: [.serve], files: [.serve],
         help: "failed admin authentications (a wrong or revoked key, an app key) allowed per key prefix per minute, and four times that per source address; past either, that key (or the address) is answered 429 with Retry-After until the minute is over",
@@ -648,7 +657,7 @@ public enum SettingsCatalog {
         ("database", [databaseURL, migrateDatabaseURL, serveRole, workerRole, purgeRole, databaseMaxConnections, migrationsDir]),
         ("apps and teams", [appleClientIDs, appleTeamID, appleWebClientIDs, appleClientsFile]),
         ("notifications and HTTP", [httpHost, httpPort, httpIdleTimeout, maxBodyBytes]),
-        ("API listener (/v1)", [apiHTTPHost, apiHTTPPort]),
+        ("API listener (/v1)", [apiHTTPHost, apiHTTPPort, eventsFeedRetentionDays]),
         ("metrics listener", [metricsHTTPHost, metricsHTTPPort]),
         ("Apple's public keys (JWKS)", [appleJWKSURL, jwksRefresh, jwksRefetchCooldown]),
         ("ingest (group commit)", [ingestWriters, ingestMaxBatch, ingestTimeout]),

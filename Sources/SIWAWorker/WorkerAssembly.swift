@@ -118,7 +118,7 @@ public struct WorkerAssembly: Sendable {
             logger.info(access == nil ? "Sign-in settings absent: Apple tokens are neither validated nor revoked"
                                       : "Apple tokens: revoked before each purge; validation \(settings.tokenValidation.describe)")
             // Every process that records events reads the switch (sql/014).
-            let wasOn = try await appEvents.setEnabled(hook != nil)
+            let wasOn = try await appEvents.setEnabled(hook != nil, includeEmail: hook?.includeEmail ?? false)
             if let hook {
                 logger.info("App events webhook: every event is delivered, signed",
                             metadata: ["url": "\(hook.redactedURL)", "secrets": "\(hook.keys.count)",

@@ -205,7 +205,8 @@ struct DocsTests {
             keyRing: try TokenKeyRing(keys: [(id: "k1", bytes: Data(repeating: 7, count: 32))]),
             store: SignInStore(client: client, validationPeriodHours: 24, logger: logger),
             directory: directory, clients: settings.clients, logger: logger, metrics: metrics)
-        let api = SignInDependencies(service: signIn, directory: directory, apiKeys: APIKeyVerifier(client: client, logger: logger))
+        let api = SignInDependencies(service: signIn, directory: directory, apiKeys: APIKeyVerifier(client: client, logger: logger),
+                                     feed: AppEventFeed(client: client, retentionDays: 30, logger: logger))
         let admin = try #require(settings.admin)
         func list<Context>(_ router: Router<Context>) -> [(method: String, path: String)] {
             router.routes.map { ($0.method.rawValue, "\($0.path)") }

@@ -21,12 +21,15 @@ public struct AppEventQueue: Sendable {
     }
 
     /// Turns the enqueueing of deliveries on or off for every process
-    /// (siwa.app_webhook). Returns whether it was on before.
+    /// (siwa.app_webhook), and says whether they carry email addresses, so
+    /// that the events feed (sql/027) answers the bodies the worker sends.
+    /// Returns whether it was on before.
     @discardableResult
-    public func setEnabled(_ enabled: Bool) async throws -> Bool {
+    public func setEnabled(_ enabled: Bool, includeEmail: Bool = false) async throws -> Bool {
         let rows = try await client.guardedQuery("""
             WITH before AS (SELECT enabled FROM siwa.app_webhook)
-            UPDATE siwa.app_webhook SET enabled = \(enabled), updated_at = clock_timestamp(), updated_by = \(worker)
+            UPDATE siwa.app_webhook SET enabled = \(enabled), include_email = \(enabled && includeEmail),
+                                        updated_at = clock_timestamp(), updated_by = \(worker)
             RETURNING (SELECT enabled FROM before)
             """, logger: logger)
         return try rows.first?.decode(Bool.self) ?? false

@@ -270,6 +270,62 @@ extension Components {
                 case detail
             }
         }
+        /// - Remark: Generated from `#/components/schemas/EventsFeedRefusal`.
+        public struct EventsFeedRefusal: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/EventsFeedRefusal/error`.
+            @frozen public enum _ErrorPayload: String, Codable, Hashable, Sendable, CaseIterable {
+                case badLimit = "bad_limit"
+                case badCursor = "bad_cursor"
+                case unknownCursor = "unknown_cursor"
+            }
+            /// - Remark: Generated from `#/components/schemas/EventsFeedRefusal/error`.
+            public var error: Components.Schemas.EventsFeedRefusal._ErrorPayload
+            /// - Remark: Generated from `#/components/schemas/EventsFeedRefusal/detail`.
+            public var detail: Components.Schemas.Detail
+            /// Creates a new `EventsFeedRefusal`.
+            ///
+            /// - Parameters:
+            ///   - error:
+            ///   - detail:
+            public init(
+                error: Components.Schemas.EventsFeedRefusal._ErrorPayload,
+                detail: Components.Schemas.Detail
+            ) {
+                self.error = error
+                self.detail = detail
+            }
+            public enum CodingKeys: String, CodingKey {
+                case error
+                case detail
+            }
+        }
+        /// - Remark: Generated from `#/components/schemas/CursorExpired`.
+        public struct CursorExpired: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/CursorExpired/error`.
+            @frozen public enum _ErrorPayload: String, Codable, Hashable, Sendable, CaseIterable {
+                case cursorExpired = "cursor_expired"
+            }
+            /// - Remark: Generated from `#/components/schemas/CursorExpired/error`.
+            public var error: Components.Schemas.CursorExpired._ErrorPayload
+            /// - Remark: Generated from `#/components/schemas/CursorExpired/detail`.
+            public var detail: Components.Schemas.Detail
+            /// Creates a new `CursorExpired`.
+            ///
+            /// - Parameters:
+            ///   - error:
+            ///   - detail:
+            public init(
+                error: Components.Schemas.CursorExpired._ErrorPayload,
+                detail: Components.Schemas.Detail
+            ) {
+                self.error = error
+                self.detail = detail
+            }
+            public enum CodingKeys: String, CodingKey {
+                case error
+                case detail
+            }
+        }
         /// one of siwa's own sentences, never the request's bytes
         ///
         /// - Remark: Generated from `#/components/schemas/Detail`.
@@ -812,6 +868,121 @@ extension Components {
             case completed = "completed"
             case discarded = "discarded"
             case cancelled = "cancelled"
+        }
+        /// a page of GET /v1/events
+        ///
+        /// - Remark: Generated from `#/components/schemas/EventsPage`.
+        public struct EventsPage: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/EventsPage/events`.
+            public var events: [Components.Schemas.FeedEvent]
+            /// more events wait after this page; ask again with `after` = `next`
+            ///
+            /// - Remark: Generated from `#/components/schemas/EventsPage/has_more`.
+            public var hasMore: Swift.Bool
+            /// the cursor of the next page - the last event's id, else the `after` asked; absent only when the feed holds no event and no `after` was given
+            ///
+            /// - Remark: Generated from `#/components/schemas/EventsPage/next`.
+            public var next: Swift.String?
+            /// Creates a new `EventsPage`.
+            ///
+            /// - Parameters:
+            ///   - events:
+            ///   - hasMore: more events wait after this page; ask again with `after` = `next`
+            ///   - next: the cursor of the next page - the last event's id, else the `after` asked; absent only when the feed holds no event and no `after` was given
+            public init(
+                events: [Components.Schemas.FeedEvent],
+                hasMore: Swift.Bool,
+                next: Swift.String? = nil
+            ) {
+                self.events = events
+                self.hasMore = hasMore
+                self.next = next
+            }
+            public enum CodingKeys: String, CodingKey {
+                case events
+                case hasMore = "has_more"
+                case next
+            }
+        }
+        /// - Remark: Generated from `#/components/schemas/FeedEvent`.
+        public struct FeedEvent: Codable, Hashable, Sendable {
+            /// the event's webhook-id, `evt_<audit seq>_<n>`
+            ///
+            /// - Remark: Generated from `#/components/schemas/FeedEvent/id`.
+            public var id: Swift.String
+            /// - Remark: Generated from `#/components/schemas/FeedEvent/event`.
+            public var event: Components.Schemas.AppEventEnvelope
+            /// Creates a new `FeedEvent`.
+            ///
+            /// - Parameters:
+            ///   - id: the event's webhook-id, `evt_<audit seq>_<n>`
+            ///   - event:
+            public init(
+                id: Swift.String,
+                event: Components.Schemas.AppEventEnvelope
+            ) {
+                self.id = id
+                self.event = event
+            }
+            public enum CodingKeys: String, CodingKey {
+                case id
+                case event
+            }
+        }
+        /// an app event exactly as its webhook's body (`webhooks` has each type's schema): `type`, `timestamp` (ISO 8601, UTC), `data`
+        ///
+        /// - Remark: Generated from `#/components/schemas/AppEventEnvelope`.
+        public struct AppEventEnvelope: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/AppEventEnvelope/type`.
+            public var _type: Swift.String
+            /// when the event happened (Apple's event_time for Apple's events), ISO 8601 in UTC
+            ///
+            /// - Remark: Generated from `#/components/schemas/AppEventEnvelope/timestamp`.
+            public var timestamp: Swift.String
+            /// the type's data (every one names `sub`)
+            ///
+            /// - Remark: Generated from `#/components/schemas/AppEventEnvelope/data`.
+            public struct DataPayload: Codable, Hashable, Sendable {
+                /// A container of undocumented properties.
+                public var additionalProperties: OpenAPIRuntime.OpenAPIObjectContainer
+                /// Creates a new `DataPayload`.
+                ///
+                /// - Parameters:
+                ///   - additionalProperties: A container of undocumented properties.
+                public init(additionalProperties: OpenAPIRuntime.OpenAPIObjectContainer = .init()) {
+                    self.additionalProperties = additionalProperties
+                }
+                public init(from decoder: any Swift.Decoder) throws {
+                    additionalProperties = try decoder.decodeAdditionalProperties(knownKeys: [])
+                }
+                public func encode(to encoder: any Swift.Encoder) throws {
+                    try encoder.encodeAdditionalProperties(additionalProperties)
+                }
+            }
+            /// the type's data (every one names `sub`)
+            ///
+            /// - Remark: Generated from `#/components/schemas/AppEventEnvelope/data`.
+            public var data: Components.Schemas.AppEventEnvelope.DataPayload
+            /// Creates a new `AppEventEnvelope`.
+            ///
+            /// - Parameters:
+            ///   - _type:
+            ///   - timestamp: when the event happened (Apple's event_time for Apple's events), ISO 8601 in UTC
+            ///   - data: the type's data (every one names `sub`)
+            public init(
+                _type: Swift.String,
+                timestamp: Swift.String,
+                data: Components.Schemas.AppEventEnvelope.DataPayload
+            ) {
+                self._type = _type
+                self.timestamp = timestamp
+                self.data = data
+            }
+            public enum CodingKeys: String, CodingKey {
+                case _type = "type"
+                case timestamp
+                case data
+            }
         }
     }
 }

@@ -1018,4 +1018,371 @@ public enum Operations {
             }
         }
     }
+    /// the app events in order, after a cursor - the webhook's ids and bodies, for a backend catching up
+    ///
+    /// The events of the team (`team`, `client_id`, or the one team siwa
+    /// serves), oldest first, each with its webhook-id (`id`) and, as
+    /// `event`, exactly the body its webhook delivery has. Ask again with
+    /// `after` set to `next` while `has_more` is true; then you are caught
+    /// up. Without `after`, from the oldest event recorded within
+    /// SIWA_EVENTS_FEED_RETENTION_DAYS (30).
+    ///
+    ///
+    /// - Remark: HTTP `GET /v1/events`.
+    /// - Remark: Generated from `#/paths//v1/events/get(listEvents)`.
+    public enum ListEvents {
+        public static let id: Swift.String = "listEvents"
+        public struct Input: Sendable, Hashable {
+            /// - Remark: Generated from `#/paths/v1/events/GET/query`.
+            public struct Query: Sendable, Hashable {
+                /// the id of the last event you have (a webhook-id, or a page's `next`); opaque
+                ///
+                /// - Remark: Generated from `#/paths/v1/events/GET/query/after`.
+                public var after: Swift.String?
+                /// at most this many events (1 to 1000)
+                ///
+                /// - Remark: Generated from `#/paths/v1/events/GET/query/limit`.
+                public var limit: Swift.Int?
+                /// the user's team (Apple's subs are team-scoped); required, or client_id, when siwa serves several teams
+                ///
+                /// - Remark: Generated from `#/paths/v1/events/GET/query/team`.
+                public var team: Components.Parameters.TeamQuery?
+                /// a client id of the user's team, instead of `team`
+                ///
+                /// - Remark: Generated from `#/paths/v1/events/GET/query/client_id`.
+                public var clientId: Components.Parameters.ClientIDQuery?
+                /// Creates a new `Query`.
+                ///
+                /// - Parameters:
+                ///   - after: the id of the last event you have (a webhook-id, or a page's `next`); opaque
+                ///   - limit: at most this many events (1 to 1000)
+                ///   - team: the user's team (Apple's subs are team-scoped); required, or client_id, when siwa serves several teams
+                ///   - clientId: a client id of the user's team, instead of `team`
+                public init(
+                    after: Swift.String? = nil,
+                    limit: Swift.Int? = nil,
+                    team: Components.Parameters.TeamQuery? = nil,
+                    clientId: Components.Parameters.ClientIDQuery? = nil
+                ) {
+                    self.after = after
+                    self.limit = limit
+                    self.team = team
+                    self.clientId = clientId
+                }
+            }
+            public var query: Operations.ListEvents.Input.Query
+            /// - Remark: Generated from `#/paths/v1/events/GET/header`.
+            public struct Headers: Sendable, Hashable {
+                public var accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.ListEvents.AcceptableContentType>]
+                /// Creates a new `Headers`.
+                ///
+                /// - Parameters:
+                ///   - accept:
+                public init(accept: [OpenAPIRuntime.AcceptHeaderContentType<Operations.ListEvents.AcceptableContentType>] = .defaultValues()) {
+                    self.accept = accept
+                }
+            }
+            public var headers: Operations.ListEvents.Input.Headers
+            /// Creates a new `Input`.
+            ///
+            /// - Parameters:
+            ///   - query:
+            ///   - headers:
+            public init(
+                query: Operations.ListEvents.Input.Query = .init(),
+                headers: Operations.ListEvents.Input.Headers = .init()
+            ) {
+                self.query = query
+                self.headers = headers
+            }
+        }
+        @frozen public enum Output: Sendable, Hashable {
+            public struct Ok: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/events/GET/responses/200/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/v1/events/GET/responses/200/content/application\/json`.
+                    case json(Components.Schemas.EventsPage)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas.EventsPage {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.ListEvents.Output.Ok.Body
+                /// Creates a new `Ok`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.ListEvents.Output.Ok.Body) {
+                    self.body = body
+                }
+            }
+            /// a page of events (none when caught up)
+            ///
+            /// - Remark: Generated from `#/paths//v1/events/get(listEvents)/responses/200`.
+            ///
+            /// HTTP response code: `200 ok`.
+            case ok(Operations.ListEvents.Output.Ok)
+            /// The associated value of the enum case if `self` is `.ok`.
+            ///
+            /// - Throws: An error if `self` is not `.ok`.
+            /// - SeeAlso: `.ok`.
+            public var ok: Operations.ListEvents.Output.Ok {
+                get throws {
+                    switch self {
+                    case let .ok(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "ok",
+                            response: self
+                        )
+                    }
+                }
+            }
+            public struct BadRequest: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/events/GET/responses/400/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/v1/events/GET/responses/400/content/json`.
+                    @frozen public enum JsonPayload: Codable, Hashable, Sendable {
+                        /// - Remark: Generated from `#/paths/v1/events/GET/responses/400/content/json/case1`.
+                        case EventsFeedRefusal(Components.Schemas.EventsFeedRefusal)
+                        /// - Remark: Generated from `#/paths/v1/events/GET/responses/400/content/json/case2`.
+                        case TeamRefusal(Components.Schemas.TeamRefusal)
+                        public init(from decoder: any Swift.Decoder) throws {
+                            var errors: [any Swift.Error] = []
+                            do {
+                                self = .EventsFeedRefusal(try .init(from: decoder))
+                                return
+                            } catch {
+                                errors.append(error)
+                            }
+                            do {
+                                self = .TeamRefusal(try .init(from: decoder))
+                                return
+                            } catch {
+                                errors.append(error)
+                            }
+                            throw Swift.DecodingError.failedToDecodeOneOfSchema(
+                                type: Self.self,
+                                codingPath: decoder.codingPath,
+                                errors: errors
+                            )
+                        }
+                        public func encode(to encoder: any Swift.Encoder) throws {
+                            switch self {
+                            case let .EventsFeedRefusal(value):
+                                try value.encode(to: encoder)
+                            case let .TeamRefusal(value):
+                                try value.encode(to: encoder)
+                            }
+                        }
+                    }
+                    /// - Remark: Generated from `#/paths/v1/events/GET/responses/400/content/application\/json`.
+                    case json(Operations.ListEvents.Output.BadRequest.Body.JsonPayload)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Operations.ListEvents.Output.BadRequest.Body.JsonPayload {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.ListEvents.Output.BadRequest.Body
+                /// Creates a new `BadRequest`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.ListEvents.Output.BadRequest.Body) {
+                    self.body = body
+                }
+            }
+            /// a bad `after` or `limit`, an `after` naming no event, or a bad team
+            ///
+            /// - Remark: Generated from `#/paths//v1/events/get(listEvents)/responses/400`.
+            ///
+            /// HTTP response code: `400 badRequest`.
+            case badRequest(Operations.ListEvents.Output.BadRequest)
+            /// The associated value of the enum case if `self` is `.badRequest`.
+            ///
+            /// - Throws: An error if `self` is not `.badRequest`.
+            /// - SeeAlso: `.badRequest`.
+            public var badRequest: Operations.ListEvents.Output.BadRequest {
+                get throws {
+                    switch self {
+                    case let .badRequest(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "badRequest",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// no live API key (missing, malformed, unknown or revoked)
+            ///
+            /// - Remark: Generated from `#/paths//v1/events/get(listEvents)/responses/401`.
+            ///
+            /// HTTP response code: `401 unauthorized`.
+            case unauthorized(Components.Responses.Unauthorized)
+            /// The associated value of the enum case if `self` is `.unauthorized`.
+            ///
+            /// - Throws: An error if `self` is not `.unauthorized`.
+            /// - SeeAlso: `.unauthorized`.
+            public var unauthorized: Components.Responses.Unauthorized {
+                get throws {
+                    switch self {
+                    case let .unauthorized(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "unauthorized",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// an admin key on /v1
+            ///
+            /// - Remark: Generated from `#/paths//v1/events/get(listEvents)/responses/403`.
+            ///
+            /// HTTP response code: `403 forbidden`.
+            case forbidden(Components.Responses.Forbidden)
+            /// The associated value of the enum case if `self` is `.forbidden`.
+            ///
+            /// - Throws: An error if `self` is not `.forbidden`.
+            /// - SeeAlso: `.forbidden`.
+            public var forbidden: Components.Responses.Forbidden {
+                get throws {
+                    switch self {
+                    case let .forbidden(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "forbidden",
+                            response: self
+                        )
+                    }
+                }
+            }
+            public struct Gone: Sendable, Hashable {
+                /// - Remark: Generated from `#/paths/v1/events/GET/responses/410/content`.
+                @frozen public enum Body: Sendable, Hashable {
+                    /// - Remark: Generated from `#/paths/v1/events/GET/responses/410/content/application\/json`.
+                    case json(Components.Schemas.CursorExpired)
+                    /// The associated value of the enum case if `self` is `.json`.
+                    ///
+                    /// - Throws: An error if `self` is not `.json`.
+                    /// - SeeAlso: `.json`.
+                    public var json: Components.Schemas.CursorExpired {
+                        get throws {
+                            switch self {
+                            case let .json(body):
+                                return body
+                            }
+                        }
+                    }
+                }
+                /// Received HTTP response body
+                public var body: Operations.ListEvents.Output.Gone.Body
+                /// Creates a new `Gone`.
+                ///
+                /// - Parameters:
+                ///   - body: Received HTTP response body
+                public init(body: Operations.ListEvents.Output.Gone.Body) {
+                    self.body = body
+                }
+            }
+            /// the first event after `after` aged out of the feed unread (SIWA_EVENTS_FEED_RETENTION_DAYS)
+            ///
+            /// - Remark: Generated from `#/paths//v1/events/get(listEvents)/responses/410`.
+            ///
+            /// HTTP response code: `410 gone`.
+            case gone(Operations.ListEvents.Output.Gone)
+            /// The associated value of the enum case if `self` is `.gone`.
+            ///
+            /// - Throws: An error if `self` is not `.gone`.
+            /// - SeeAlso: `.gone`.
+            public var gone: Operations.ListEvents.Output.Gone {
+                get throws {
+                    switch self {
+                    case let .gone(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "gone",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// the database (or Apple) cannot answer now; retry after Retry-After
+            ///
+            /// - Remark: Generated from `#/paths//v1/events/get(listEvents)/responses/503`.
+            ///
+            /// HTTP response code: `503 serviceUnavailable`.
+            case serviceUnavailable(Components.Responses.Unavailable)
+            /// The associated value of the enum case if `self` is `.serviceUnavailable`.
+            ///
+            /// - Throws: An error if `self` is not `.serviceUnavailable`.
+            /// - SeeAlso: `.serviceUnavailable`.
+            public var serviceUnavailable: Components.Responses.Unavailable {
+                get throws {
+                    switch self {
+                    case let .serviceUnavailable(response):
+                        return response
+                    default:
+                        try throwUnexpectedResponseStatus(
+                            expectedStatus: "serviceUnavailable",
+                            response: self
+                        )
+                    }
+                }
+            }
+            /// Undocumented response.
+            ///
+            /// A response with a code that is not documented in the OpenAPI document.
+            case undocumented(statusCode: Swift.Int, OpenAPIRuntime.UndocumentedPayload)
+        }
+        @frozen public enum AcceptableContentType: AcceptableProtocol {
+            case json
+            case other(Swift.String)
+            public init?(rawValue: Swift.String) {
+                switch rawValue.lowercased() {
+                case "application/json":
+                    self = .json
+                default:
+                    self = .other(rawValue)
+                }
+            }
+            public var rawValue: Swift.String {
+                switch self {
+                case let .other(string):
+                    return string
+                case .json:
+                    return "application/json"
+                }
+            }
+            public static var allCases: [Self] {
+                [
+                    .json
+                ]
+            }
+        }
+    }
 }

@@ -39,6 +39,19 @@ public protocol APIProtocol: Sendable {
     /// - Remark: HTTP `DELETE /v1/users/{apple_sub}`.
     /// - Remark: Generated from `#/paths//v1/users/{apple_sub}/delete(deleteUser)`.
     func deleteUser(_ input: Operations.DeleteUser.Input) async throws -> Operations.DeleteUser.Output
+    /// the app events in order, after a cursor - the webhook's ids and bodies, for a backend catching up
+    ///
+    /// The events of the team (`team`, `client_id`, or the one team siwa
+    /// serves), oldest first, each with its webhook-id (`id`) and, as
+    /// `event`, exactly the body its webhook delivery has. Ask again with
+    /// `after` set to `next` while `has_more` is true; then you are caught
+    /// up. Without `after`, from the oldest event recorded within
+    /// SIWA_EVENTS_FEED_RETENTION_DAYS (30).
+    ///
+    ///
+    /// - Remark: HTTP `GET /v1/events`.
+    /// - Remark: Generated from `#/paths//v1/events/get(listEvents)`.
+    func listEvents(_ input: Operations.ListEvents.Input) async throws -> Operations.ListEvents.Output
 }
 
 /// Convenience overloads for operation inputs.
@@ -89,6 +102,27 @@ extension APIProtocol {
     ) async throws -> Operations.DeleteUser.Output {
         try await deleteUser(Operations.DeleteUser.Input(
             path: path,
+            query: query,
+            headers: headers
+        ))
+    }
+    /// the app events in order, after a cursor - the webhook's ids and bodies, for a backend catching up
+    ///
+    /// The events of the team (`team`, `client_id`, or the one team siwa
+    /// serves), oldest first, each with its webhook-id (`id`) and, as
+    /// `event`, exactly the body its webhook delivery has. Ask again with
+    /// `after` set to `next` while `has_more` is true; then you are caught
+    /// up. Without `after`, from the oldest event recorded within
+    /// SIWA_EVENTS_FEED_RETENTION_DAYS (30).
+    ///
+    ///
+    /// - Remark: HTTP `GET /v1/events`.
+    /// - Remark: Generated from `#/paths//v1/events/get(listEvents)`.
+    public func listEvents(
+        query: Operations.ListEvents.Input.Query = .init(),
+        headers: Operations.ListEvents.Input.Headers = .init()
+    ) async throws -> Operations.ListEvents.Output {
+        try await listEvents(Operations.ListEvents.Input(
             query: query,
             headers: headers
         ))

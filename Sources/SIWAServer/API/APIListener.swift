@@ -6,16 +6,18 @@ import Logging
 import Metrics
 import NIOCore
 
-/// What the `/v1` API (sign-in, users, deletion) needs.
+/// What the `/v1` API (sign-in, users, deletion, the events feed) needs.
 public struct SignInDependencies: Sendable {
     public var service: SignInService
     public var directory: UserDirectory
     public var apiKeys: APIKeyVerifier
+    public var feed: AppEventFeed
 
-    public init(service: SignInService, directory: UserDirectory, apiKeys: APIKeyVerifier) {
+    public init(service: SignInService, directory: UserDirectory, apiKeys: APIKeyVerifier, feed: AppEventFeed) {
         self.service = service
         self.directory = directory
         self.apiKeys = apiKeys
+        self.feed = feed
     }
 }
 
@@ -36,6 +38,7 @@ public func buildAPIRouter(_ signIn: SignInDependencies, maxBodyBytes: Int, metr
     router.add(middleware: APIMetricsMiddleware(metrics: APIRequestMetrics(factory: metrics)))
     UserRoutes(signIn: signIn.service, directory: signIn.directory, apiKeys: signIn.apiKeys,
                maxBodyBytes: maxBodyBytes, logger: logger).register(on: router)
+    EventFeedRoute(feed: signIn.feed, clients: signIn.service.clients, apiKeys: signIn.apiKeys, logger: logger).register(on: router)
     router.answeringMethodNotAllowed()  // last: it wraps only the "no route" answer
     return router
 }

@@ -54,7 +54,11 @@ struct UserRoutes: Sendable {
     /// team-scoped): `?team=`, else the team of `?client_id=`, else the one
     /// team siwa serves. With several, the caller must say.
     func team(of request: Request) -> Result<String, TeamRefusal> {
-        let clients = signIn.clients
+        Self.team(of: request, clients: signIn.clients)
+    }
+
+    /// As above, for every `/v1` route that names a team (the events feed too).
+    static func team(of request: Request, clients: AppleClients) -> Result<String, TeamRefusal> {
         let query = request.uri.queryParameters
         if let team = query["team"].map(String.init) {
             guard clients.allTeams.contains(team) else {

@@ -85,10 +85,11 @@ public enum ServerAssembly {
                 requires: settings.signInRequires, clients: settings.clients, logger: Logger(label: "siwa.sign-in"), metrics: metrics)
             let keyLogger = Logger(label: "siwa.api-keys")
             let keyCache = APIKeyCache(heartbeat: settings.apiKeyCacheHeartbeat)
-            let signIn = SignInDependencies(service: service, directory: directory,
-                                            apiKeys: APIKeyVerifier(client: client, cache: keyCache, logger: keyLogger))
             signInServices = [WriterService(writer: store), APIKeyChangeListener(client: client, cache: keyCache, logger: keyLogger)]
             if let api = settings.api {
+                let feed = AppEventFeed(client: client, retentionDays: api.eventsFeedRetentionDays, logger: Logger(label: "siwa.events-feed"))
+                let signIn = SignInDependencies(service: service, directory: directory,
+                                                apiKeys: APIKeyVerifier(client: client, cache: keyCache, logger: keyLogger), feed: feed)
                 var apiApplication = buildAPIApplication(settings: api, signIn: signIn, maxBodyBytes: settings.notificationRoute.maxBodyBytes,
                                                          metrics: metrics, logger: logger) { port in
                     logger.info("API listener (/v1)", metadata: ["address": "\(api.host):\(port)"])
