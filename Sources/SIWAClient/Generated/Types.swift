@@ -131,21 +131,21 @@ extension APIProtocol {
 
 /// Server URLs defined in the OpenAPI document.
 public enum Servers {
-    /// the public listener (SIWA_HTTP_HOST:SIWA_HTTP_PORT)
+    /// the API listener (SIWA_API_HTTP_HOST:SIWA_API_HTTP_PORT), /v1 for the app's backend
     public enum Server1 {
-        /// the public listener (SIWA_HTTP_HOST:SIWA_HTTP_PORT)
+        /// the API listener (SIWA_API_HTTP_HOST:SIWA_API_HTTP_PORT), /v1 for the app's backend
         public static func url() throws -> Foundation.URL {
             try Foundation.URL(
-                validatingOpenAPIServerURL: "http://127.0.0.1:8080",
+                validatingOpenAPIServerURL: "http://127.0.0.1:8082",
                 variables: []
             )
         }
     }
-    /// the public listener (SIWA_HTTP_HOST:SIWA_HTTP_PORT)
+    /// the API listener (SIWA_API_HTTP_HOST:SIWA_API_HTTP_PORT), /v1 for the app's backend
     @available(*, deprecated, renamed: "Servers.Server1.url")
     public static func server1() throws -> Foundation.URL {
         try Foundation.URL(
-            validatingOpenAPIServerURL: "http://127.0.0.1:8080",
+            validatingOpenAPIServerURL: "http://127.0.0.1:8082",
             variables: []
         )
     }
