@@ -2,6 +2,8 @@
 
 from .accepted_notification import AcceptedNotification
 from .accepted_notification_status import AcceptedNotificationStatus
+from .app_event_envelope import AppEventEnvelope
+from .app_event_envelope_data import AppEventEnvelopeData
 from .apple_account_delete_event import AppleAccountDeleteEvent
 from .apple_account_deleted_event import AppleAccountDeletedEvent
 from .apple_consent_revoked_event import AppleConsentRevokedEvent
@@ -25,12 +27,17 @@ from .chain_verification_head_type_0 import ChainVerificationHeadType0
 from .consent_revoked_event import ConsentRevokedEvent
 from .consent_revoked_event_data import ConsentRevokedEventData
 from .consent_revoked_event_data_source import ConsentRevokedEventDataSource
+from .cursor_expired import CursorExpired
 from .day_summary import DaySummary
 from .day_summary_notifications_by_type import DaySummaryNotificationsByType
 from .day_summary_rejections_by_reason import DaySummaryRejectionsByReason
 from .deletion import Deletion
 from .deletion_apple_revocation import DeletionAppleRevocation
 from .deletion_status import DeletionStatus
+from .events_feed_refusal import EventsFeedRefusal
+from .events_feed_refusal_error import EventsFeedRefusalError
+from .events_page import EventsPage
+from .feed_event import FeedEvent
 from .find_users_by_email_data_body import FindUsersByEmailDataBody
 from .find_users_by_email_json_body import FindUsersByEmailJsonBody
 from .find_users_by_email_response_200 import FindUsersByEmailResponse200
@@ -109,6 +116,8 @@ from .waiting_purge import WaitingPurge
 __all__ = (
     "AcceptedNotification",
     "AcceptedNotificationStatus",
+    "AppEventEnvelope",
+    "AppEventEnvelopeData",
     "AppleAccountDeleteEvent",
     "AppleAccountDeletedEvent",
     "AppleConsentRevokedEvent",
@@ -132,12 +141,17 @@ __all__ = (
     "ConsentRevokedEvent",
     "ConsentRevokedEventData",
     "ConsentRevokedEventDataSource",
+    "CursorExpired",
     "DaySummary",
     "DaySummaryNotificationsByType",
     "DaySummaryRejectionsByReason",
     "Deletion",
     "DeletionAppleRevocation",
     "DeletionStatus",
+    "EventsFeedRefusal",
+    "EventsFeedRefusalError",
+    "EventsPage",
+    "FeedEvent",
     "FindUsersByEmailDataBody",
     "FindUsersByEmailJsonBody",
     "FindUsersByEmailResponse200",
