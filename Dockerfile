@@ -5,16 +5,16 @@
 #
 #   docker build -t siwa .                        # compiles siwa (the build stage)
 #   make image                                    # the same with podman or docker
-#   make image SIWA_BINARIES=prebuilt             # packs make build-static's binary instead
+#   make image BINARIES=prebuilt             # packs make build-static's binary instead
 #   docker build --target simulator -t siwa-simulator .   # development only: the Apple simulator
 #
 # Build arguments: SWIFT_IMAGE (the builder, a Swift 6 toolchain on Debian 12),
-# BASE (the runtime's Debian 12), SIWA_BINARIES (`build`: compile here;
+# BASE (the runtime's Debian 12), BINARIES (`build`: compile here;
 # `prebuilt`: take .build/image/ from the context) and
 # SIWA_GIT_COMMIT (stamped into `siwa --version`).
 ARG SWIFT_IMAGE=swift:6.3-bookworm
 ARG BASE=debian:bookworm-slim
-ARG SIWA_BINARIES=build
+ARG BINARIES=build
 
 # ---- build: the release binaries, the Swift runtime linked in, so the
 # runtime image needs no Swift.
@@ -41,15 +41,15 @@ RUN --mount=type=cache,target=/src/.build \
  && strip --strip-debug /out/siwa-demo
 
 # ---- prebuilt: `make build-static`'s binaries, stripped of debug
-# information into .build/image/ by `make image SIWA_BINARIES=prebuilt`, for
+# information into .build/image/ by `make image BINARIES=prebuilt`, for
 # a host that has built siwa already (CI: one compile, not two).
 FROM scratch AS prebuilt
 COPY .build/image/siwa /out/
 FROM scratch AS prebuilt-simulator
 COPY .build/image/siwa-demo /out/
 
-FROM ${SIWA_BINARIES} AS binaries
-FROM ${SIWA_BINARIES}-simulator AS simulator-binaries
+FROM ${BINARIES} AS binaries
+FROM ${BINARIES}-simulator AS simulator-binaries
 
 # ---- the runtime's base: CA certificates (TLS to Apple, to PostgreSQL with
 # verify-full, to webhook targets), time zones, and siwa's user.

@@ -305,25 +305,25 @@ check-lintian:
 
 # ------------------------------------------------------------ containers --
 # The image (Dockerfile) with whichever engine is installed: podman, else
-# docker (podman with --format docker, which keeps the HEALTHCHECK). SIWA_BINARIES=build compiles siwa inside the build (the official
-# Swift image); SIWA_BINARIES=prebuilt packs this host's build-static
+# docker (podman with --format docker, which keeps the HEALTHCHECK). BINARIES=build compiles siwa inside the build (the official
+# Swift image); BINARIES=prebuilt packs this host's build-static
 # binaries (stripped into .build/image/), so nothing is compiled twice.
 # IMAGE_BUILD_ARGS passes more, e.g. --build-arg BASE=... (the tests use a
 # Debian base made here: scripts/test-containers.sh).
 CONTAINER_ENGINE ?= $(shell command -v podman >/dev/null 2>&1 && echo podman || echo docker)
-SIWA_IMAGE ?= localhost/siwa:$(VERSION)
-SIWA_SIMULATOR_IMAGE ?= localhost/siwa-simulator:$(VERSION)
-SIWA_BINARIES ?= build
+IMAGE ?= localhost/siwa:$(VERSION)
+SIMULATOR_IMAGE ?= localhost/siwa-simulator:$(VERSION)
+BINARIES ?= build
 IMAGE_BUILD_ARGS ?=
-IMAGE_BUILD = $(CONTAINER_ENGINE) build $(if $(filter podman,$(notdir $(CONTAINER_ENGINE))),--format docker) --build-arg SIWA_BINARIES=$(SIWA_BINARIES) \
+IMAGE_BUILD = $(CONTAINER_ENGINE) build $(if $(filter podman,$(notdir $(CONTAINER_ENGINE))),--format docker) --build-arg BINARIES=$(BINARIES) \
   --build-arg SIWA_GIT_COMMIT='$(subst ','\'',$(SIWA_GIT_COMMIT))' $(IMAGE_BUILD_ARGS)
 
-image: $(if $(filter prebuilt,$(SIWA_BINARIES)),image-binaries)
-	$(IMAGE_BUILD) --target runtime -t $(SIWA_IMAGE) .
+image: $(if $(filter prebuilt,$(BINARIES)),image-binaries)
+	$(IMAGE_BUILD) --target runtime -t $(IMAGE) .
 
 # Development only: the Apple simulator that deploy/compose.yaml runs.
-image-simulator: $(if $(filter prebuilt,$(SIWA_BINARIES)),image-binaries)
-	$(IMAGE_BUILD) --target simulator -t $(SIWA_SIMULATOR_IMAGE) .
+image-simulator: $(if $(filter prebuilt,$(BINARIES)),image-binaries)
+	$(IMAGE_BUILD) --target simulator -t $(SIMULATOR_IMAGE) .
 
 image-binaries: build-static
 	swift build -c release --static-swift-stdlib --product siwa-demo --scratch-path $(STATIC_BUILD)
@@ -341,7 +341,7 @@ check-container-tools:
 # podman against the test cluster (scripts/test-containers.sh).
 test-containers: check-swift build-stamp check-container-tools image-binaries
 	url="$$($(TESTDB) start test)"; \
-	SIWA_IMAGE='$(SIWA_IMAGE)' SIWA_SIMULATOR_IMAGE='$(SIWA_SIMULATOR_IMAGE)' scripts/test-containers.sh "$$url"
+	IMAGE='$(IMAGE)' SIMULATOR_IMAGE='$(SIMULATOR_IMAGE)' scripts/test-containers.sh "$$url"
 
 test-package: check-swift build-stamp check-lintian
 	swift build

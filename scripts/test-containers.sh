@@ -21,13 +21,13 @@
 #   scripts/test-containers.sh SERVER_URL
 # SERVER_URL: the owner's URL of a scripts/testdb.sh cluster; databases
 # siwa_image and siwa_kube are made (and dropped) beside it.
-# SIWA_IMAGE, SIWA_SIMULATOR_IMAGE: the names to build (localhost/...).
+# IMAGE, SIMULATOR_IMAGE: the names to build (localhost/...).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 server_url=$1
-image=${SIWA_IMAGE:-localhost/siwa:test}
-simulator_image=${SIWA_SIMULATOR_IMAGE:-localhost/siwa-simulator:test}
+image=${IMAGE:-localhost/siwa:test}
+simulator_image=${SIMULATOR_IMAGE:-localhost/siwa-simulator:test}
 base=localhost/debian:bookworm-local
 postgres_image=localhost/siwa-test-postgres:15
 export CONTAINERS_CONF=$PWD/scripts/containers.conf
@@ -83,11 +83,11 @@ if ! podman image exists "$base"; then
         --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' - "$base" >/dev/null
     rm -rf "$work/rootfs"
 fi
-build_args=(SIWA_BINARIES=prebuilt CONTAINER_ENGINE=podman IMAGE_BUILD_ARGS="--network host --build-arg BASE=$base")
-check "the runtime image builds from the host's binaries (make image SIWA_BINARIES=prebuilt)" \
-    make --no-print-directory image "${build_args[@]}" SIWA_IMAGE="$image"
+build_args=(BINARIES=prebuilt CONTAINER_ENGINE=podman IMAGE_BUILD_ARGS="--network host --build-arg BASE=$base")
+check "the runtime image builds from the host's binaries (make image BINARIES=prebuilt)" \
+    make --no-print-directory image "${build_args[@]}" IMAGE="$image"
 check "the simulator image builds (make image-simulator)" \
-    make --no-print-directory image-simulator "${build_args[@]}" SIWA_SIMULATOR_IMAGE="$simulator_image"
+    make --no-print-directory image-simulator "${build_args[@]}" SIMULATOR_IMAGE="$simulator_image"
 echo "     image sizes: $image $(podman image inspect "$image" --format '{{.Size}}' | awk '{printf "%.0f MB", $1 / 1e6}')" \
      "(base $(podman image inspect "$base" --format '{{.Size}}' | awk '{printf "%.0f MB", $1 / 1e6}'));" \
      "$simulator_image $(podman image inspect "$simulator_image" --format '{{.Size}}' | awk '{printf "%.0f MB", $1 / 1e6}')"
@@ -179,7 +179,7 @@ if ! podman image exists "$postgres_image"; then
     check "the tests' PostgreSQL image builds (Debian's postgresql-15)" \
         podman build --network host --build-arg BASE="$base" -t "$postgres_image" scripts/containers/postgres
 fi
-printf 'SIWA_IMAGE=%s\nSIWA_SIMULATOR_IMAGE=%s\nPOSTGRES_IMAGE=%s\n' "$image" "$simulator_image" "$postgres_image" >"$work/compose.env"
+printf 'IMAGE=%s\nSIMULATOR_IMAGE=%s\nPOSTGRES_IMAGE=%s\n' "$image" "$simulator_image" "$postgres_image" >"$work/compose.env"
 compose() { (set -a; . "$work/compose.env"; podman-compose -p siwa-test -f deploy/compose.yaml "$@"); }
 taken=$(for port in 8080 8082 8083 8090; do python3 -c 'import socket,sys; s = socket.socket(); s.bind(("127.0.0.1", int(sys.argv[1])))' "$port" 2>/dev/null || echo "$port"; done)
 if [[ -n $taken ]]; then

@@ -26,7 +26,8 @@ struct MigrationWaitTests {
         let dir = try Self.migrationsOneAhead()
         try atTestEnd { try? FileManager.default.removeItem(at: dir) }
         let socket = try NotifySocket(abstract: false)
-        let siwa = try SIWAProcess(port: try TestPorts.free(), environment: [
+        let metricsPort = try TestPorts.free()
+        let siwa = try SIWAProcess(port: try TestPorts.free(), metricsPort: metricsPort, environment: [
             "SIWA_DATABASE_URL": database.serveURL, "SIWA_APPLE_TEAM_ID": TestEnvironment.team,
             "SIWA_APPLE_CLIENT_IDS": ServerHarness.clientID, "SIWA_APPLE_JWKS_URL": "http://127.0.0.1:9/auth/keys",
             "SIWA_MIGRATIONS_DIR": dir.path, "NOTIFY_SOCKET": socket.address, "SIWA_ADMIN_HTTP_PORT": String(try TestPorts.free()),
@@ -45,6 +46,13 @@ struct MigrationWaitTests {
         let early = try? await HTTPAnswer.send(method: .GET, url: "http://127.0.0.1:\(siwa.port)/readyz", body: nil, headers: [],
                                                timeout: .seconds(2))
         #expect(early == nil, "the listener answered before the schema was up to date")
+        // The metrics listener answers meanwhile: alive, not ready, and why, so
+        // Kubernetes' probes wait for the migration instead of restarting serve.
+        let metrics = "http://127.0.0.1:\(metricsPort)"
+        let alive = try await HTTPAnswer.send(method: .GET, url: metrics + "/healthz", body: nil, headers: [], timeout: .seconds(5))
+        #expect(alive.status == 200, "\(alive.status) \(alive.text)")
+        let waiting = try await HTTPAnswer.send(method: .GET, url: metrics + "/readyz", body: nil, headers: [], timeout: .seconds(5))
+        #expect(waiting.status == 503 && waiting.json["schema"] as? String == "waiting_for_migrate", "\(waiting.status) \(waiting.text)")
 
         let migrate = try await runSIWA(["migrate"], environment: [
             "SIWA_MIGRATE_DATABASE_URL": database.ownerURL, "SIWA_DATABASE_URL": database.url, "SIWA_MIGRATIONS_DIR": dir.path,
@@ -56,6 +64,8 @@ struct MigrationWaitTests {
         let health = try await HTTPAnswer.send(method: .GET, url: "http://127.0.0.1:\(siwa.port)/healthz", body: nil, headers: [],
                                                timeout: .seconds(5))
         #expect(health.status == 200, "\(health.status) \(health.text)")
+        let current = try await HTTPAnswer.send(method: .GET, url: metrics + "/readyz", body: nil, headers: [], timeout: .seconds(5))
+        #expect(current.json["schema"] == nil, "\(current.status) \(current.text)")
         #expect(siwa.log.contains("The database schema is up to date: starting"), "\(siwa.log.suffix(2000))")
         #expect(await siwa.terminate() == 0)
     }

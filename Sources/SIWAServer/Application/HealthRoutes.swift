@@ -29,6 +29,11 @@ struct HealthRoutes: Sendable {
     let logger: Logger
     /// SIWA_APPLE_JWKS_REFRESH_SECONDS (serve), beside the keys' age.
     var keysRefreshInterval: Duration? = nil
+    /// serve's schema check: open once the schema is current. Until then the
+    /// metrics listener (bound at once) answers `/healthz` 200 and `/readyz`
+    /// 503 `waiting_for_migrate`, so an orchestrator waits for `siwa
+    /// migrate` instead of restarting the process or routing traffic to it.
+    var schema: SchemaGate? = nil
     /// The age of keys never loaded counts from here.
     let started = ContinuousClock.now
 
@@ -136,11 +141,15 @@ struct HealthRoutes: Sendable {
             ])
         }
         let keysLoaded = keys.isLoaded
-        let ready = database && keysLoaded
-        return JSONResponse.make(ready ? .ok : .serviceUnavailable, [
-            "status": ready ? "ready" : "not_ready",
-            "database": database ? "ok" : "unreachable",
-            "apple_keys": keysLoaded ? "loaded" : "not_loaded",
-        ])
+        let schemaCurrent = schema?.isOpen ?? true
+        let ready = database && keysLoaded && schemaCurrent
+        let (status, reachable, loaded) = (ready ? "ready" : "not_ready", database ? "ok" : "unreachable",
+                                           keysLoaded ? "loaded" : "not_loaded")
+        if !schemaCurrent {
+            return JSONResponse.make(.serviceUnavailable, [
+                "status": status, "database": reachable, "apple_keys": loaded, "schema": "waiting_for_migrate",
+            ])
+        }
+        return JSONResponse.make(ready ? .ok : .serviceUnavailable, ["status": status, "database": reachable, "apple_keys": loaded])
     }
 }

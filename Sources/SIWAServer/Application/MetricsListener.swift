@@ -22,9 +22,10 @@ public enum MetricsListener {
     /// - Parameter keysRefreshInterval: how often serve refreshes `keys`, beside their age.
     /// - Parameter queueGauges: the queue gauges this process exports (each
     ///   series from one process only).
+    /// - Parameter schema: serve's schema check, which `/readyz` waits for.
     static func services(
         serverName: String, host: String, port: Int, database: DatabaseConfiguration, keys: AppleKeySet?,
-        keysRefreshInterval: Duration? = nil, queueGauges: Set<HealthRoutes.QueueGauge>, jobMaxRunSeconds: Double, registry: PrometheusCollectorRegistry,
+        keysRefreshInterval: Duration? = nil, schema: SchemaGate? = nil, queueGauges: Set<HealthRoutes.QueueGauge>, jobMaxRunSeconds: Double, registry: PrometheusCollectorRegistry,
         logger: Logger, onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
     ) -> [any Service] {
         var configuration = database
@@ -35,7 +36,7 @@ public enum MetricsListener {
         let app = Application(
             router: router(HealthRoutes(keys: keys, queries: AccountQueries(client: client, jobMaxRunSeconds: jobMaxRunSeconds),
                                         registry: registry, queueGauges: queueGauges, logger: logger,
-                                        keysRefreshInterval: keysRefreshInterval)),
+                                        keysRefreshInterval: keysRefreshInterval, schema: schema)),
             server: .http1(configuration: .init(idleTimeout: .seconds(60))),
             configuration: .init(address: .hostname(host, port: port), serverName: serverName),
             onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? port) },

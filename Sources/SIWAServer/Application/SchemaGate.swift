@@ -8,6 +8,9 @@ import Synchronization
 final class SchemaGate: Sendable {
     private let state = Mutex<(open: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
 
+    /// Open: the schema is current (serve's metrics listener's `/readyz`).
+    var isOpen: Bool { state.withLock { $0.open } }
+
     func open() {
         let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
             state.open = true

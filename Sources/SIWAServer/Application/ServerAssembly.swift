@@ -123,7 +123,7 @@ public enum ServerAssembly {
             let metricsLogger = Logger(label: "siwa.metrics")
             metricsServices = MetricsListener.services(
                 serverName: "siwa", host: listener.host, port: listener.port, database: database, keys: keys,
-                keysRefreshInterval: settings.appleKeys.refreshInterval, queueGauges: [.backlog], jobMaxRunSeconds: settings.jobMaxRunSeconds, registry: registry, logger: metricsLogger
+                keysRefreshInterval: settings.appleKeys.refreshInterval, schema: schemaGate, queueGauges: [.backlog], jobMaxRunSeconds: settings.jobMaxRunSeconds, registry: registry, logger: metricsLogger
             ) { port in
                 metricsLogger.info("Metrics listener: /metrics, /healthz, /readyz", metadata: ["address": "\(listener.host):\(port)"])
                 await onMetricsRunning(port)

@@ -77,6 +77,7 @@ from .purge_scope import PurgeScope
 from .readiness import Readiness
 from .readiness_apple_keys import ReadinessAppleKeys
 from .readiness_database import ReadinessDatabase
+from .readiness_schema import ReadinessSchema
 from .readiness_status import ReadinessStatus
 from .receipt_key_set import ReceiptKeySet
 from .receipt_key_set_keys_item import ReceiptKeySetKeysItem
@@ -189,6 +190,7 @@ __all__ = (
     "Readiness",
     "ReadinessAppleKeys",
     "ReadinessDatabase",
+    "ReadinessSchema",
     "ReadinessStatus",
     "ReceiptKeySet",
     "ReceiptKeySetKeysItem",

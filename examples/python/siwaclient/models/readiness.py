@@ -8,6 +8,7 @@ from attrs import field as _attrs_field
 
 from ..models.readiness_apple_keys import ReadinessAppleKeys
 from ..models.readiness_database import ReadinessDatabase
+from ..models.readiness_schema import ReadinessSchema
 from ..models.readiness_status import ReadinessStatus
 from ..types import UNSET, Unset
 
@@ -21,11 +22,14 @@ class Readiness:
         status (ReadinessStatus):
         database (ReadinessDatabase):
         apple_keys (ReadinessAppleKeys | Unset): siwa serve only (the worker loads no Apple keys)
+        schema (ReadinessSchema | Unset): siwa serve's metrics listener, while the schema is behind this siwa and serve
+            waits for `siwa migrate` (its other listeners are not bound yet)
     """
 
     status: ReadinessStatus
     database: ReadinessDatabase
     apple_keys: ReadinessAppleKeys | Unset = UNSET
+    schema: ReadinessSchema | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -37,6 +41,10 @@ class Readiness:
         if not isinstance(self.apple_keys, Unset):
             apple_keys = self.apple_keys.value
 
+        schema: str | Unset = UNSET
+        if not isinstance(self.schema, Unset):
+            schema = self.schema.value
+
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
         field_dict.update(
@@ -47,6 +55,8 @@ class Readiness:
         )
         if apple_keys is not UNSET:
             field_dict["apple_keys"] = apple_keys
+        if schema is not UNSET:
+            field_dict["schema"] = schema
 
         return field_dict
 
@@ -64,10 +74,18 @@ class Readiness:
         else:
             apple_keys = ReadinessAppleKeys(_apple_keys)
 
+        _schema = d.pop("schema", UNSET)
+        schema: ReadinessSchema | Unset
+        if isinstance(_schema, Unset):
+            schema = UNSET
+        else:
+            schema = ReadinessSchema(_schema)
+
         readiness = cls(
             status=status,
             database=database,
             apple_keys=apple_keys,
+            schema=schema,
         )
 
         readiness.additional_properties = d
