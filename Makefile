@@ -210,7 +210,8 @@ clean-db:
 # installed siwa looks: Migrator.defaultDirectory), the example settings, the
 # systemd units with ExecStart= pointing at PREFIX, the sysusers.d entry
 # for the service users, the documentation (share/doc/siwa, laid out as in
-# this tree so that its links hold), and the man pages and shell completions generated
+# this tree so that its links hold, with the compose file and the Kubernetes
+# manifests), and the man pages and shell completions generated
 # from the command definitions (scripts/generate-manual.sh). Settings go to SYSCONFDIR/siwa, mode 0600, only
 # where no file is there yet: an operator's settings are never overwritten.
 # The binary is built with the Swift standard library and Foundation linked
@@ -243,12 +244,16 @@ install: $(if $(SIWA_BINARY),,build-static)
 	install -m 0644 .build/manual/completions/_siwa $(DESTDIR)$(PREFIX)/share/zsh/vendor-completions/_siwa
 	install -m 0644 .build/manual/completions/siwa.fish $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/siwa.fish
 	install -m 0644 sql/*.sql $(DESTDIR)$(PREFIX)/share/siwa/sql/
-	install -m 0644 deploy/*.env.example deploy/purge-plan.example.json $(DESTDIR)$(PREFIX)/share/siwa/examples/
+	install -m 0644 deploy/*.env.example deploy/purge-plan.example.json deploy/purge-plan.supabase.example.json \
+	  $(DESTDIR)$(PREFIX)/share/siwa/examples/
 	install -d $(DESTDIR)$(PREFIX)/share/doc/siwa/docs $(DESTDIR)$(PREFIX)/share/doc/siwa/deploy/prometheus \
 	  $(DESTDIR)$(PREFIX)/share/doc/siwa/sql
 	install -m 0644 README.md CHANGELOG.md LICENSE $(DESTDIR)$(PREFIX)/share/doc/siwa/
-	install -m 0644 docs/*.md docs/openapi.yaml $(DESTDIR)$(PREFIX)/share/doc/siwa/docs/
-	install -m 0644 deploy/README.md $(DESTDIR)$(PREFIX)/share/doc/siwa/deploy/
+	install -m 0644 docs/*.md docs/openapi.yaml docs/openapi-3.0.yaml $(DESTDIR)$(PREFIX)/share/doc/siwa/docs/
+	install -m 0644 deploy/README.md deploy/compose.yaml deploy/purge-plan.supabase.example.json $(DESTDIR)$(PREFIX)/share/doc/siwa/deploy/
+	install -d $(DESTDIR)$(PREFIX)/share/doc/siwa/deploy/compose $(DESTDIR)$(PREFIX)/share/doc/siwa/deploy/kubernetes
+	install -m 0644 deploy/compose/roles.sql $(DESTDIR)$(PREFIX)/share/doc/siwa/deploy/compose/
+	install -m 0644 deploy/kubernetes/*.yaml $(DESTDIR)$(PREFIX)/share/doc/siwa/deploy/kubernetes/
 	install -m 0644 deploy/prometheus/alerts.yml $(DESTDIR)$(PREFIX)/share/doc/siwa/deploy/prometheus/
 	install -m 0644 sql/README.md $(DESTDIR)$(PREFIX)/share/doc/siwa/sql/
 	for unit in deploy/*.service; do \

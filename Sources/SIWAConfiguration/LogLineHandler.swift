@@ -15,8 +15,11 @@ import Synchronization
 ///
 /// - `json`: one object per line: `ts`, `level`, `logger`, `msg`, then the
 ///   metadata in key order.
-/// - `text`: `2026-11-22T12:34:56.789Z info siwa.serve: Listening address=…`,
-///   metadata in key order after the message.
+/// - `text`: logfmt, `ts=2026-11-22T12:34:56.789Z level=info logger=siwa.serve
+///   msg=Listening address=…`, the same four fields, then the metadata in key
+///   order. A value with a space, `=`, `"` or a control character is quoted
+///   and escaped, and a key is only letters, digits, `_`, `.` and `-`, so no
+///   value can forge a key or another line.
 ///
 /// Under systemd (`priorityPrefix`: stderr is the journal's stream) each line
 /// starts with its syslog priority, `<3>` to `<7>` (sd-daemon(3)), which
@@ -117,20 +120,63 @@ public struct LogLineHandler: LogHandler {
     }
 
     private func textLine(_ event: LogEvent, _ fields: [(key: String, value: Logger.MetadataValue)], into line: inout [UInt8]) {
+        line.append(contentsOf: "ts=".utf8)
         Self.appendTimestamp(to: &line)
-        line.append(UInt8(ascii: " "))
+        line.append(contentsOf: " level=".utf8)
         line.append(contentsOf: event.level.rawValue.utf8)
-        line.append(UInt8(ascii: " "))
-        line.append(contentsOf: label.utf8)
-        line.append(contentsOf: ": ".utf8)
-        // One event, one line: a newline inside a message would forge another.
-        Self.appendSingleLine(event.message.description, to: &line)
+        line.append(contentsOf: " logger=".utf8)
+        Self.appendLogfmtValue(label, to: &line)
+        line.append(contentsOf: " msg=".utf8)
+        Self.appendLogfmtValue(event.message.description, to: &line)
         for (key, value) in fields {
             line.append(UInt8(ascii: " "))
-            Self.appendSingleLine(key, to: &line)
+            Self.appendLogfmtKey(Self.reservedKeys.contains(key) ? "meta." + key : key, to: &line)
             line.append(UInt8(ascii: "="))
-            Self.appendSingleLine(value.description, to: &line)
+            Self.appendLogfmtValue(value.description, to: &line)
         }
+    }
+
+    /// A logfmt key: letters, digits, `_`, `.` and `-`; anything else is `_`
+    /// (a key with a space or `=` would split into others).
+    static func appendLogfmtKey(_ key: String, to line: inout [UInt8]) {
+        if key.isEmpty { line.append(UInt8(ascii: "_")) }
+        for byte in key.utf8 {
+            switch byte {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+                 UInt8(ascii: "_"), UInt8(ascii: "."), UInt8(ascii: "-"):
+                line.append(byte)
+            default: line.append(UInt8(ascii: "_"))
+            }
+        }
+    }
+
+    /// A logfmt value: bare when it has nothing that ends or breaks a bare
+    /// value, else quoted, with `"`, `\` and control characters escaped.
+    static func appendLogfmtValue(_ text: String, to line: inout [UInt8]) {
+        let bare = !text.isEmpty && text.utf8.allSatisfy { byte in
+            byte > 0x20 && byte != 0x7f && byte != UInt8(ascii: "=") && byte != UInt8(ascii: "\"") && byte != UInt8(ascii: "\\")
+        }
+        if bare {
+            line.append(contentsOf: text.utf8)
+            return
+        }
+        line.append(UInt8(ascii: "\""))
+        for byte in text.utf8 {
+            switch byte {
+            case UInt8(ascii: "\""): line.append(contentsOf: #"\""#.utf8)
+            case UInt8(ascii: "\\"): line.append(contentsOf: #"\\"#.utf8)
+            case UInt8(ascii: "\n"): line.append(contentsOf: #"\n"#.utf8)
+            case UInt8(ascii: "\r"): line.append(contentsOf: #"\r"#.utf8)
+            case UInt8(ascii: "\t"): line.append(contentsOf: #"\t"#.utf8)
+            case 0..<0x20, 0x7f:
+                let hex = Array("0123456789abcdef".utf8)
+                line.append(contentsOf: #"\u00"#.utf8)
+                line.append(hex[Int(byte >> 4)])
+                line.append(hex[Int(byte & 0x0f)])
+            default: line.append(byte)
+            }
+        }
+        line.append(UInt8(ascii: "\""))
     }
 
     /// `<N>`: the syslog priority journald reads off the front of a line.
@@ -146,16 +192,6 @@ public struct LogLineHandler: LogHandler {
         line.append(UInt8(ascii: "<"))
         line.append(UInt8(ascii: "0") + priority)
         line.append(UInt8(ascii: ">"))
-    }
-
-    static func appendSingleLine(_ text: String, to line: inout [UInt8]) {
-        for byte in text.utf8 {
-            switch byte {
-            case UInt8(ascii: "\n"): line.append(contentsOf: #"\n"#.utf8)
-            case UInt8(ascii: "\r"): line.append(contentsOf: #"\r"#.utf8)
-            default: line.append(byte)
-            }
-        }
     }
 
     static func appendValue(_ value: Logger.MetadataValue, to line: inout [UInt8]) {
@@ -194,7 +230,9 @@ public struct LogLineHandler: LogHandler {
 public enum LoggingSetup {
     /// Once per process, before anything logs. The lines get the syslog
     /// priority prefix when stderr is the journal (`JournalStream`).
-    public static func bootstrap(_ settings: LogSettings,
+    /// - Parameter tracing: the tracer's metadata (`trace_id`, `span_id`) of
+    ///   the span a line is logged in, when tracing is on.
+    public static func bootstrap(_ settings: LogSettings, tracing: Logger.MetadataProvider? = nil,
                                  environment: [String: String] = ProcessInfo.processInfo.environment) {
         let level = Logger.Level(rawValue: settings.level) ?? .info
         let journal = JournalStream.isConnected(STDERR_FILENO, environment: environment)
@@ -202,7 +240,7 @@ public enum LoggingSetup {
             var handler = LogLineHandler(label: label, format: settings.format, priorityPrefix: journal, metadataProvider: provider)
             handler.logLevel = level
             return handler
-        }, metadataProvider: RequestLogContext.metadataProvider)
+        }, metadataProvider: tracing.map { .multiplex([RequestLogContext.metadataProvider, $0]) } ?? RequestLogContext.metadataProvider)
     }
 }
 

@@ -548,9 +548,12 @@ public enum SettingsCatalog {
 
     public static let logFormat = Setting(
         "SIWA_LOG_FORMAT", .choice(["text", "json"]), default: "text", readers: Set(Setting.Reader.allCases), files: [.shared],
-        help: "one line per event, as text or as a JSON object",
+        help: "one line per event: `text` is logfmt (`ts=... level=info logger=siwa.serve msg=... key=value`), `json` one JSON object",
         details: """
-            `json` for log shippers reading the journal.
+            Both carry the same fields; a value with a space or a quote is quoted and \
+            escaped in logfmt, so no value forges a key or a line. With tracing on \
+            (OTEL_EXPORTER_OTLP_ENDPOINT) a line logged inside a span also has \
+            `trace_id` and `span_id`. `json` for log shippers reading the journal.
             """)
     public static let logLevel = Setting(
         "SIWA_LOG_LEVEL", .choice(["trace", "debug", "info", "notice", "warning", "error", "critical"]), default: "info",

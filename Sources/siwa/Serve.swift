@@ -41,7 +41,7 @@ struct Serve: AsyncParsableCommand {
         let environment = Startup.reader()
         let settings = Startup.settings { try ServerSettings(environment: environment) }
         Startup.warnUnknownSettings(environment)
-        LoggingSetup.bootstrap(settings.log)
+        LoggingSetup.bootstrap(settings.log, tracing: TracingSetup.logMetadata(environment: environment.values))
         let logger = Logger(label: "siwa.serve")
         let migrator = Startup.settings { try Migrator(directory: Migrator.defaultDirectory()) }
         // Ready for systemd (Type=notify) once the public listener is bound,

@@ -10,6 +10,13 @@ import Tracing
 /// tracer is bootstrapped, and every `withSpan` is swift-distributed-tracing's
 /// no-op.
 enum TracingSetup {
+    /// The span's `trace_id` and `span_id` on every log line logged in one,
+    /// when tracing is on (for `LoggingSetup.bootstrap`, which comes first).
+    static func logMetadata(environment: [String: String]) -> Logger.MetadataProvider? {
+        guard let endpoint = environment["OTEL_EXPORTER_OTLP_ENDPOINT"], !endpoint.isEmpty else { return nil }
+        return OTel.makeLoggingMetadataProvider()
+    }
+
     /// Once per process, before any span. Nil when tracing is off.
     /// - Parameter serviceName: `service.name` unless OTEL_SERVICE_NAME says otherwise.
     static func bootstrap(serviceName: String, environment: [String: String]) -> (any Service)? {

@@ -56,7 +56,7 @@ struct Worker: AsyncParsableCommand {
         let environment = ProcessInfo.processInfo.environment
         let reader = Startup.reader(environment)
         let settings = Startup.settings { try WorkerSettings(environment: reader) }
-        LoggingSetup.bootstrap(settings.log)
+        LoggingSetup.bootstrap(settings.log, tracing: TracingSetup.logMetadata(environment: environment))
         let logger = Logger(label: "siwa.worker")
         if checkPlan { await Self.checkPlan(settings: settings, environment: environment, logger: logger) }
         let migrator = Startup.settings { try Migrator(directory: Migrator.defaultDirectory()) }

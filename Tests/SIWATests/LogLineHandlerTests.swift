@@ -35,16 +35,36 @@ struct LogLineHandlerTests {
         }
     }
 
-    @Test func textLinesAreOneLinePerEvent() throws {
+    @Test func textLinesAreLogfmtOneLinePerEvent() throws {
         let text = try output(.text) { logger in
             logger.info("first\nforged line", metadata: ["b": "2", "a": "x\ny"])
             logger.warning("second")
         }
         let lines = text.split(separator: "\n", omittingEmptySubsequences: false).dropLast()
         try #require(lines.count == 2, "\(text)")
-        #expect(lines[0].wholeMatch(of: /\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z info siwa\.test: first\\nforged line a=x\\ny b=2 worker=w1/) != nil,
+        #expect(lines[0].wholeMatch(of: /ts=\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z level=info logger=siwa\.test msg="first\\nforged line" a="x\\ny" b=2 worker=w1/) != nil,
                 "\(lines[0])")
-        #expect(lines[1].hasSuffix(" warning siwa.test: second worker=w1"), "\(lines[1])")
+        #expect(lines[1].hasSuffix(" level=warning logger=siwa.test msg=second worker=w1"), "\(lines[1])")
+    }
+
+    /// Read back by a logfmt parser (Logfmt below, written to the format's
+    /// grammar: bare or quoted values, escapes inside quotes), every value
+    /// is what was logged and no value made a key of its own.
+    @Test func textLinesParseAsLogfmtAndNoValueForgesAKey() throws {
+        let hostile = #"x=1 level=critical msg="forged" "quoted" back\slash tab\#t end"#
+        let values: [String: String] = ["plain": "ok", "spaces": "a b c", "forger": hostile, "empty": "",
+                                        "eq": "a=b", "control": "bell\u{07}del\u{7f}", "unicode": "é 🍎"]
+        let text = try output(.text) { logger in
+            logger.notice("\(hostile)", metadata: values.mapValues { .string($0) }.merging(["bad key=x": "k", "msg": "meta"]) { $1 })
+        }
+        let line = try #require(text.split(separator: "\n").first.map(String.init))
+        let pairs = try Logfmt.parse(line)
+        let keys = pairs.map(\.key)
+        #expect(keys == ["ts", "level", "logger", "msg", "bad_key_x", "control", "empty", "eq", "forger", "meta.msg", "plain", "spaces",
+                         "unicode", "worker"], "\(line)")
+        let parsed = Dictionary(pairs.map { ($0.key, $0.value) }, uniquingKeysWith: { first, _ in first })
+        #expect(parsed["msg"] == hostile && parsed["level"] == "notice" && parsed["meta.msg"] == "meta", "\(line)")
+        for (key, value) in values { #expect(parsed[key] == value, "\(key): \(parsed[key] ?? "nil") in \(line)") }
     }
 
     @Test func escapesAndNestsValues() throws {
@@ -106,7 +126,7 @@ struct LogLineHandlerTests {
                 }
             }
         }
-        #expect(try output(.text) { $0.warning("plain") }.first?.isNumber == true, "no prefix outside the journal")
+        #expect(try output(.text) { $0.warning("plain") }.hasPrefix("ts="), "no prefix outside the journal")
     }
 
     /// `JOURNAL_STREAM` counts only when it names the descriptor's own

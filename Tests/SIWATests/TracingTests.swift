@@ -41,6 +41,10 @@ struct TracingTests {
                                                headers: [("Content-Type", "application/json"), ("X-Request-Id", "traced-req-0042")])
         #expect(answer.status == 200)
         #expect(serve.log.contains("Tracing on"), "\(serve.log.suffix(2000))")
+        // The request's log lines name its trace and span (logfmt: key=value).
+        let requestLines = serve.log.split(separator: "\n").filter { $0.contains("request_id=traced-req-0042") }
+        #expect(!requestLines.isEmpty && requestLines.allSatisfy { $0.contains(" trace_id=") && $0.contains(" span_id=") },
+                "\(serve.log.suffix(2000))")
         #expect(await serve.terminate() == 0)
         #expect(try await eventually(upTo: .seconds(10)) { exported("siwa.notification.record") }, "\(serve.log.suffix(2000))")
         // The spans carry the request's id (siwa.request_id), the caller's here.
@@ -53,6 +57,9 @@ struct TracingTests {
         let worker = try harness.startWorker(tracing)
         #expect(try await harness.wait(upTo: .seconds(30)) { try await harness.count(state: "completed") == 1 }, "\(worker.log.suffix(2000))")
         #expect(await worker.terminate() == 0)
+        let jobLine = worker.log.split(separator: "\n").first { $0.contains("msg=\"Job completed\"") }
+        #expect(jobLine?.contains(" trace_id=") == true && jobLine?.contains(" span_id=") == true,
+                "the job's log line names no trace: \(worker.log.suffix(2000))")
         #expect(try await eventually(upTo: .seconds(10)) { exported("siwa.job.step") }, "\(worker.log.suffix(2000))")
         for name in ["siwa.job", "siwa-worker", WorkerHarness.sqlStep, WorkerHarness.httpStep] {
             #expect(exported(name), "\(name) was not exported")

@@ -32,21 +32,22 @@ struct JobInstrumentation: Sendable {
     /// tracer is bootstrapped) holding its steps' spans; how it ended is
     /// logged and counted here. A throw is the caller's to record (`failed`).
     func run(_ job: ClaimedJob, _ body: () async throws -> JobRunOutcome) async throws -> JobRunOutcome {
-        let outcome = try await withSpan("siwa.job", ofKind: .consumer) { span in
+        try await withSpan("siwa.job", ofKind: .consumer) { span in
             span.attributes["siwa.job.id"] = Int(job.id)
             span.attributes["siwa.job.kind"] = job.kind
             span.attributes["siwa.job.attempt"] = job.attempt
-            return try await body()
+            let outcome = try await body()
+            // Inside the span, so that these lines name its trace (trace_id).
+            switch outcome {
+            case .completed:
+                completed(job)
+            case .snoozed:
+                logger.info("Job waits for its time", metadata: Self.metadata(job))
+            case .leaseLost:
+                logger.warning("Lease lost; another worker will finish the job", metadata: Self.metadata(job))
+            }
+            return outcome
         }
-        switch outcome {
-        case .completed:
-            completed(job)
-        case .snoozed:
-            logger.info("Job waits for its time", metadata: Self.metadata(job))
-        case .leaseLost:
-            logger.warning("Lease lost; another worker will finish the job", metadata: Self.metadata(job))
-        }
-        return outcome
     }
 
     /// A failed attempt, as the queue recorded it (`decision` from the retry policy).
