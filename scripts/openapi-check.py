@@ -277,6 +277,12 @@ def check_event(document, record):
         return f"app event of type {kind!r}: no such webhook in the document"
     operation = webhooks[name]["post"]
     SEEN.add(("webhook", name))
+    return check_webhook_request(document, operation, event, record,
+                                 f"app event {kind} ({operation['operationId']})", f"app event {kind}")
+
+
+def check_webhook_request(document, operation, body, record, what, short):
+    """A webhook's request against its operation: the headers, then the body."""
     for parameter in operation.get("parameters", []):
         parameter = resolve(document, parameter)
         if parameter.get("in") != "header":
@@ -284,16 +290,16 @@ def check_event(document, record):
         value = record.get("headers", {}).get(parameter["name"])
         if value is None:
             if parameter.get("required"):
-                return f"app event {kind}: no {parameter['name']} header"
+                return f"{short}: no {parameter['name']} header"
             continue
         errors = list(validator(document, parameter.get("schema", {})).iter_errors(value))
         if errors:
-            return f"app event {kind}: header {parameter['name']}: {errors[0].message[:200]}"
+            return f"{short}: header {parameter['name']}: {errors[0].message[:200]}"
     schema = operation["requestBody"]["content"]["application/json"]["schema"]
-    errors = sorted(validator(document, schema).iter_errors(event), key=lambda error: list(error.absolute_path))
+    errors = sorted(validator(document, schema).iter_errors(body), key=lambda error: list(error.absolute_path))
     if errors:
         where = "/".join(str(part) for part in errors[0].absolute_path) or "(the body)"
-        return f"app event {kind} ({operation['operationId']}): {where}: {errors[0].message[:300]} in {record['body'][:300]}"
+        return f"{what}: {where}: {errors[0].message[:300]} in {record['body'][:300]}"
     return None
 
 
@@ -308,22 +314,7 @@ def check_purge_plan_request(document, record):
     if operation is None:
         return f"purge plan request: no webhook {name} in the document"
     SEEN.add(("webhook", name))
-    for parameter in operation.get("parameters", []):
-        parameter = resolve(document, parameter)
-        value = record.get("headers", {}).get(parameter["name"])
-        if value is None:
-            if parameter.get("required"):
-                return f"purge plan request {name}: no {parameter['name']} header"
-            continue
-        errors = list(validator(document, parameter.get("schema", {})).iter_errors(value))
-        if errors:
-            return f"purge plan request {name}: header {parameter['name']}: {errors[0].message[:200]}"
-    schema = operation["requestBody"]["content"]["application/json"]["schema"]
-    errors = sorted(validator(document, schema).iter_errors(body), key=lambda error: list(error.absolute_path))
-    if errors:
-        where = "/".join(str(part) for part in errors[0].absolute_path) or "(the body)"
-        return f"purge plan request {name}: {where}: {errors[0].message[:300]} in {record['body'][:300]}"
-    return None
+    return check_webhook_request(document, operation, body, record, f"purge plan request {name}", f"purge plan request {name}")
 
 
 def unexercised(document):

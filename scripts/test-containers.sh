@@ -66,12 +66,17 @@ cleanup() {
     [[ -f $work/kube.yaml ]] && podman kube down "$work/kube.yaml" >/dev/null 2>&1
     podman volume rm -f siwa-erasures >/dev/null 2>&1  # the played worker's claim
     [[ -f $work/compose.env ]] && (set -a; . "$work/compose.env"; podman-compose -p siwa-test -f deploy/compose.yaml down -v >/dev/null 2>&1)
-    podman ps -aq --filter "label=$label" | xargs -r podman rm -f >/dev/null 2>&1
+    podman ps -aq --filter "label=$label" | xargs -r podman rm -f -v >/dev/null 2>&1
     podman volume ls -q --filter "label=$label" | xargs -r podman volume rm -f >/dev/null 2>&1
     for db in siwa_image siwa_kube; do admin "DROP DATABASE IF EXISTS $db WITH (FORCE)" >/dev/null 2>&1; done
     rm -rf "$work"
 }
 trap cleanup EXIT
+# What an earlier run that was killed left (its containers, pods and volumes
+# carry the label, whatever its run's number).
+podman ps -aq --filter label=siwa-test-containers | xargs -r podman rm -f -v >/dev/null 2>&1 || true
+podman pod ls -q --filter name=siwa- | xargs -r podman pod rm -f >/dev/null 2>&1 || true
+podman volume rm -f siwa-erasures siwa-test-erasures >/dev/null 2>&1 || true
 
 # ------------------------------------------------------------- images ---
 if ! podman image exists "$base"; then
@@ -235,7 +240,8 @@ for pod in serve worker; do
 done
 chown -R 10001:10001 "$work/kube-secrets" && chmod 0440 "$work"/kube-secrets/*/*
 python3 scripts/containers/kube-play.py "$image" "$settings" "$work/kube-secrets" >"$work/kube.yaml"
-check "kube: podman kube play runs serve's and the worker's Deployments" podman kube play --network host "$work/kube.yaml"
+# `command`: kube play under the stderr filter above loses the script.
+check "kube: podman kube play runs serve's and the worker's Deployments" command podman kube play --network host "$work/kube.yaml"
 kube_serve=$(podman ps --format '{{.Names}}' | grep -m1 'siwa-serve.*-serve$' || true)
 kube_worker=$(podman ps --format '{{.Names}}' | grep -m1 'siwa-worker.*-worker$' || true)
 if eventually 60 curl -fsS "http://127.0.0.1:$metrics_port/readyz"; then pass "kube: serve's pod is ready (its readiness probe's /readyz)"

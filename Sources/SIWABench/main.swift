@@ -77,16 +77,17 @@ let scenarios = ProcessInfo.processInfo.environment["BENCH_SCENARIOS"].map { lis
 @MainActor
 func ingestReports(_ scenarios: [IngestScenario]) async -> [IngestReport] {
     var reports: [IngestReport] = []
+    // The open loop's client: enough connections that a slow answer never
+    // makes the next send queue in the client. Outside the `do`, so that a
+    // failed scenario reports its error instead of the client's deinit trap.
+    var httpConfiguration = HTTPClient.Configuration()
+    httpConfiguration.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = concurrency
+    let http = HTTPClient(eventLoopGroupProvider: .singleton, configuration: httpConfiguration)
     do {
         // Apple stand-in (its JWKS endpoint); siwa serve runs per scenario in its own process.
         let apple = try AppleSimulator()
         let appleServer = try await apple.start(logger: logger)
         let clientID = "com.example.siwa.bench"
-        // The open loop's client: enough connections that a slow answer never
-        // makes the next send queue in the client.
-        var httpConfiguration = HTTPClient.Configuration()
-        httpConfiguration.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = concurrency
-        let http = HTTPClient(eventLoopGroupProvider: .singleton, configuration: httpConfiguration)
 
         // Floors, measured in the same run: bare routes (Hummingbird, and
         // SwiftNIO alone) on the same two cores under the same load, and the
@@ -106,12 +107,13 @@ func ingestReports(_ scenarios: [IngestScenario]) async -> [IngestReport] {
                 floors: floors, http: http, concurrency: concurrency,
                 pgbenchSeconds: pgbenchSeconds, offeredRate: offeredRate))
         }
-        _ = try? await http.shutdown().get()
         await appleServer.stop()
         await floors.stop()
     } catch {
+        _ = try? await http.shutdown().get()
         fail(String(reflecting: error))
     }
+    _ = try? await http.shutdown().get()
     return reports
 }
 

@@ -85,7 +85,7 @@ struct WorkerMetricsTests {
         // Under systemd: every line starts with its syslog priority.
         let lines = worker.log.split(separator: "\n")
         #expect(!lines.isEmpty)
-        for line in lines { #expect(line.wholeMatch(of: /<[2-7]>\d{4}-.*/) != nil, "\(line)") }
+        for line in lines { #expect(line.wholeMatch(of: /<[2-7]>ts=\d{4}-.*/) != nil, "\(line)") }
         #expect(lines.contains { $0.hasPrefix("<6>") && $0.contains("Worker started") })
         #expect(lines.contains { $0.hasPrefix("<4>") && $0.contains("Job failed; will retry") })
         #expect(lines.contains { $0.hasPrefix("<3>") && $0.contains("Job discarded") })
