@@ -5,7 +5,7 @@
 #
 #   docker build -t siwa .                        # compiles siwa (the build stage)
 #   make image                                    # the same with podman or docker
-#   make image BINARIES=prebuilt             # packs make build-static's binary instead
+#   make image BINARIES=prebuilt                  # packs make build-static's binary instead
 #   docker build --target simulator -t siwa-simulator .   # development only: the Apple simulator
 #
 # Build arguments: SWIFT_IMAGE (the builder, a Swift 6 toolchain on Debian 12),
